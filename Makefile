@@ -1,0 +1,43 @@
+# Everything runs in one virtualenv at .venv/, created on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv gen check-gen lint test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## gen: regenerate all code derived from proto/ (offline)
+gen: $(STAMP)
+	PYTHON=$(PY) ./codegen/generate.sh
+
+## check-gen: fail if the committed generated code differs from what `make gen` produces
+check-gen: gen
+	git diff --exit-code --stat -- e2a_grpc/_gen
+	test -z "$$(git status --porcelain --untracked-files=all -- e2a_grpc/_gen)"
+
+## lint: buf lint/format, ruff, mypy
+lint: $(STAMP)
+	$(VENV)/bin/buf lint
+	$(VENV)/bin/buf format -d --exit-code
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy e2a_grpc
+
+## test: set up the virtualenv, lint, and run the whole test suite
+test: lint
+	$(PY) -m pytest
+
+## bench: run the benchmarks and write BENCHMARKS.md
+bench: $(STAMP)
+	$(PY) -m bench.run --output BENCHMARKS.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,358 @@
+"""dict <-> protobuf conversion for the E2A messages (paired ``to_proto_x`` / ``from_proto_x``).
+
+The dict side is the canonical E2A form (``to_dict()``: every key present, in protocol order).
+Scalar fields map one-to-one (proto3 ``optional`` keeps null apart from ``""``); free-form JSON
+fields travel as JSON text (see ``jsontext``); ``jsonrpc_id`` keeps its JSON type in a oneof.
+This is the hot path of the service, so the tables below are plain tuples and dicts and the
+generated message constructors (implemented in C) do the field assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from e2a_grpc import (
+    _gen,  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
+    jsontext,
+)
+from e2a_grpc.constants import E2A_SOURCE_PROTOCOL_E2A
+from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
+
+from e2a.v1 import e2a_pb2  # isort: skip
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+_ORIGIN_TO_PROTO: dict[Any, int] = {}
+_ORIGIN_FROM_PROTO: dict[int, str] = {}
+for _name in ("system", "user", "agent", "service"):
+    _number = e2a_pb2.IdentityOrigin.Value(f"IDENTITY_ORIGIN_{_name.upper()}")
+    _ORIGIN_FROM_PROTO[_number] = _name
+    _ORIGIN_TO_PROTO[_name] = _number
+# IdentityOrigin members hash by name, not value: index them too (imported lazily to avoid a cycle).
+from e2a_grpc.models import IdentityOrigin  # noqa: E402
+
+_ORIGIN_TO_PROTO.update({origin: _ORIGIN_TO_PROTO[origin.value] for origin in IdentityOrigin})
+
+# Fields copied as they are (strings, booleans, string lists); None means unset.
+_ENVELOPE_PLAIN = (
+    "protocol_version", "request_id", "correlation_id", "task_id", "context_id", "session_id",
+    "message_id", "timestamp", "channel", "user_id", "chat_id", "source_agent_id", "agent_id",
+    "service_id", "workspace_key", "method", "ext_method", "session_update_kind", "is_stream",
+    "expected_output_modes",
+)  # fmt: skip
+_RESPONSE_PLAIN = (
+    "protocol_version", "response_id", "request_id", "sequence", "is_final", "status",
+    "response_kind", "timestamp", "correlation_id", "task_id", "context_id", "session_id",
+    "message_id", "is_stream", "channel", "user_id", "source_agent_id", "method",
+)  # fmt: skip
+# Free-form JSON object slots: JSON text on the wire, "" meaning {}.
+_ENVELOPE_OBJECTS = ("params", "channel_context", "a2a_metadata", "acp_meta")
+_RESPONSE_OBJECTS = ("body", "projections", "channel_context", "metadata", "a2a_metadata", "acp_meta")
+
+
+def _template(message: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    """Every key of the canonical dict, in proto field order (= protocol order), set to None."""
+    keys = [f.name for f in message.DESCRIPTOR.fields]
+    return {key: defaults.get(key) for key in keys}
+
+
+_ENVELOPE_TEMPLATE = _template(e2a_pb2.E2AEnvelope, {"identity_origin": "user", "is_stream": False})
+_RESPONSE_TEMPLATE = _template(
+    e2a_pb2.E2AResponse,
+    {
+        "identity_origin": "agent",
+        "is_stream": False,
+        "is_final": False,
+        "sequence": 0,
+        "status": "",
+        "response_kind": "",
+    },
+)
+
+
+# --- JSON-RPC id ---------------------------------------------------------------------------------
+
+
+def to_proto_jsonrpc_id(value: str | int | float, field: str = "jsonrpc_id") -> Any:
+    if isinstance(value, str):
+        return e2a_pb2.JsonRpcId(string_value=value)
+    if isinstance(value, bool):
+        raise E2ATypeError(field, "expected a string, number or null, got boolean")
+    if isinstance(value, int):
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return e2a_pb2.JsonRpcId(integer_value=value)
+        return e2a_pb2.JsonRpcId(big_integer_value=str(value))
+    if isinstance(value, float):
+        jsontext.check_value(value, field)
+        return e2a_pb2.JsonRpcId(number_value=value)
+    raise E2ATypeError(field, f"expected a string, number or null, got {type_name(value)}")
+
+
+def from_proto_jsonrpc_id(message: Any, field: str = "jsonrpc_id") -> str | int | float | None:
+    kind = message.WhichOneof("kind")
+    if kind is None:
+        return None
+    value = getattr(message, kind)
+    if kind == "big_integer_value":
+        digits = value[1:] if value.startswith("-") else value
+        if not digits.isascii() or not digits.isdigit():
+            raise E2AValueError(field, f"big_integer_value {value!r} is not a decimal integer")
+        return int(value)
+    return value  # type: ignore[no-any-return]
+
+
+# --- nested messages -----------------------------------------------------------------------------
+
+
+def _fields_of(value: Any) -> Mapping[str, Any]:
+    """A canonical dict, or a model object's attributes."""
+    return value if isinstance(value, Mapping) else vars(value)
+
+
+def _object_text(value: Any, field: str) -> str:
+    if not isinstance(value, dict):
+        raise E2ATypeError(field, f"expected an object, got {type_name(value)}")
+    return jsontext.dumps(value, field) if value else ""
+
+
+def _object_from_text(text: str, field: str) -> dict[str, Any]:
+    value = jsontext.loads(text, field)
+    if not isinstance(value, dict):
+        raise E2ATypeError(field, f"expected JSON text of an object, got {type_name(value)}")
+    return value
+
+
+def to_proto_provenance(value: Any, field: str = "provenance") -> Any:
+    values = _fields_of(value)
+    return _build(
+        e2a_pb2.E2AProvenance,
+        {
+            "source_protocol": values["source_protocol"],
+            "converter": values["converter"],
+            "converted_at": values["converted_at"],
+            "details": _object_text(values["details"], f"{field}.details"),
+        },
+        field,
+    )
+
+
+def from_proto_provenance(message: Any, field: str = "provenance") -> dict[str, Any]:
+    return {
+        "source_protocol": message.source_protocol,
+        "converter": message.converter if message.HasField("converter") else None,
+        "converted_at": message.converted_at if message.HasField("converted_at") else None,
+        "details": _object_from_text(message.details, f"{field}.details") if message.details else {},
+    }
+
+
+def _default_provenance() -> dict[str, Any]:
+    return {"source_protocol": E2A_SOURCE_PROTOCOL_E2A, "converter": None, "converted_at": None, "details": {}}
+
+
+def to_proto_auth(value: Any, field: str = "auth") -> Any:
+    values = _fields_of(value)
+    headers = values["extra_headers"]
+    if not isinstance(headers, dict):
+        raise E2ATypeError(f"{field}.extra_headers", f"expected an object, got {type_name(headers)}")
+    return _build(
+        e2a_pb2.E2AAuth,
+        {
+            "method_id": values["method_id"],
+            "bearer_token": values["bearer_token"],
+            "api_key_ref": values["api_key_ref"],
+            "credential_ref": values["credential_ref"],
+            "extra_headers": [
+                _build(e2a_pb2.HttpHeader, {"name": name, "value": text}, f"{field}.extra_headers.{name}")
+                for name, text in headers.items()
+            ],
+            "meta": _object_text(values["_meta"], f"{field}._meta"),
+        },
+        field,
+    )
+
+
+def from_proto_auth(message: Any, field: str = "auth") -> dict[str, Any]:
+    return {
+        "method_id": message.method_id if message.HasField("method_id") else None,
+        "bearer_token": message.bearer_token if message.HasField("bearer_token") else None,
+        "api_key_ref": message.api_key_ref if message.HasField("api_key_ref") else None,
+        "credential_ref": message.credential_ref if message.HasField("credential_ref") else None,
+        "extra_headers": {header.name: header.value for header in message.extra_headers},
+        "_meta": _object_from_text(message.meta, f"{field}._meta") if message.meta else {},
+    }
+
+
+def to_proto_file_ref(value: Any, field: str = "file") -> Any:
+    values = _fields_of(value)
+    return _build(
+        e2a_pb2.E2AFileRef,
+        {
+            "uri": values["uri"],
+            "name": values["name"],
+            "mime_type": values["mime_type"],
+            "size": values["size"],
+            "meta": _object_text(values["_meta"], f"{field}._meta"),
+        },
+        field,
+    )
+
+
+def from_proto_file_ref(message: Any, field: str = "file") -> dict[str, Any]:
+    return {
+        "uri": message.uri,
+        "name": message.name if message.HasField("name") else None,
+        "mime_type": message.mime_type if message.HasField("mime_type") else None,
+        "size": message.size if message.HasField("size") else None,
+        "_meta": _object_from_text(message.meta, f"{field}._meta") if message.meta else {},
+    }
+
+
+# --- envelope and response -----------------------------------------------------------------------
+
+
+def _encode_shared(values: Mapping[str, Any], fields: dict[str, Any], objects: tuple[str, ...]) -> None:
+    """The fields E2AEnvelope and E2AResponse encode alike."""
+    fields["provenance"] = to_proto_provenance(values["provenance"])
+    rpc_id = values["jsonrpc_id"]
+    if rpc_id is not None:
+        fields["jsonrpc_id"] = to_proto_jsonrpc_id(rpc_id)
+    origin = values["identity_origin"]
+    try:
+        fields["identity_origin"] = _ORIGIN_TO_PROTO[origin]
+    except (KeyError, TypeError):
+        raise E2AValueError("identity_origin", f"{origin!r} is not one of system, user, agent, service") from None
+    agent_ref = values["agent_ref"]
+    if agent_ref is not None:
+        if not isinstance(agent_ref, dict):
+            raise E2ATypeError("agent_ref", f"expected an object or null, got {type_name(agent_ref)}")
+        fields["agent_ref"] = jsontext.dumps(agent_ref, "agent_ref")
+    for key in objects:
+        fields[key] = _object_text(values[key], key)
+
+
+def to_proto_envelope(values: Mapping[str, Any]) -> Any:
+    """A canonical envelope dict (or an ``E2AEnvelope``'s attributes) as ``e2a.v1.E2AEnvelope``."""
+    fields = {key: values[key] for key in _ENVELOPE_PLAIN}
+    _encode_shared(values, fields, _ENVELOPE_OBJECTS)
+    auth = values["auth"]
+    if auth is not None:
+        fields["auth"] = to_proto_auth(auth)
+    return _build(e2a_pb2.E2AEnvelope, fields, "")
+
+
+def to_proto_response(values: Mapping[str, Any]) -> Any:
+    """A canonical response dict (or an ``E2AResponse``'s attributes) as ``e2a.v1.E2AResponse``."""
+    fields = {key: values[key] for key in _RESPONSE_PLAIN}
+    _encode_shared(values, fields, _RESPONSE_OBJECTS)
+    return _build(e2a_pb2.E2AResponse, fields, "")
+
+
+def _decode_origin(number: int, field: str) -> str:
+    try:
+        return _ORIGIN_FROM_PROTO[number]
+    except KeyError:
+        raise E2AValueError(field, f"unknown IdentityOrigin value {number}") from None
+
+
+def _decode_agent_ref(text: str, field: str) -> dict[str, Any]:
+    return _object_from_text(text, field)
+
+
+_Decoder = Callable[[Any, str], Any]
+_SHARED_DECODERS: dict[str, _Decoder] = {
+    "provenance": from_proto_provenance,
+    "jsonrpc_id": from_proto_jsonrpc_id,
+    "identity_origin": _decode_origin,
+    "agent_ref": _decode_agent_ref,
+}
+_ENVELOPE_DECODERS: dict[str, _Decoder] = {
+    **_SHARED_DECODERS,
+    **dict.fromkeys(_ENVELOPE_OBJECTS, _object_from_text),
+    "auth": from_proto_auth,
+    "expected_output_modes": lambda values, _field: list(values),
+}
+_RESPONSE_DECODERS: dict[str, _Decoder] = {**_SHARED_DECODERS, **dict.fromkeys(_RESPONSE_OBJECTS, _object_from_text)}
+
+
+def _decode(
+    message: Any, template: dict[str, Any], decoders: dict[str, _Decoder], objects: tuple[str, ...]
+) -> dict[str, Any]:
+    values = template.copy()
+    for descriptor, value in message.ListFields():
+        name = descriptor.name
+        decode = decoders.get(name)
+        values[name] = value if decode is None else decode(value, name)
+    for key in objects:
+        if values[key] is None:
+            values[key] = {}
+    if values["provenance"] is None:
+        values["provenance"] = _default_provenance()
+    return values
+
+
+def from_proto_envelope(message: Any) -> dict[str, Any]:
+    """An ``e2a.v1.E2AEnvelope`` as the canonical envelope dict."""
+    values = _decode(message, _ENVELOPE_TEMPLATE, _ENVELOPE_DECODERS, _ENVELOPE_OBJECTS)
+    if values["expected_output_modes"] is None:
+        values["expected_output_modes"] = []
+    return values
+
+
+def from_proto_response(message: Any) -> dict[str, Any]:
+    """An ``e2a.v1.E2AResponse`` as the canonical response dict."""
+    return _decode(message, _RESPONSE_TEMPLATE, _RESPONSE_DECODERS, _RESPONSE_OBJECTS)
+
+
+def envelope_dict_from_bytes(data: bytes) -> dict[str, Any]:
+    return from_proto_envelope(_parse(e2a_pb2.E2AEnvelope, data))
+
+
+def response_dict_from_bytes(data: bytes) -> dict[str, Any]:
+    return from_proto_response(_parse(e2a_pb2.E2AResponse, data))
+
+
+def envelope_dict_to_bytes(values: Mapping[str, Any]) -> bytes:
+    return to_proto_envelope(values).SerializeToString()  # type: ignore[no-any-return]
+
+
+def response_dict_to_bytes(values: Mapping[str, Any]) -> bytes:
+    return to_proto_response(values).SerializeToString()  # type: ignore[no-any-return]
+
+
+def dict_to_json(values: Mapping[str, Any]) -> str:
+    """A canonical dict as E2A wire JSON (compact, key order kept, Unicode unescaped)."""
+    return jsontext.dumps_document(values)
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _parse(message_type: Any, data: bytes) -> Any:
+    try:
+        return message_type.FromString(data)
+    except DecodeError as exc:
+        raise E2AValueError("$", f"not a valid {message_type.DESCRIPTOR.full_name} message: {exc}") from None
+
+
+def _build(message_type: Any, fields: dict[str, Any], parent: str) -> Any:
+    """Construct a message; on failure, find the field at fault and name it."""
+    try:
+        return message_type(**fields)
+    except (TypeError, ValueError) as exc:
+        for key, value in fields.items():
+            try:
+                message_type(**{key: value})
+            except (TypeError, ValueError) as field_exc:
+                raise _field_error(f"{parent}.{key}" if parent else key, value, field_exc) from None
+        raise E2AValueError(parent or "$", str(exc)) from None
+
+
+def _field_error(path: str, value: Any, exc: Exception) -> Exception:
+    if isinstance(exc, UnicodeEncodeError):
+        return E2AValueError(path, "string is not valid Unicode (lone surrogate); use JSON escapes in a JSON field")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return E2AValueError(path, f"integer {value} does not fit the field ({exc})")
+    return E2ATypeError(path, f"a {type_name(value)} does not fit this field")

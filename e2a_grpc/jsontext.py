@@ -1,0 +1,117 @@
+"""Lossless JSON text for the free-form fields (``params``, ``body``, ``*_meta`` ...).
+
+The protobuf schema carries free-form JSON as UTF-8 JSON text. Decoding must give back exactly the
+Python value that was encoded: ints of any size stay ints, ``1.0`` stays a float, key order,
+``-0.0`` and all of Unicode survive. The standard ``json`` module does that; ``orjson`` is several
+times faster but (a) cannot encode ints outside 64 bits or lone surrogates, (b) silently encodes
+NaN/Infinity as ``null`` and (c) silently decodes integers beyond 64 bits as floats. So orjson is
+only a fast path, and each of those cases goes to ``json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
+
+#: Deepest nesting of arrays/objects accepted. Deeper documents get a clear error rather than a
+#: RecursionError from deep inside a parser.
+MAX_DEPTH = 512
+
+# orjson passes these Python types through to ``default`` (and so to an error) instead of silently
+# turning datetimes, dataclasses or str/int subclasses into JSON of its own choosing.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+# Integers of 19+ digits may not fit in 64 bits, which orjson would decode as floats.
+_LONG_DIGIT_RUN = re.compile(r"[0-9]{19}")
+_STD_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+def dumps(value: Any, field: str) -> str:
+    """Encode a JSON value as compact JSON text; raise an error naming ``field`` if it is not JSON."""
+    try:
+        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        # Big ints, lone surrogates, deep nesting or a non-JSON type: find and name the exact
+        # problem, then let the standard encoder write what is valid.
+        check_value(value, field)
+        return _std_dumps(value, field)
+    if b"null" in text:
+        # A NaN/Infinity would have become null here; the standard encoder rejects them instead.
+        return _std_dumps(value, field)
+    return text.decode()
+
+
+def _std_dumps(value: Any, field: str) -> str:
+    try:
+        return _STD_ENCODER.encode(value)
+    except ValueError:
+        check_value(value, field)  # names the offending path
+        raise
+    except RecursionError:
+        raise E2AValueError(field, f"nesting deeper than {MAX_DEPTH} levels") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def loads(text: str, field: str) -> Any:
+    """Decode JSON text written by any E2A implementation, losslessly."""
+    if _LONG_DIGIT_RUN.search(text) is None:
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass  # lone surrogate escapes, depth or malformed text: let json decide and explain
+        else:
+            return value
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise E2AValueError(field, f"JSON nesting deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise E2AValueError(field, f"invalid JSON text: {exc}") from None
+
+
+def check_value(value: Any, field: str, depth: int = 0) -> None:
+    """Raise an error naming the exact path if ``value`` is not a JSON value E2A can carry."""
+    if depth > MAX_DEPTH:
+        raise E2AValueError(field, f"nesting deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise E2AValueError(field, f"{value!r} is not a JSON number")
+        return
+    if isinstance(value, str):
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_value(item, f"{field}[{index}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise E2ATypeError(field, f"object key {key!r} is a {type_name(key)}, not a string")
+            check_value(item, f"{field}.{key}", depth + 1)
+        return
+    raise E2ATypeError(field, f"a {type(value).__name__} is not a JSON value")
+
+
+_STD_DOCUMENT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def dumps_document(value: Any) -> str:
+    """A whole E2A document as compact JSON text with Unicode unescaped (the E2A wire JSON).
+
+    One encoder (the standard one) so that the same document always gives the same bytes.
+    """
+    try:
+        return _STD_DOCUMENT_ENCODER.encode(value)
+    except (ValueError, TypeError, RecursionError):
+        check_value(value, "$")  # names the offending path
+        raise
