@@ -9,6 +9,7 @@ generated message constructors (implemented in C) do the field assignment.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -109,7 +110,7 @@ def from_proto_jsonrpc_id(message: Any, field: str = "jsonrpc_id") -> str | int 
 
 def _fields_of(value: Any) -> Mapping[str, Any]:
     """A canonical dict, or a model object's attributes."""
-    return value if isinstance(value, Mapping) else vars(value)
+    return value if isinstance(value, dict) else vars(value)
 
 
 def _object_text(value: Any, field: str) -> str:
@@ -125,18 +126,8 @@ def _object_from_text(text: str, field: str) -> dict[str, Any]:
     return value
 
 
-def to_proto_provenance(value: Any, field: str = "provenance") -> Any:
-    values = _fields_of(value)
-    return _build(
-        e2a_pb2.E2AProvenance,
-        {
-            "source_protocol": values["source_protocol"],
-            "converter": values["converter"],
-            "converted_at": values["converted_at"],
-            "details": _object_text(values["details"], f"{field}.details"),
-        },
-        field,
-    )
+def to_proto_provenance(value: Any) -> Any:
+    return _build(e2a_pb2.E2AProvenance, _provenance_fields(value), "provenance")
 
 
 def from_proto_provenance(message: Any, field: str = "provenance") -> dict[str, Any]:
@@ -213,9 +204,21 @@ def from_proto_file_ref(message: Any, field: str = "file") -> dict[str, Any]:
 # --- envelope and response -----------------------------------------------------------------------
 
 
+def _provenance_fields(value: Any) -> dict[str, Any]:
+    """Provenance as constructor fields (the message constructor builds the submessage in C)."""
+    values = value if type(value) is dict else vars(value)
+    details = values["details"]
+    return {
+        "source_protocol": values["source_protocol"],
+        "converter": values["converter"],
+        "converted_at": values["converted_at"],
+        "details": _object_text(details, "provenance.details") if details or type(details) is not dict else "",
+    }
+
+
 def _encode_shared(values: Mapping[str, Any], fields: dict[str, Any], objects: tuple[str, ...]) -> None:
     """The fields E2AEnvelope and E2AResponse encode alike."""
-    fields["provenance"] = to_proto_provenance(values["provenance"])
+    fields["provenance"] = _provenance_fields(values["provenance"])
     rpc_id = values["jsonrpc_id"]
     if rpc_id is not None:
         fields["jsonrpc_id"] = to_proto_jsonrpc_id(rpc_id)
@@ -226,16 +229,22 @@ def _encode_shared(values: Mapping[str, Any], fields: dict[str, Any], objects: t
         raise E2AValueError("identity_origin", f"{origin!r} is not one of system, user, agent, service") from None
     agent_ref = values["agent_ref"]
     if agent_ref is not None:
-        if not isinstance(agent_ref, dict):
+        if type(agent_ref) is not dict:
             raise E2ATypeError("agent_ref", f"expected an object or null, got {type_name(agent_ref)}")
         fields["agent_ref"] = jsontext.dumps(agent_ref, "agent_ref")
     for key in objects:
-        fields[key] = _object_text(values[key], key)
+        value = values[key]
+        if value or type(value) is not dict:  # {} is the wire default: nothing to write
+            fields[key] = _object_text(value, key)
+
+
+_envelope_plain = operator.itemgetter(*_ENVELOPE_PLAIN)
+_response_plain = operator.itemgetter(*_RESPONSE_PLAIN)
 
 
 def to_proto_envelope(values: Mapping[str, Any]) -> Any:
     """A canonical envelope dict (or an ``E2AEnvelope``'s attributes) as ``e2a.v1.E2AEnvelope``."""
-    fields = {key: values[key] for key in _ENVELOPE_PLAIN}
+    fields = dict(zip(_ENVELOPE_PLAIN, _envelope_plain(values), strict=True))
     _encode_shared(values, fields, _ENVELOPE_OBJECTS)
     auth = values["auth"]
     if auth is not None:
@@ -245,7 +254,7 @@ def to_proto_envelope(values: Mapping[str, Any]) -> Any:
 
 def to_proto_response(values: Mapping[str, Any]) -> Any:
     """A canonical response dict (or an ``E2AResponse``'s attributes) as ``e2a.v1.E2AResponse``."""
-    fields = {key: values[key] for key in _RESPONSE_PLAIN}
+    fields = dict(zip(_RESPONSE_PLAIN, _response_plain(values), strict=True))
     _encode_shared(values, fields, _RESPONSE_OBJECTS)
     return _build(e2a_pb2.E2AResponse, fields, "")
 
@@ -257,33 +266,43 @@ def _decode_origin(number: int, field: str) -> str:
         raise E2AValueError(field, f"unknown IdentityOrigin value {number}") from None
 
 
-def _decode_agent_ref(text: str, field: str) -> dict[str, Any]:
-    return _object_from_text(text, field)
-
-
 _Decoder = Callable[[Any, str], Any]
+
+
+def _decoders(message_type: Any, special: dict[str, _Decoder]) -> dict[Any, tuple[str, _Decoder | None]]:
+    """Field descriptor -> (canonical key, decoder or None for values used as they are)."""
+    return {fd: (fd.name, special.get(fd.name)) for fd in message_type.DESCRIPTOR.fields}
+
+
 _SHARED_DECODERS: dict[str, _Decoder] = {
     "provenance": from_proto_provenance,
     "jsonrpc_id": from_proto_jsonrpc_id,
     "identity_origin": _decode_origin,
-    "agent_ref": _decode_agent_ref,
+    "agent_ref": _object_from_text,
 }
-_ENVELOPE_DECODERS: dict[str, _Decoder] = {
-    **_SHARED_DECODERS,
-    **dict.fromkeys(_ENVELOPE_OBJECTS, _object_from_text),
-    "auth": from_proto_auth,
-    "expected_output_modes": lambda values, _field: list(values),
-}
-_RESPONSE_DECODERS: dict[str, _Decoder] = {**_SHARED_DECODERS, **dict.fromkeys(_RESPONSE_OBJECTS, _object_from_text)}
+_ENVELOPE_DECODERS = _decoders(
+    e2a_pb2.E2AEnvelope,
+    {
+        **_SHARED_DECODERS,
+        **dict.fromkeys(_ENVELOPE_OBJECTS, _object_from_text),
+        "auth": from_proto_auth,
+        "expected_output_modes": lambda values, _field: list(values),
+    },
+)
+_RESPONSE_DECODERS = _decoders(
+    e2a_pb2.E2AResponse, {**_SHARED_DECODERS, **dict.fromkeys(_RESPONSE_OBJECTS, _object_from_text)}
+)
 
 
 def _decode(
-    message: Any, template: dict[str, Any], decoders: dict[str, _Decoder], objects: tuple[str, ...]
+    message: Any,
+    template: dict[str, Any],
+    decoders: dict[Any, tuple[str, _Decoder | None]],
+    objects: tuple[str, ...],
 ) -> dict[str, Any]:
     values = template.copy()
     for descriptor, value in message.ListFields():
-        name = descriptor.name
-        decode = decoders.get(name)
+        name, decode = decoders[descriptor]
         values[name] = value if decode is None else decode(value, name)
     for key in objects:
         if values[key] is None:

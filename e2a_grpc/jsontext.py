@@ -5,14 +5,19 @@ Python value that was encoded: ints of any size stay ints, ``1.0`` stays a float
 ``-0.0`` and all of Unicode survive. The standard ``json`` module does that; ``orjson`` is several
 times faster but (a) cannot encode ints outside 64 bits or lone surrogates, (b) silently encodes
 NaN/Infinity as ``null`` and (c) silently decodes integers beyond 64 bits as floats. So orjson is
-only a fast path, and each of those cases goes to ``json``.
+only a fast path, and each of those cases goes to ``json``:
+
+- encoding: orjson raises for (a); output containing ``null`` is re-encoded by ``json``, which
+  rejects NaN/Infinity.
+- decoding: orjson's result is kept only if orjson re-encodes it to exactly the input text. A big
+  integer decoded as a float cannot re-encode to its digits, so any loss shows as a mismatch (as do
+  texts from other writers, with other spacing or escapes): those are decoded by ``json``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
@@ -26,8 +31,6 @@ MAX_DEPTH = 512
 # orjson passes these Python types through to ``default`` (and so to an error) instead of silently
 # turning datetimes, dataclasses or str/int subclasses into JSON of its own choosing.
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-# Integers of 19+ digits may not fit in 64 bits, which orjson would decode as floats.
-_LONG_DIGIT_RUN = re.compile(r"[0-9]{19}")
 _STD_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
@@ -62,12 +65,12 @@ def _reject_constant(name: str) -> Any:
 
 def loads(text: str, field: str) -> Any:
     """Decode JSON text written by any E2A implementation, losslessly."""
-    if _LONG_DIGIT_RUN.search(text) is None:
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass  # lone surrogate escapes, depth or malformed text: let json decide and explain
-        else:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass  # lone surrogate escapes, depth or malformed text: let json decide and explain
+    else:
+        if orjson.dumps(value) == text.encode():
             return value
     try:
         return json.loads(text, parse_constant=_reject_constant)
