@@ -9,10 +9,11 @@ generated message constructors (implemented in C) do the field assignment.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 
 from e2a_grpc import (
@@ -37,18 +38,6 @@ from e2a_grpc.models import IdentityOrigin  # noqa: E402
 
 _ORIGIN_TO_PROTO.update({origin: _ORIGIN_TO_PROTO[origin.value] for origin in IdentityOrigin})
 
-# Fields copied as they are (strings, booleans, string lists); None means unset.
-_ENVELOPE_PLAIN = (
-    "protocol_version", "request_id", "correlation_id", "task_id", "context_id", "session_id",
-    "message_id", "timestamp", "channel", "user_id", "chat_id", "source_agent_id", "agent_id",
-    "service_id", "workspace_key", "method", "ext_method", "session_update_kind", "is_stream",
-    "expected_output_modes",
-)  # fmt: skip
-_RESPONSE_PLAIN = (
-    "protocol_version", "response_id", "request_id", "sequence", "is_final", "status",
-    "response_kind", "timestamp", "correlation_id", "task_id", "context_id", "session_id",
-    "message_id", "is_stream", "channel", "user_id", "source_agent_id", "method",
-)  # fmt: skip
 # Free-form JSON object slots: JSON text on the wire, "" meaning {}.
 _ENVELOPE_OBJECTS = ("params", "channel_context", "a2a_metadata", "acp_meta")
 _RESPONSE_OBJECTS = ("body", "projections", "channel_context", "metadata", "a2a_metadata", "acp_meta")
@@ -131,12 +120,11 @@ def to_proto_provenance(value: Any) -> Any:
 
 
 def from_proto_provenance(message: Any, field: str = "provenance") -> dict[str, Any]:
-    return {
-        "source_protocol": message.source_protocol,
-        "converter": message.converter if message.HasField("converter") else None,
-        "converted_at": message.converted_at if message.HasField("converted_at") else None,
-        "details": _object_from_text(message.details, f"{field}.details") if message.details else {},
-    }
+    values: dict[str, Any] = {"source_protocol": "", "converter": None, "converted_at": None, "details": {}}
+    for descriptor, value in message.ListFields():
+        name = descriptor.name
+        values[name] = _object_from_text(value, f"{field}.details") if name == "details" else value
+    return values
 
 
 def _default_provenance() -> dict[str, Any]:
@@ -234,17 +222,18 @@ def _encode_shared(values: Mapping[str, Any], fields: dict[str, Any], objects: t
         fields["agent_ref"] = jsontext.dumps(agent_ref, "agent_ref")
     for key in objects:
         value = values[key]
-        if value or type(value) is not dict:  # {} is the wire default: nothing to write
-            fields[key] = _object_text(value, key)
-
-
-_envelope_plain = operator.itemgetter(*_ENVELOPE_PLAIN)
-_response_plain = operator.itemgetter(*_RESPONSE_PLAIN)
+        if type(value) is not dict:
+            raise E2ATypeError(key, f"expected an object, got {type_name(value)}")
+        if value:
+            fields[key] = jsontext.dumps(value, key)
+        else:
+            del fields[key]  # {} is the wire default: nothing to write
 
 
 def to_proto_envelope(values: Mapping[str, Any]) -> Any:
     """A canonical envelope dict (or an ``E2AEnvelope``'s attributes) as ``e2a.v1.E2AEnvelope``."""
-    fields = dict(zip(_ENVELOPE_PLAIN, _envelope_plain(values), strict=True))
+    # Plain fields pass through (the constructor skips None); _encode_shared replaces the rest.
+    fields = dict(values)
     _encode_shared(values, fields, _ENVELOPE_OBJECTS)
     auth = values["auth"]
     if auth is not None:
@@ -254,7 +243,7 @@ def to_proto_envelope(values: Mapping[str, Any]) -> Any:
 
 def to_proto_response(values: Mapping[str, Any]) -> Any:
     """A canonical response dict (or an ``E2AResponse``'s attributes) as ``e2a.v1.E2AResponse``."""
-    fields = dict(zip(_RESPONSE_PLAIN, _response_plain(values), strict=True))
+    fields = dict(values)
     _encode_shared(values, fields, _RESPONSE_OBJECTS)
     return _build(e2a_pb2.E2AResponse, fields, "")
 
@@ -303,7 +292,20 @@ def _decode(
     values = template.copy()
     for descriptor, value in message.ListFields():
         name, decode = decoders[descriptor]
-        values[name] = value if decode is None else decode(value, name)
+        if decode is None:
+            values[name] = value
+        elif decode is _object_from_text:
+            # Inlined fast path of jsontext.loads (the hot case); anything unusual takes the full path.
+            try:
+                decoded = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                decoded = None
+            if type(decoded) is dict and orjson.dumps(decoded) == value.encode():
+                values[name] = decoded
+            else:
+                values[name] = _object_from_text(value, name)
+        else:
+            values[name] = decode(value, name)
     for key in objects:
         if values[key] is None:
             values[key] = {}
@@ -365,13 +367,20 @@ def _build(message_type: Any, fields: dict[str, Any], parent: str) -> Any:
             try:
                 message_type(**{key: value})
             except (TypeError, ValueError) as field_exc:
-                raise _field_error(f"{parent}.{key}" if parent else key, value, field_exc) from None
+                path = f"{parent}.{key}" if parent else key
+                descriptor = message_type.DESCRIPTOR.fields_by_name.get(key)
+                if descriptor is None:
+                    raise E2AValueError(path, f"is not a field of {message_type.DESCRIPTOR.full_name}") from None
+                raise _field_error(path, descriptor, value, field_exc) from None
         raise E2AValueError(parent or "$", str(exc)) from None
 
 
-def _field_error(path: str, value: Any, exc: Exception) -> Exception:
+_INTEGER_TYPES = {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_INT32}
+
+
+def _field_error(path: str, descriptor: Any, value: Any, exc: Exception) -> Exception:
     if isinstance(exc, UnicodeEncodeError):
         return E2AValueError(path, "string is not valid Unicode (lone surrogate); use JSON escapes in a JSON field")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return E2AValueError(path, f"integer {value} does not fit the field ({exc})")
+    if descriptor.cpp_type in _INTEGER_TYPES and isinstance(value, int) and not isinstance(value, bool):
+        return E2AValueError(path, f"integer {value} is outside the signed 64-bit range")
     return E2ATypeError(path, f"a {type_name(value)} does not fit this field")

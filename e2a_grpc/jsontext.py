@@ -7,8 +7,8 @@ times faster but (a) cannot encode ints outside 64 bits or lone surrogates, (b) 
 NaN/Infinity as ``null`` and (c) silently decodes integers beyond 64 bits as floats. So orjson is
 only a fast path, and each of those cases goes to ``json``:
 
-- encoding: orjson raises for (a); output containing ``null`` is re-encoded by ``json``, which
-  rejects NaN/Infinity.
+- encoding: orjson raises for (a); output containing ``null`` is read back, and if it no longer
+  equals the input (a NaN/Infinity became null) the standard encoder names and rejects the value.
 - decoding: orjson's result is kept only if orjson re-encodes it to exactly the input text. A big
   integer decoded as a float cannot re-encode to its digits, so any loss shows as a mismatch (as do
   texts from other writers, with other spacing or escapes): those are decoded by ``json``.
@@ -43,8 +43,8 @@ def dumps(value: Any, field: str) -> str:
         # problem, then let the standard encoder write what is valid.
         check_value(value, field)
         return _std_dumps(value, field)
-    if b"null" in text:
-        # A NaN/Infinity would have become null here; the standard encoder rejects them instead.
+    if b"null" in text and orjson.loads(text) != value:
+        # orjson wrote a NaN/Infinity as null (None != nan): the standard encoder names and rejects it.
         return _std_dumps(value, field)
     return text.decode()
 
