@@ -1,0 +1,104 @@
+from e2a.v1 import e2a_pb2 as _e2a_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AcpDialect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACP_DIALECT_UNSPECIFIED: _ClassVar[AcpDialect]
+    ACP_DIALECT_WIRE: _ClassVar[AcpDialect]
+ACP_DIALECT_UNSPECIFIED: AcpDialect
+ACP_DIALECT_WIRE: AcpDialect
+
+class NotApplicable(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class ToACPRequest(_message.Message):
+    __slots__ = ("envelope", "response", "envelope_json", "response_json", "session_prompt_methods", "dialect")
+    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ENVELOPE_JSON_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_JSON_FIELD_NUMBER: _ClassVar[int]
+    SESSION_PROMPT_METHODS_FIELD_NUMBER: _ClassVar[int]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
+    envelope: _e2a_pb2.E2AEnvelope
+    response: _e2a_pb2.E2AResponse
+    envelope_json: str
+    response_json: str
+    session_prompt_methods: _containers.RepeatedScalarFieldContainer[str]
+    dialect: AcpDialect
+    def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ..., response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ..., envelope_json: _Optional[str] = ..., response_json: _Optional[str] = ..., session_prompt_methods: _Optional[_Iterable[str]] = ..., dialect: _Optional[_Union[AcpDialect, str]] = ...) -> None: ...
+
+class ToACPResponse(_message.Message):
+    __slots__ = ("jsonrpc", "not_applicable")
+    JSONRPC_FIELD_NUMBER: _ClassVar[int]
+    NOT_APPLICABLE_FIELD_NUMBER: _ClassVar[int]
+    jsonrpc: str
+    not_applicable: NotApplicable
+    def __init__(self, jsonrpc: _Optional[str] = ..., not_applicable: _Optional[_Union[NotApplicable, _Mapping]] = ...) -> None: ...
+
+class FromACPRequest(_message.Message):
+    __slots__ = ("json", "channel", "identity_origin")
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    channel: str
+    identity_origin: _e2a_pb2.IdentityOrigin
+    def __init__(self, json: _Optional[str] = ..., channel: _Optional[str] = ..., identity_origin: _Optional[_Union[_e2a_pb2.IdentityOrigin, str]] = ...) -> None: ...
+
+class FromACPRecord(_message.Message):
+    __slots__ = ("envelope", "response")
+    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    envelope: _e2a_pb2.E2AEnvelope
+    response: _e2a_pb2.E2AResponse
+    def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ..., response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ...) -> None: ...
+
+class FromACPResponse(_message.Message):
+    __slots__ = ("records",)
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[FromACPRecord]
+    def __init__(self, records: _Optional[_Iterable[_Union[FromACPRecord, _Mapping]]] = ...) -> None: ...
+
+class ToA2AStreamRequest(_message.Message):
+    __slots__ = ("response", "response_json", "project_native_kinds")
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_JSON_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_NATIVE_KINDS_FIELD_NUMBER: _ClassVar[int]
+    response: _e2a_pb2.E2AResponse
+    response_json: str
+    project_native_kinds: bool
+    def __init__(self, response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ..., response_json: _Optional[str] = ..., project_native_kinds: _Optional[bool] = ...) -> None: ...
+
+class ToA2AStreamResponse(_message.Message):
+    __slots__ = ("stream_response", "not_applicable")
+    STREAM_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    NOT_APPLICABLE_FIELD_NUMBER: _ClassVar[int]
+    stream_response: str
+    not_applicable: NotApplicable
+    def __init__(self, stream_response: _Optional[str] = ..., not_applicable: _Optional[_Union[NotApplicable, _Mapping]] = ...) -> None: ...
+
+class FromA2ARequest(_message.Message):
+    __slots__ = ("json", "channel", "identity_origin")
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    channel: str
+    identity_origin: _e2a_pb2.IdentityOrigin
+    def __init__(self, json: _Optional[str] = ..., channel: _Optional[str] = ..., identity_origin: _Optional[_Union[_e2a_pb2.IdentityOrigin, str]] = ...) -> None: ...
+
+class FromA2AResponse(_message.Message):
+    __slots__ = ("envelope",)
+    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    envelope: _e2a_pb2.E2AEnvelope
+    def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ...) -> None: ...
