@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PY_SRC := e2a_grpc tests bench
 
 .PHONY: venv gen check-gen lint test bench clean
 
@@ -27,9 +28,9 @@ check-gen: gen
 lint: $(STAMP)
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf format -d --exit-code
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy e2a_grpc
+	$(VENV)/bin/ruff check $(PY_SRC)
+	$(VENV)/bin/ruff format --check $(PY_SRC)
+	$(VENV)/bin/mypy e2a_grpc bench
 
 ## test: set up the virtualenv, lint, and run the whole test suite
 test: lint
