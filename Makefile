@@ -21,8 +21,8 @@ gen: $(STAMP)
 
 ## check-gen: fail if the committed generated code differs from what `make gen` produces
 check-gen: gen
-	git diff --exit-code --stat -- e2a_grpc/_gen
-	test -z "$$(git status --porcelain --untracked-files=all -- e2a_grpc/_gen)"
+	git diff --exit-code --stat -- e2a_grpc/_gen gen/ts
+	test -z "$$(git status --porcelain --untracked-files=all -- e2a_grpc/_gen gen/ts)"
 
 ## lint: buf lint/format, ruff, mypy
 lint: $(STAMP)

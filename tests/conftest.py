@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,3 +23,69 @@ def vectors_dir() -> Path:
     if not VECTORS_DIR.is_dir():
         pytest.fail(f"conformance vectors not found at {VECTORS_DIR} (set E2A_VECTORS_DIR)")
     return VECTORS_DIR
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start ``e2a-grpc serve`` as a subprocess on a free loopback port; yield "127.0.0.1:PORT".
+
+    Waits until the health service answers SERVING, and always terminates the process.
+    """
+    port = free_port()
+    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    address = f"127.0.0.1:{port}"
+    try:
+        _wait_serving(address, process)
+        yield address
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
+def _wait_serving(address: str, process: subprocess.Popen[str], timeout: float = 20.0) -> None:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                output = process.stdout.read() if process.stdout else ""
+                raise RuntimeError(f"server exited with {process.returncode}:\n{output}")
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+    raise TimeoutError(f"server on {address} did not become healthy within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def server_address() -> Iterator[str]:
+    """A real ``e2a-grpc serve`` (default configuration) on a free loopback port, for the session."""
+    with running_server() as address:
+        yield address

@@ -1,0 +1,250 @@
+"""The ``e2a-grpc`` command: run the service, or convert E2A / ACP / A2A JSON from a file or stdin."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+
+from e2a_grpc import conversion, jsontext
+from e2a_grpc.client import ConversionClient, ServiceError
+from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.models import E2AEnvelope, E2AResponse, IdentityOrigin
+from e2a_grpc.server import (
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_HOST,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_PORT,
+    ServerConfig,
+    serve,
+)
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the server failed or could not be reached
+EXIT_BAD_INPUT = 2  # also argparse's exit code for usage errors
+EXIT_NOT_APPLICABLE = 3
+
+DESCRIPTION = """\
+E2A (Everything-to-Agent) over gRPC.
+
+  e2a-grpc serve                          start the service on 127.0.0.1:50051
+  e2a-grpc convert to-acp envelope.json   E2A -> ACP JSON-RPC, printed to stdout
+  echo '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}' \\
+    | e2a-grpc convert from-acp           ACP JSON-RPC -> E2A
+
+convert works offline by default; add --server HOST:PORT to ask a running service instead.
+Exit codes: 0 ok, 1 server error, 2 bad input, 3 the conversion does not apply to this record.
+"""
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name, default)
+
+
+def _add_serve(commands: Any) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="run the gRPC service",
+        description="Run the E2A gRPC service (ConversionService, health, reflection) until SIGTERM/SIGINT. "
+        "Every option can also be set with the environment variable shown.",
+    )
+    parser.add_argument("--host", default=_env("E2A_GRPC_HOST", DEFAULT_HOST), help="address to bind [E2A_GRPC_HOST]")
+    parser.add_argument(
+        "--port", type=int, default=int(_env("E2A_GRPC_PORT", str(DEFAULT_PORT)) or DEFAULT_PORT),
+        help="port; 0 picks a free one [E2A_GRPC_PORT]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-message-bytes", type=int,
+        default=int(_env("E2A_GRPC_MAX_MESSAGE_BYTES", str(DEFAULT_MAX_MESSAGE_BYTES)) or DEFAULT_MAX_MESSAGE_BYTES),
+        help="largest request or reply; bigger ones get RESOURCE_EXHAUSTED [E2A_GRPC_MAX_MESSAGE_BYTES]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--grace-seconds", type=float,
+        default=float(_env("E2A_GRPC_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)) or DEFAULT_GRACE_SECONDS),
+        help="on SIGTERM/SIGINT, how long in-flight calls may finish [E2A_GRPC_GRACE_SECONDS]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tls-cert", type=Path, default=_env("E2A_GRPC_TLS_CERT"), help="PEM certificate [E2A_GRPC_TLS_CERT]"
+    )
+    parser.add_argument(
+        "--tls-key", type=Path, default=_env("E2A_GRPC_TLS_KEY"), help="PEM private key [E2A_GRPC_TLS_KEY]"
+    )
+    parser.add_argument(
+        "--token-file", type=Path, default=_env("E2A_GRPC_TOKEN_FILE"),
+        help="require 'authorization: Bearer <token>' with the token in this file [E2A_GRPC_TOKEN_FILE]; "
+        "or set E2A_GRPC_TOKEN. Health checks stay open.",
+    )  # fmt: skip
+    parser.set_defaults(run=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    token = _env("E2A_GRPC_TOKEN")
+    if args.token_file:
+        token = args.token_file.read_text(encoding="utf-8").strip()
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        max_message_bytes=args.max_message_bytes,
+        grace_seconds=args.grace_seconds,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        token=token or None,
+    )
+    asyncio.run(serve(config))
+    return EXIT_OK
+
+
+def _add_convert(commands: Any) -> None:
+    convert = commands.add_parser(
+        "convert",
+        help="convert one document (file or stdin) and print JSON",
+        description="Convert JSON read from FILE (or stdin when FILE is '-' or missing) and print JSON to stdout.",
+    )
+    kinds = convert.add_subparsers(dest="kind", required=True, metavar="KIND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("file", nargs="?", default="-", help="input file, '-' for stdin (default)")
+    common.add_argument(
+        "--server", metavar="HOST:PORT", help="ask a running e2a-grpc service instead of converting here"
+    )
+    common.add_argument(
+        "--token-env", metavar="VAR", default="E2A_GRPC_TOKEN", help="env var with the bearer token for --server"
+    )
+    common.add_argument("--tls-ca", type=Path, help="CA certificate (PEM) to reach --server over TLS")
+
+    to_acp = kinds.add_parser("to-acp", parents=[common], help="E2A envelope or response -> ACP JSON-RPC")
+    to_acp.add_argument(
+        "--session-prompt-method", action="append", default=[], metavar="METHOD",
+        help="send this gateway method as ACP session/prompt (e.g. chat.send); repeatable",
+    )  # fmt: skip
+    to_acp.add_argument("--wire", action="store_true", help="camelCase ACP as agents expect it (sessionId, ...)")
+    to_acp.set_defaults(run=_run_to_acp)
+
+    from_acp = kinds.add_parser("from-acp", parents=[common], help="ACP JSON-RPC message or batch -> E2A records")
+    from_acp.add_argument("--channel", help="ingress channel to record")
+    from_acp.set_defaults(run=_run_from_acp)
+
+    to_a2a = kinds.add_parser("to-a2a-stream", parents=[common], help="E2A response -> A2A StreamResponse JSON")
+    to_a2a.add_argument("--native", action="store_true", help="also project e2a.chunk / e2a.complete / e2a.error")
+    to_a2a.set_defaults(run=_run_to_a2a_stream)
+
+    from_a2a = kinds.add_parser("from-a2a", parents=[common], help="A2A SendMessage params -> E2A envelope")
+    from_a2a.add_argument("--channel", help="ingress channel to record")
+    from_a2a.set_defaults(run=_run_from_a2a)
+
+
+def _read(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    return Path(file).read_text(encoding="utf-8")
+
+
+def _print(document: Any, out: TextIO) -> None:
+    out.write(jsontext.dumps_document(document) + "\n")
+
+
+def _is_response(document: Any) -> bool:
+    """E2A JSON is a response when it has ``response_kind`` (envelopes never do)."""
+    return isinstance(document, dict) and "response_kind" in document
+
+
+def _answer(result: Any, out: TextIO) -> int:
+    if isinstance(result, conversion.NotApplicable):
+        print(f"not applicable: {result.reason}", file=sys.stderr)
+        return EXIT_NOT_APPLICABLE
+    if isinstance(result, str):
+        out.write(result + "\n")
+    else:
+        _print(result, out)
+    return EXIT_OK
+
+
+def _run_to_acp(args: argparse.Namespace) -> int:
+    text = _read(args.file)
+    document = jsontext.loads(text, "$")
+    methods = tuple(args.session_prompt_method)
+    if args.server:
+        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+            result = client.to_acp_json(
+                text, is_response=_is_response(document), session_prompt_methods=methods, wire=args.wire
+            )
+        return _answer(result, sys.stdout)
+    record = E2AResponse.from_dict(document) if _is_response(document) else E2AEnvelope.from_dict(document)
+    return _answer(conversion.to_acp(record, session_prompt_methods=methods, wire=args.wire), sys.stdout)
+
+
+def _run_from_acp(args: argparse.Namespace) -> int:
+    text = _read(args.file)
+    if args.server:
+        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+            records = client.from_acp(text, channel=args.channel)
+    else:
+        records = conversion.from_acp(text, channel=args.channel, identity_origin=IdentityOrigin.USER)
+    dicts = [record.to_dict() for record in records]
+    _print(dicts if text.lstrip().startswith("[") else dicts[0], sys.stdout)
+    return EXIT_OK
+
+
+def _run_to_a2a_stream(args: argparse.Namespace) -> int:
+    text = _read(args.file)
+    if args.server:
+        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+            return _answer(client.to_a2a_stream_json(text, project_native_kinds=args.native), sys.stdout)
+    response = E2AResponse.from_json(text)
+    return _answer(conversion.to_a2a_stream(response, project_native_kinds=args.native), sys.stdout)
+
+
+def _run_from_a2a(args: argparse.Namespace) -> int:
+    text = _read(args.file)
+    if args.server:
+        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+            envelope = client.from_a2a(text, channel=args.channel)
+    else:
+        envelope = conversion.from_a2a(text, channel=args.channel)
+    _print(envelope.to_dict(), sys.stdout)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="e2a-grpc", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_serve(commands)
+    _add_convert(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.run(args))
+    except E2AFieldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ServiceError as exc:
+        print(f"error: {exc.code.name}", file=sys.stderr)
+        for field, description in exc.violations or [("", str(exc))]:
+            print(f"  {field}: {description}" if field else f"  {description}", file=sys.stderr)
+        return EXIT_BAD_INPUT if exc.code == grpc.StatusCode.INVALID_ARGUMENT else EXIT_FAILED
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT if isinstance(exc, (FileNotFoundError, UnicodeDecodeError)) else EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

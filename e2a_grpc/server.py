@@ -1,0 +1,146 @@
+"""The gRPC server: servicers plus health, reflection, auth, limits, TLS and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
+from e2a_grpc.service import ConversionServicer
+
+from e2a.v1 import conversion_service_pb2, conversion_service_pb2_grpc  # isort: skip
+
+log = logging.getLogger("e2a_grpc.server")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 50051
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+DEFAULT_GRACE_SECONDS = 10.0
+_HEALTH_PREFIX = "/grpc.health.v1.Health/"
+SERVICE_NAMES = (conversion_service_pb2.DESCRIPTOR.services_by_name["ConversionService"].full_name,)
+
+
+@dataclass
+class ServerConfig:
+    """How to run the server. ``token`` is a secret: it is never logged (nor shown by ``repr``)."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    token: str | None = field(default=None, repr=False)
+
+
+class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type stubs
+    """Requires ``authorization: Bearer <token>`` on every call except health checks."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler_call_details.method.startswith(_HEALTH_PREFIX):
+            return handler
+        presented = dict(handler_call_details.invocation_metadata or ()).get("authorization", "")
+        if isinstance(presented, str) and hmac.compare_digest(presented.encode(), self._expected):
+            return handler
+        return _deny(handler)
+
+
+def _deny(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    async def abort(request: Any, context: grpc.aio.ServicerContext) -> None:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+
+    async def abort_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+        yield  # pragma: no cover - makes this an async generator, as streaming handlers are
+
+    kwargs = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.response_streaming:
+        if handler.request_streaming:
+            return grpc.stream_stream_rpc_method_handler(abort_stream, **kwargs)
+        return grpc.unary_stream_rpc_method_handler(abort_stream, **kwargs)
+    if handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(abort, **kwargs)
+    return grpc.unary_unary_rpc_method_handler(abort, **kwargs)
+
+
+class E2AServer:
+    """A started server and what is needed to stop it gracefully."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        options = [
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", config.max_message_bytes),
+        ]
+        interceptors = [BearerTokenInterceptor(config.token)] if config.token else []
+        self.server = grpc.aio.server(options=options, interceptors=interceptors)
+        conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)  # type: ignore[no-untyped-call]
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            self.server,
+        )
+        address = f"{config.host}:{config.port}"
+        if config.tls_cert or config.tls_key:
+            if not (config.tls_cert and config.tls_key):
+                raise ValueError("TLS needs both a certificate and a key file")
+            credentials = grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
+            self.port = self.server.add_secure_port(address, credentials)
+        else:
+            self.port = self.server.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {address}")
+
+    async def start(self) -> None:
+        await self.server.start()
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        log.info(
+            "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d)",
+            self.config.host,
+            self.port,
+            "on" if self.config.tls_cert else "off",
+            "bearer token" if self.config.token else "off",
+            self.config.max_message_bytes,
+        )
+
+    async def stop(self) -> None:
+        """Stop taking calls, let in-flight calls finish within the grace period, then cancel them."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(self.config.grace_seconds)
+        log.info("e2a-grpc stopped")
+
+
+async def serve(config: ServerConfig) -> None:
+    """Run until SIGTERM or SIGINT, then shut down gracefully."""
+    server = E2AServer(config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    log.info("shutting down (grace %.1f s)", config.grace_seconds)
+    await server.stop()

@@ -1,0 +1,118 @@
+"""gRPC servicers: thin translations between request messages and ``e2a_grpc.conversion``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2a_grpc import (
+    _gen,  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
+    conversion,
+    jsontext,
+)
+from e2a_grpc.codec import from_proto_envelope, from_proto_response
+from e2a_grpc.errors import E2AFieldError, E2AValueError
+from e2a_grpc.models import E2AEnvelope, E2AResponse, IdentityOrigin
+from e2a_grpc.status import unary
+
+from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
+from e2a.v1 import conversion_service_pb2_grpc as pb_grpc  # isort: skip
+from e2a.v1 import e2a_pb2  # isort: skip
+
+_ORIGINS: dict[int, IdentityOrigin] = {
+    e2a_pb2.IDENTITY_ORIGIN_UNSPECIFIED: IdentityOrigin.USER,
+    e2a_pb2.IDENTITY_ORIGIN_SYSTEM: IdentityOrigin.SYSTEM,
+    e2a_pb2.IDENTITY_ORIGIN_USER: IdentityOrigin.USER,
+    e2a_pb2.IDENTITY_ORIGIN_AGENT: IdentityOrigin.AGENT,
+    e2a_pb2.IDENTITY_ORIGIN_SERVICE: IdentityOrigin.SERVICE,
+}
+
+
+def _under(prefix: str, read: Any, value: Any) -> Any:
+    """Run a reader, placing the field path of any error under the request field ``prefix``."""
+    try:
+        return read(value)
+    except E2AFieldError as exc:
+        raise conversion.prefixed(exc, prefix) from None
+
+
+def _envelope(message: Any) -> E2AEnvelope:
+    return E2AEnvelope._from_canonical(from_proto_envelope(message))
+
+
+def _response(message: Any) -> E2AResponse:
+    return E2AResponse._from_canonical(from_proto_response(message))
+
+
+def _origin(value: int) -> IdentityOrigin:
+    try:
+        return _ORIGINS[value]
+    except KeyError:
+        raise E2AValueError("identity_origin", f"unknown IdentityOrigin value {value}") from None
+
+
+def _source_of(request: Any, field: str) -> str:
+    source = request.WhichOneof(field)
+    if source is None:
+        names = ", ".join(f.name for f in request.DESCRIPTOR.oneofs_by_name[field].fields)
+        raise E2AValueError(field, f"set one of {names}")
+    return str(source)
+
+
+def _answer(reply_type: Any, result: dict[str, Any] | conversion.NotApplicable, field: str) -> Any:
+    if isinstance(result, conversion.NotApplicable):
+        return reply_type(not_applicable=pb.NotApplicable(reason=result.reason))
+    return reply_type(**{field: jsontext.dumps_document(result)})
+
+
+class ConversionServicer(pb_grpc.ConversionServiceServicer):
+    """e2a.v1.ConversionService."""
+
+    @unary
+    def ToACP(self, request: Any) -> Any:
+        source = _source_of(request, "source")
+        readers = {
+            "envelope": _envelope,
+            "response": _response,
+            "envelope_json": E2AEnvelope.from_json,
+            "response_json": E2AResponse.from_json,
+        }
+        record = _under(source, readers[source], getattr(request, source))
+        result = conversion.to_acp(
+            record,
+            session_prompt_methods=tuple(request.session_prompt_methods),
+            wire=request.dialect == pb.ACP_DIALECT_WIRE,
+        )
+        return _answer(pb.ToACPResponse, result, "jsonrpc")
+
+    @unary
+    def FromACP(self, request: Any) -> Any:
+        records = conversion.from_acp(
+            request.json,
+            channel=request.channel if request.HasField("channel") else None,
+            identity_origin=_origin(request.identity_origin),
+        )
+        return pb.FromACPResponse(
+            records=[
+                pb.FromACPRecord(envelope=record.to_proto())
+                if isinstance(record, E2AEnvelope)
+                else pb.FromACPRecord(response=record.to_proto())
+                for record in records
+            ]
+        )
+
+    @unary
+    def ToA2AStream(self, request: Any) -> Any:
+        source = _source_of(request, "source")
+        read = _response if source == "response" else E2AResponse.from_json
+        record = _under(source, read, getattr(request, source))
+        result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
+        return _answer(pb.ToA2AStreamResponse, result, "stream_response")
+
+    @unary
+    def FromA2A(self, request: Any) -> Any:
+        envelope = conversion.from_a2a(
+            request.json,
+            channel=request.channel if request.HasField("channel") else None,
+            identity_origin=_origin(request.identity_origin),
+        )
+        return pb.FromA2AResponse(envelope=envelope.to_proto())

@@ -1,0 +1,63 @@
+"""The one place that maps errors to gRPC status codes (with google.rpc rich error details)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from e2a_grpc.errors import E2AFieldError
+
+log = logging.getLogger(__name__)
+
+Request = TypeVar("Request")
+Reply = TypeVar("Reply")
+
+
+def invalid_argument(errors: list[E2AFieldError]) -> grpc.Status:
+    """INVALID_ARGUMENT naming each bad field, with google.rpc.BadRequest field violations."""
+    bad_request = error_details_pb2.BadRequest(
+        field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field=error.field, description=error.problem)
+            for error in errors
+        ]
+    )
+    detail = any_pb2.Any()
+    detail.Pack(bad_request)
+    message = "; ".join(str(error) for error in errors)
+    return rpc_status.to_status(status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=message, details=[detail]))
+
+
+def status_for(exc: BaseException) -> grpc.Status:
+    """The gRPC status for an exception raised while handling a call."""
+    if isinstance(exc, E2AFieldError):
+        return invalid_argument([exc])
+    # Anything else is our bug, not the caller's: INTERNAL (never UNKNOWN), details stay in the log.
+    return rpc_status.to_status(
+        status_pb2.Status(code=code_pb2.INTERNAL, message=f"internal error ({type(exc).__name__}); see server log")
+    )
+
+
+def unary(
+    handler: Callable[[Any, Request], Reply],
+) -> Callable[[Any, Request, grpc.aio.ServicerContext], Awaitable[Reply]]:
+    """Wrap a pure ``(servicer, request) -> reply`` function as an aio unary handler with error mapping."""
+
+    @functools.wraps(handler)
+    async def call(self: Any, request: Request, context: grpc.aio.ServicerContext) -> Reply:
+        try:
+            return handler(self, request)
+        except E2AFieldError as exc:
+            await context.abort_with_status(status_for(exc))
+        except Exception as exc:
+            log.exception("unhandled error in %s", handler.__qualname__)
+            await context.abort_with_status(status_for(exc))
+        raise AssertionError("unreachable: abort_with_status raises")
+
+    return call
