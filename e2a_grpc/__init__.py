@@ -5,6 +5,7 @@ The names follow the protocol document: ``E2AEnvelope`` / ``E2AResponse`` with `
 E2A wire JSON (``to_json``) forms, and the ACP / A2A adapters of spec section 8.
 """
 
+from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
 from e2a_grpc.adapters import (
     e2a_response_to_a2a_stream_payload,
     e2a_response_to_acp_jsonrpc_response,

@@ -55,6 +55,7 @@ def _add_serve(commands: Any) -> None:
         description="Run the E2A gRPC service (ConversionService, health, reflection) until SIGTERM/SIGINT. "
         "Every option can also be set with the environment variable shown.",
     )
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging")
     parser.add_argument("--host", default=_env("E2A_GRPC_HOST", DEFAULT_HOST), help="address to bind [E2A_GRPC_HOST]")
     parser.add_argument(
         "--port", type=int, default=int(_env("E2A_GRPC_PORT", str(DEFAULT_PORT)) or DEFAULT_PORT),

@@ -111,10 +111,17 @@ _STD_DOCUMENT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, se
 def dumps_document(value: Any) -> str:
     """A whole E2A document as compact JSON text with Unicode unescaped (the E2A wire JSON).
 
-    One encoder (the standard one) so that the same document always gives the same bytes.
+    One encoder (the standard one) so that the same document always gives the same text. Lone
+    surrogates cannot be written as UTF-8, so a document holding one is written with \\u escapes
+    throughout: the result is always valid UTF-8.
     """
     try:
-        return _STD_DOCUMENT_ENCODER.encode(value)
+        text = _STD_DOCUMENT_ENCODER.encode(value)
     except (ValueError, TypeError, RecursionError):
         check_value(value, "$")  # names the offending path
         raise
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _STD_ENCODER.encode(value)
+    return text

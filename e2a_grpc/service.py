@@ -77,10 +77,14 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
             "response_json": E2AResponse.from_json,
         }
         record = _under(source, readers[source], getattr(request, source))
-        result = conversion.to_acp(
+        result = _under(
+            source,
+            lambda r: conversion.to_acp(
+                r,
+                session_prompt_methods=tuple(request.session_prompt_methods),
+                wire=request.dialect == pb.ACP_DIALECT_WIRE,
+            ),
             record,
-            session_prompt_methods=tuple(request.session_prompt_methods),
-            wire=request.dialect == pb.ACP_DIALECT_WIRE,
         )
         return _answer(pb.ToACPResponse, result, "jsonrpc")
 
@@ -105,7 +109,9 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
         source = _source_of(request, "source")
         read = _response if source == "response" else E2AResponse.from_json
         record = _under(source, read, getattr(request, source))
-        result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
+        result = _under(
+            source, lambda r: conversion.to_a2a_stream(r, project_native_kinds=request.project_native_kinds), record
+        )
         return _answer(pb.ToA2AStreamResponse, result, "stream_response")
 
     @unary

@@ -8,9 +8,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -33,47 +35,57 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+def running_server(
+    *args: str, env: dict[str, str] | None = None, log: Path | None = None, health_tls_ca: Path | None = None
+) -> Iterator[str]:
     """Start ``e2a-grpc serve`` as a subprocess on a free loopback port; yield "127.0.0.1:PORT".
 
-    Waits until the health service answers SERVING, and always terminates the process.
+    Waits until the health service answers SERVING, and always stops the process (SIGTERM, then
+    SIGKILL). Its output goes to ``log`` (a file, so a chatty server never blocks on a full pipe).
     """
     port = free_port()
     command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
-    process = subprocess.Popen(
-        command,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    address = f"127.0.0.1:{port}"
-    try:
-        _wait_serving(address, process)
-        yield address
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if process.stdout:
-            process.stdout.close()
+    with contextlib.ExitStack() as stack:
+        if log is None:
+            output = stack.enter_context(tempfile.TemporaryFile("w+"))
+        else:
+            output = stack.enter_context(log.open("w+"))
+        process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=output, stderr=subprocess.STDOUT)
+        address = f"127.0.0.1:{port}"
+        try:
+            _wait_serving(address, process, output, health_tls_ca)
+            yield address
+        finally:
+            stop_process(process)
 
 
-def _wait_serving(address: str, process: subprocess.Popen[str], timeout: float = 20.0) -> None:
+def stop_process(process: subprocess.Popen[Any], timeout: float = 15) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_serving(
+    address: str, process: subprocess.Popen[Any], output: IO[str], tls_ca: Path | None, timeout: float = 20.0
+) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(address) as channel:
+    if tls_ca is None:
+        channel = grpc.insecure_channel(address)
+    else:
+        channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(tls_ca.read_bytes()))
+    with channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                output = process.stdout.read() if process.stdout else ""
-                raise RuntimeError(f"server exited with {process.returncode}:\n{output}")
+                output.seek(0)
+                raise RuntimeError(f"server exited with {process.returncode}:\n{output.read()}")
             try:
                 reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:

@@ -1,0 +1,1 @@
+"""Interoperability tests: the schema in ``proto/`` read by a second, independent protobuf/gRPC stack."""
