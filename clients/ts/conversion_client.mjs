@@ -24,11 +24,10 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 // The generated modules are imported only after the hook is registered: it lets their imports of
 // @bufbuild/protobuf resolve to this package's node_modules (see resolve_hooks.mjs).
 register("./resolve_hooks.mjs", import.meta.url);
-const { ConversionService, NotApplicableSchema } = await import("../../gen/ts/e2a/v1/conversion_service_pb.js");
-const { E2AEnvelopeSchema, E2AResponseSchema, IdentityOrigin } = await import("../../gen/ts/e2a/v1/e2a_pb.js");
+const { ConversionService, FromACPRecordSchema } = await import("../../gen/ts/e2a/v1/conversion_service_pb.js");
+const { E2AEnvelopeSchema, IdentityOrigin } = await import("../../gen/ts/e2a/v1/e2a_pb.js");
 
 const CALL_TIMEOUT_MS = 30_000;
-const RECORD_SCHEMAS = { envelope: E2AEnvelopeSchema, response: E2AResponseSchema };
 
 const [address, casesPath] = process.argv.slice(2);
 if (!address || !casesPath) {
@@ -52,17 +51,20 @@ function envelopeFromFields(fields) {
   });
 }
 
-function describeReply(rpc, reply) {
-  if (rpc === "FromACP") {
-    return {
-      records: reply.records.map(({ record }) => ({
-        case: record.case,
-        value: toJson(RECORD_SCHEMAS[record.case], record.value),
-      })),
-    };
+/**
+ * A oneof value as printed: the case by its protobuf field name (protobuf-es names cases by their
+ * camelCase local name) and a message value in the protobuf JSON mapping.
+ */
+function describeOneof(schema, { case: localName, value }) {
+  const field = schema.field[localName];
+  return { case: field.name, value: field.fieldKind === "message" ? toJson(field.message, value) : value };
+}
+
+function describeReply(method, reply) {
+  if (method.name === "FromACP") {
+    return { records: reply.records.map(({ record }) => describeOneof(FromACPRecordSchema, record)) };
   }
-  const { case: resultCase, value } = reply.result;
-  return { case: resultCase, value: resultCase === "not_applicable" ? toJson(NotApplicableSchema, value) : value };
+  return describeOneof(method.output, reply.result);
 }
 
 /** The gRPC name of a status code: Code.InvalidArgument -> "INVALID_ARGUMENT". */
@@ -87,7 +89,7 @@ for (const { name, rpc, request: requestJson, envelope } of cases) {
   const line = { name, request: base64(toBinary(method.input, request)) };
   try {
     const reply = await client[method.localName](request, { timeoutMs: CALL_TIMEOUT_MS });
-    Object.assign(line, describeReply(rpc, reply));
+    Object.assign(line, describeReply(method, reply));
   } catch (error) {
     if (!(error instanceof ConnectError)) {
       throw error;

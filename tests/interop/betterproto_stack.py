@@ -17,8 +17,8 @@ beside our pins (protobuf 7.36, grpcio 1.85, Python 3.11) and both generate grpc
 
 ``same_fields`` and ``to_betterproto`` walk the upb descriptor, find betterproto2 classes by full
 proto name (betterproto2's message pool) and fields by number, so they need no knowledge of
-betterproto2's renaming (``a2a_metadata`` becomes ``a2_a_metadata``, ``FromACPRecord`` becomes
-``FromAcpRecord``).
+betterproto2's Python naming (``FromACPRecord`` becomes ``FromAcpRecord``, ``ToA2AStream``
+becomes ``to_a_2_a_stream``).
 """
 
 from __future__ import annotations
