@@ -18,6 +18,7 @@ from e2a_grpc.client import ConversionClient, ServiceError
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.models import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.server import (
+    BACKENDS,
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -82,6 +83,18 @@ def _add_serve(commands: Any) -> None:
         help="require 'authorization: Bearer <token>' with the token in this file [E2A_GRPC_TOKEN_FILE]; "
         "or set E2A_GRPC_TOKEN. Health checks stay open.",
     )  # fmt: skip
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default=_env("E2A_GRPC_BACKEND", "echo"),
+        help="agent backend of the Chat RPC; echo is a deterministic demo/test backend [E2A_GRPC_BACKEND]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--echo-delay-seconds", type=float, default=float(_env("E2A_GRPC_ECHO_DELAY_SECONDS", "0") or 0),
+        help="echo backend: pause before each word (demos and tests) [E2A_GRPC_ECHO_DELAY_SECONDS]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--log-frames", action="store_true", default=_env("E2A_GRPC_LOG_FRAMES", "") not in ("", "0"),
+        help="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets) [E2A_GRPC_LOG_FRAMES]",
+    )  # fmt: skip
     parser.set_defaults(run=_run_serve)
 
 
@@ -97,6 +110,9 @@ def _run_serve(args: argparse.Namespace) -> int:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         token=token or None,
+        backend=args.backend,
+        echo_delay_seconds=args.echo_delay_seconds,
+        log_frames=args.log_frames,
     )
     asyncio.run(serve(config))
     return EXIT_OK

@@ -16,8 +16,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
+from e2a_grpc.backends import AgentBackend
+from e2a_grpc.backends.echo import EchoBackend
+from e2a_grpc.chat import ChatServicer
 from e2a_grpc.service import ConversionServicer
 
+from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc  # isort: skip
 from e2a.v1 import conversion_service_pb2, conversion_service_pb2_grpc  # isort: skip
 
 log = logging.getLogger("e2a_grpc.server")
@@ -27,7 +31,10 @@ DEFAULT_PORT = 50051
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 DEFAULT_GRACE_SECONDS = 10.0
 _HEALTH_PREFIX = "/grpc.health.v1.Health/"
-SERVICE_NAMES = (conversion_service_pb2.DESCRIPTOR.services_by_name["ConversionService"].full_name,)
+SERVICE_NAMES = (
+    conversion_service_pb2.DESCRIPTOR.services_by_name["ConversionService"].full_name,
+    agent_service_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name,
+)
 
 
 @dataclass
@@ -41,6 +48,19 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     token: str | None = field(default=None, repr=False)
+    backend: str = "echo"
+    echo_delay_seconds: float = 0.0
+    log_frames: bool = False
+
+
+def make_backend(config: ServerConfig) -> AgentBackend:
+    """The Chat backend the configuration names."""
+    if config.backend == "echo":
+        return EchoBackend(delay_seconds=config.echo_delay_seconds)
+    raise ValueError(f"unknown backend {config.backend!r} (known: {', '.join(BACKENDS)})")
+
+
+BACKENDS = ("echo",)
 
 
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type stubs
@@ -96,6 +116,8 @@ class E2AServer:
         interceptors = [BearerTokenInterceptor(config.token)] if config.token else []
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
         conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)  # type: ignore[no-untyped-call]
+        self.chat = ChatServicer(make_backend(config), log_frames=config.log_frames)
+        agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)  # type: ignore[no-untyped-call]
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
@@ -118,17 +140,20 @@ class E2AServer:
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info(
-            "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d)",
+            "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d, chat backend=%s)",
             self.config.host,
             self.port,
             "on" if self.config.tls_cert else "off",
             "bearer token" if self.config.token else "off",
             self.config.max_message_bytes,
+            self.config.backend,
         )
 
     async def stop(self) -> None:
         """Stop taking calls, let in-flight calls finish within the grace period, then cancel them."""
         await self.health.enter_graceful_shutdown()
+        # Chat streams get their final "shutting down" frame first, then the grace period runs.
+        await self.chat.shutdown()
         await self.server.stop(self.config.grace_seconds)
         log.info("e2a-grpc stopped")
 

@@ -27,7 +27,7 @@ _ORIGINS: dict[int, IdentityOrigin] = {
 }
 
 
-def _under(prefix: str, read: Any, value: Any) -> Any:
+def prefixed_reader(prefix: str, read: Any, value: Any) -> Any:
     """Run a reader, placing the field path of any error under the request field ``prefix``."""
     try:
         return read(value)
@@ -76,8 +76,8 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
             "envelope_json": E2AEnvelope.from_json,
             "response_json": E2AResponse.from_json,
         }
-        record = _under(source, readers[source], getattr(request, source))
-        result = _under(
+        record = prefixed_reader(source, readers[source], getattr(request, source))
+        result = prefixed_reader(
             source,
             lambda r: conversion.to_acp(
                 r,
@@ -108,8 +108,8 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
     def ToA2AStream(self, request: Any) -> Any:
         source = _source_of(request, "source")
         read = _response if source == "response" else E2AResponse.from_json
-        record = _under(source, read, getattr(request, source))
-        result = _under(
+        record = prefixed_reader(source, read, getattr(request, source))
+        result = prefixed_reader(
             source, lambda r: conversion.to_a2a_stream(r, project_native_kinds=request.project_native_kinds), record
         )
         return _answer(pb.ToA2AStreamResponse, result, "stream_response")

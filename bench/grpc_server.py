@@ -1,0 +1,69 @@
+"""The server the "toacp" section measures: ``python -m bench.grpc_server --port N`` (runs until SIGTERM/SIGINT).
+
+It is the real ``E2AServer`` stack (same options, interceptors, health and reflection) plus one bench-only
+RPC, ``/e2a.bench.v1.Echo/Echo``, which takes a ``ToACPRequest`` and returns it unchanged. The echo pays the
+same protobuf parse and serialize and the same gRPC cost per call as ``ToACP`` but converts nothing, so
+ToACP calls/s over echo calls/s is what the conversion costs on top of gRPC. The echo is not in the proto
+nor in ``e2a_grpc``: it exists only for this benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import Any
+
+import grpc
+
+from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
+from e2a_grpc.server import E2AServer, ServerConfig
+
+from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
+
+ECHO_SERVICE = "e2a.bench.v1.Echo"
+ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
+
+
+async def _echo(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    return request
+
+
+def add_echo(server: grpc.aio.Server) -> None:
+    """Register the echo RPC, parsing and serializing with the same message class ``ToACP`` takes.
+
+    Registered both ways the generated ``add_ConversionServiceServicer_to_server`` registers ``ToACP``
+    (generic handler plus registered method), so the two RPCs are dispatched alike.
+    """
+    handlers = {
+        "Echo": grpc.unary_unary_rpc_method_handler(
+            _echo,
+            request_deserializer=pb.ToACPRequest.FromString,
+            response_serializer=pb.ToACPRequest.SerializeToString,
+        )
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(ECHO_SERVICE, handlers),))
+    server.add_registered_method_handlers(ECHO_SERVICE, handlers)
+
+
+async def serve(port: int) -> None:
+    server = E2AServer(ServerConfig(host="127.0.0.1", port=port))
+    # Before start, on the same grpc.aio server: both RPCs go through one stack.
+    add_echo(server.server)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.grpc_server", description=__doc__)
+    parser.add_argument("--port", type=int, required=True, help="loopback port to listen on")
+    asyncio.run(serve(parser.parse_args().port))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""The AgentService.Chat servicer: one request envelope in, a stream of E2AResponse frames out.
+
+Invariants (spec section 12) are the FrameBuilder's job; this module decides *when* frames are
+written: invalid requests fail with INVALID_ARGUMENT before any frame, backend failures and server
+shutdown end the stream with a final ``e2a.error`` frame, a client cancel or deadline stops the
+backend (CancelledError at its current await) and writes nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import grpc
+
+from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
+from e2a_grpc.backends import AgentBackend, BackendError, Complete, Delta, Passthrough, prompt_text
+from e2a_grpc.errors import E2AFieldError, E2AValueError
+from e2a_grpc.frames import FrameBuilder
+from e2a_grpc.models import E2AEnvelope
+from e2a_grpc.service import prefixed_reader
+from e2a_grpc.status import status_for
+
+from e2a.v1 import agent_service_pb2 as pb  # isort: skip
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
+
+log = logging.getLogger(__name__)
+
+#: Methods Chat accepts by default (spec section 2: a gateway chat and the ACP prompt).
+DEFAULT_CHAT_METHODS = ("chat.send", "session/prompt")
+SHUTTING_DOWN = "server_shutting_down"
+
+
+def validate_chat_request(request: Any, methods: tuple[str, ...]) -> E2AEnvelope:
+    """The request's envelope, or an E2AFieldError naming what makes it unusable."""
+    if not request.HasField("envelope"):
+        raise E2AValueError("envelope", "is required")
+    envelope: E2AEnvelope = prefixed_reader("envelope", E2AEnvelope.from_proto, request.envelope)
+    if envelope.method not in methods:
+        raise E2AValueError("envelope.method", f"Chat takes one of {', '.join(methods)}, got {envelope.method!r}")
+    if not prompt_text(envelope) and not envelope.params.get("prompt") and not envelope.params.get("content_blocks"):
+        raise E2AValueError("envelope.params", "no prompt: give prompt, content_blocks, text, content or query")
+    return envelope
+
+
+class ChatServicer(pb_grpc.AgentServiceServicer):
+    """e2a.v1.AgentService."""
+
+    def __init__(
+        self, backend: AgentBackend, *, methods: tuple[str, ...] = DEFAULT_CHAT_METHODS, log_frames: bool = False
+    ) -> None:
+        self.backend = backend
+        self._methods = methods
+        self._log_frames = log_frames
+        self._streams: set[asyncio.Task[Any]] = set()
+        self._shutting_down = False
+
+    async def Chat(self, request: Any, context: grpc.aio.ServicerContext) -> None:
+        try:
+            envelope = validate_chat_request(request, self._methods)
+        except E2AFieldError as exc:
+            await context.abort_with_status(status_for(exc))
+        if self._shutting_down:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "server is shutting down")
+        frames = FrameBuilder(envelope, self.backend.info, log_frames=self._log_frames)
+        task = asyncio.current_task()
+        assert task is not None
+        self._streams.add(task)
+        events = self.backend.stream(envelope)
+        try:
+            # Frames are written with context.write (not by yielding) so that a shutdown, which
+            # cancels this task, lands in this code wherever it is waiting and can be answered
+            # with a final frame.
+            try:
+                async for event in events:
+                    await context.write(pb.ChatResponse(response=self._frame_for(frames, event)))
+                    if frames.finished:
+                        return
+                final = frames.error("backend_incomplete", "the agent ended the stream without a result")
+            except BackendError as exc:
+                final = frames.error(exc.code, exc.message, exc.details, exc.external)
+            except asyncio.CancelledError:
+                if not self._shutting_down or frames.finished:
+                    raise  # the client cancelled or its deadline passed: nothing more to write
+                final = frames.error(SHUTTING_DOWN, "the server is shutting down; retry on another instance")
+            except E2AFieldError as exc:
+                log.warning("backend produced an invalid event for request %s: %s", frames.request_id, exc)
+                final = frames.error("backend_invalid_output", str(exc))
+            except Exception:
+                log.exception("backend %s failed on request %s", self.backend.info.name, frames.request_id)
+                final = frames.error("internal", "the agent backend failed; see the server log")
+            await context.write(pb.ChatResponse(response=final))
+        finally:
+            self._streams.discard(task)
+            await events.aclose()
+
+    @staticmethod
+    def _frame_for(frames: FrameBuilder, event: Any) -> Any:
+        if isinstance(event, Delta):
+            return frames.delta(event)
+        if isinstance(event, Complete):
+            return frames.complete(event.result)
+        if isinstance(event, Passthrough):
+            return frames.passthrough(event)
+        raise TypeError(f"unknown backend event {event!r}")
+
+    async def shutdown(self) -> None:
+        """End every in-flight stream with a final e2a.error frame; new streams are refused."""
+        self._shutting_down = True
+        for task in list(self._streams):
+            task.cancel()
+        await self.backend.aclose()

@@ -1,0 +1,132 @@
+"""Building the E2AResponse frames of one Chat stream, with the invariants of spec section 12.
+
+One ``FrameBuilder`` per request: it echoes the request's correlation fields (12.4) on every frame,
+numbers frames 0, 1, 2, ..., gives each a fresh UUID and an RFC 3339 UTC timestamp, and makes the
+final frame ``succeeded`` (e2a.complete) or ``failed`` (e2a.error). Frames are built straight into
+protobuf messages: this is the per-frame hot path of the service.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from e2a_grpc import jsontext
+from e2a_grpc.backends import BackendInfo, Delta, Passthrough
+from e2a_grpc.codec import to_proto_jsonrpc_id
+from e2a_grpc.constants import (
+    E2A_PROTOCOL_VERSION,
+    E2A_RESPONSE_KIND_E2A_CHUNK,
+    E2A_RESPONSE_KIND_E2A_COMPLETE,
+    E2A_RESPONSE_KIND_E2A_ERROR,
+    E2A_RESPONSE_STATUS_FAILED,
+    E2A_RESPONSE_STATUS_IN_PROGRESS,
+    E2A_RESPONSE_STATUS_SUCCEEDED,
+)
+from e2a_grpc.models import E2AEnvelope
+
+from e2a.v1 import e2a_pb2  # isort: skip
+
+frame_log = logging.getLogger("e2a_grpc.frames")
+
+#: ``metadata`` key set on every frame when the server assigned the request_id.
+REQUEST_ID_ASSIGNED_KEY = "e2a_request_id_assigned_by_server"
+_ASSIGNED_METADATA = json.dumps({REQUEST_ID_ASSIGNED_KEY: True})
+
+
+class FrameBuilder:
+    """The frames of one stream, in order."""
+
+    def __init__(self, envelope: E2AEnvelope, backend: BackendInfo, *, log_frames: bool = False) -> None:
+        assigned = envelope.request_id is None
+        self.request_id = str(uuid.uuid4()) if assigned else envelope.request_id
+        self.sequence = 0
+        self.finished = False
+        self._log = log_frames
+        provenance = e2a_pb2.E2AProvenance(
+            source_protocol=backend.source_protocol,
+            converter=f"e2a_grpc.chat:{backend.name}",
+            details=jsontext.dumps(backend.details, "provenance.details") if backend.details else "",
+        )
+        # Fields every frame of this request carries (spec 12.4): set once, copied per frame.
+        shared = e2a_pb2.E2AResponse(
+            protocol_version=envelope.protocol_version or E2A_PROTOCOL_VERSION,
+            request_id=self.request_id,
+            provenance=provenance,
+            correlation_id=envelope.correlation_id,
+            task_id=envelope.task_id,
+            context_id=envelope.context_id,
+            session_id=envelope.session_id,
+            message_id=envelope.message_id,
+            is_stream=envelope.is_stream,
+            identity_origin=e2a_pb2.IDENTITY_ORIGIN_AGENT,
+            channel=envelope.channel,
+            user_id=envelope.user_id,
+            agent_ref=jsontext.dumps(envelope.agent_ref, "agent_ref") if envelope.agent_ref is not None else "",
+            source_agent_id=envelope.source_agent_id,
+            method=envelope.method,
+            metadata=_ASSIGNED_METADATA if assigned else "",
+        )
+        if envelope.jsonrpc_id is not None:
+            shared.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
+        self._shared = shared.SerializeToString()
+
+    def _frame(
+        self, kind: str, body: str, *, final: bool = False, status: str = E2A_RESPONSE_STATUS_IN_PROGRESS
+    ) -> Any:
+        if self.finished:
+            raise RuntimeError("a stream has exactly one final frame, and it is the last")
+        frame = e2a_pb2.E2AResponse.FromString(self._shared)
+        frame.response_id = str(uuid.uuid4())
+        frame.sequence = self.sequence
+        frame.is_final = final
+        frame.status = status
+        frame.response_kind = kind
+        frame.timestamp = datetime.now(UTC).isoformat()
+        frame.body = body
+        self.sequence += 1
+        self.finished = final
+        if self._log:
+            frame_log.info(
+                json.dumps(
+                    {
+                        "request_id": self.request_id,
+                        "response_id": frame.response_id,
+                        "sequence": frame.sequence,
+                        "is_final": final,
+                        "response_kind": kind,
+                        "timestamp": frame.timestamp,
+                    }
+                )
+            )
+        return frame
+
+    def delta(self, event: Delta) -> Any:
+        body: dict[str, Any] = {"delta_kind": event.delta_kind, "delta": event.delta}
+        if event.mime_type is not None:
+            body["mime_type"] = event.mime_type
+        return self._frame(E2A_RESPONSE_KIND_E2A_CHUNK, jsontext.dumps(body, "body"))
+
+    def passthrough(self, event: Passthrough) -> Any:
+        return self._frame(event.response_kind, jsontext.dumps(event.body, "body") if event.body else "")
+
+    def complete(self, result: dict[str, Any]) -> Any:
+        body = jsontext.dumps({"result": result}, "body")
+        return self._frame(E2A_RESPONSE_KIND_E2A_COMPLETE, body, final=True, status=E2A_RESPONSE_STATUS_SUCCEEDED)
+
+    def error(
+        self,
+        code: str | int,
+        message: str,
+        details: dict[str, Any] | None = None,
+        external: dict[str, Any] | None = None,
+    ) -> Any:
+        body: dict[str, Any] = {"code": code, "message": message, "details": details or {}}
+        if external is not None:
+            body["external"] = external
+        return self._frame(
+            E2A_RESPONSE_KIND_E2A_ERROR, jsontext.dumps(body, "body"), final=True, status=E2A_RESPONSE_STATUS_FAILED
+        )
