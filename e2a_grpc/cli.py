@@ -14,8 +14,10 @@ from typing import Any, TextIO
 import grpc
 
 from e2a_grpc import conversion, jsontext
+from e2a_grpc.chat_client import StreamInvariantError, chat
 from e2a_grpc.client import ConversionClient, ServiceError
 from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.frames import frame_log
 from e2a_grpc.models import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.server import (
     BACKENDS,
@@ -36,6 +38,7 @@ DESCRIPTION = """\
 E2A (Everything-to-Agent) over gRPC.
 
   e2a-grpc serve                          start the service on 127.0.0.1:50051
+  e2a-grpc chat "Hello"                   stream an answer from the running service
   e2a-grpc convert to-acp envelope.json   E2A -> ACP JSON-RPC, printed to stdout
   echo '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}' \\
     | e2a-grpc convert from-acp           ACP JSON-RPC -> E2A
@@ -114,6 +117,12 @@ def _run_serve(args: argparse.Namespace) -> int:
         echo_delay_seconds=args.echo_delay_seconds,
         log_frames=args.log_frames,
     )
+    if config.log_frames:
+        # Spec 12.7: each frame's log record is one line of pure JSON, whatever the other logs look like.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        frame_log.addHandler(handler)
+        frame_log.propagate = False
     asyncio.run(serve(config))
     return EXIT_OK
 
@@ -228,6 +237,54 @@ def _run_from_a2a(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_chat(commands: Any) -> None:
+    parser = commands.add_parser(
+        "chat",
+        help="send text to the service's Chat RPC and print the answer as it streams",
+        description="Send TEXT to a running service (AgentService.Chat) and print the answer's text deltas as they "
+        "arrive. Every frame is checked against the E2A stream invariants (spec section 12).",
+    )
+    parser.add_argument("text", help="what to say")
+    parser.add_argument(
+        "--server", metavar="HOST:PORT", default=_env("E2A_GRPC_SERVER", f"{DEFAULT_HOST}:{DEFAULT_PORT}"),
+        help="the service [E2A_GRPC_SERVER] (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument("--method", default="chat.send", help="envelope method (default: %(default)s)")
+    parser.add_argument("--session-id", help="session to continue")
+    parser.add_argument("--json", action="store_true", help="print each frame as a line of E2A wire JSON instead")
+    parser.add_argument("--timeout", type=float, help="deadline in seconds")
+    parser.add_argument("--token-env", metavar="VAR", default="E2A_GRPC_TOKEN", help="env var with the bearer token")
+    parser.add_argument("--tls-ca", type=Path, help="CA certificate (PEM) to reach --server over TLS")
+    parser.set_defaults(run=_run_chat)
+
+
+def _run_chat(args: argparse.Namespace) -> int:
+    envelope = E2AEnvelope(
+        method=args.method, session_id=args.session_id, is_stream=True, channel="cli", params={"text": args.text}
+    )
+    envelope.ensure_timestamp()
+    token = _env(args.token_env)
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    final = None
+    with ConversionClient.connect(args.server, token=token, tls_ca=args.tls_ca) as client:
+        try:
+            for frame in chat(client.channel, envelope, timeout=args.timeout, metadata=metadata):
+                final = frame
+                if args.json:
+                    sys.stdout.write(frame.to_json() + "\n")
+                elif frame.response_kind == "e2a.chunk" and frame.body.get("delta_kind") == "text":
+                    sys.stdout.write(str(frame.body.get("delta", "")))
+                sys.stdout.flush()
+        except grpc.RpcError as error:
+            raise ServiceError.from_rpc_error(error) from None
+    if not args.json:
+        sys.stdout.write("\n")
+    if final is not None and final.status == "failed":
+        print(f"error: {final.body.get('code')}: {final.body.get('message')}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="e2a-grpc", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -236,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(commands)
     _add_convert(commands)
+    _add_chat(commands)
     return parser
 
 
@@ -259,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT if isinstance(exc, (FileNotFoundError, UnicodeDecodeError)) else EXIT_FAILED
+    except StreamInvariantError as exc:
+        print(f"error: the stream broke the E2A invariants: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
 

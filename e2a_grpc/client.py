@@ -64,6 +64,10 @@ class ConversionClient:
     ) -> ConversionClient:
         return cls(_channel(address, tls_ca, max_message_bytes), token=token)
 
+    @property
+    def channel(self) -> grpc.Channel:
+        return self._channel
+
     def __enter__(self) -> ConversionClient:
         return self
 

@@ -14,7 +14,7 @@ import functools
 import json
 import re
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,13 +26,15 @@ import grpclib.exceptions
 import pytest
 
 from e2a_grpc import E2AEnvelope, E2AResponse
-from e2a_grpc import _gen as _gen  # makes the grpcio-generated ``e2a.v1`` modules importable
+from e2a_grpc import _gen  # noqa: F401  (makes the grpcio-generated ``e2a.v1`` modules importable)
 from tests import vectors
 from tests.interop import betterproto_stack
 from tests.interop.betterproto_stack import same_fields, to_betterproto
 from tests.vectors import RFC3339_UTC
 from tests.wellformed import envelope_well_typed, response_well_typed
 
+from e2a.v1 import agent_service_pb2 as agent_pb  # isort: skip
+from e2a.v1 import agent_service_pb2_grpc as agent_pb_grpc  # isort: skip
 from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc  # isort: skip
 from e2a.v1 import e2a_pb2  # isort: skip
@@ -251,16 +253,15 @@ async def _call_both(address: str, bp: ModuleType, method: str, requests: list[A
 
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+# Values the server makes up at call time, so that two calls differ there, with the shape they must have.
+CONVERTED = (("provenance.converted_at", RFC3339_UTC),)
+FRAME = (("response_id", UUID4), ("timestamp", RFC3339_UTC))  # each Chat frame, and each response FromACP makes
 
 
-def _call_time_by_shape(grpcio_record: Any, grpclib_record: Any, where: str) -> None:
-    """Values the server makes up at call time differ between two calls: check their shape on both
-    sides, then blank them so that everything else can be compared exactly."""
+def _call_time_by_shape(grpcio_record: Any, grpclib_record: Any, where: str, made_up: Iterable[Any]) -> None:
+    """Check the shape of the call-time values on both sides, then blank them so that everything
+    else can be compared exactly."""
     assert grpclib_record is not None, f"{where}: missing in the grpclib reply"
-    made_up = [("provenance.converted_at", RFC3339_UTC)]
-    if grpcio_record.DESCRIPTOR.name == "E2AResponse":
-        # FromACP turns a peer's message into a new response: a fresh id, stamped now.
-        made_up += [("response_id", UUID4), ("timestamp", RFC3339_UTC)]
     for dotted, shape in made_up:
         *parents, name = dotted.split(".")
         for side, record in (("grpcio", grpcio_record), ("grpclib", grpclib_record)):
@@ -318,8 +319,9 @@ def test_from_acp(server_address: str, bp: ModuleType) -> None:
             zip(grpcio_reply.records, grpclib_reply.records, strict=True)
         ):
             kind = grpcio_record.WhichOneof("record")
+            made_up = CONVERTED + FRAME if kind == "response" else CONVERTED
             _call_time_by_shape(
-                getattr(grpcio_record, kind), getattr(grpclib_record, kind), f"{where}.records[{number}]"
+                getattr(grpcio_record, kind), getattr(grpclib_record, kind), f"{where}.records[{number}]", made_up
             )
         same_fields(grpcio_reply, grpclib_reply, where)
 
@@ -367,7 +369,7 @@ def test_from_a2a(server_address: str, bp: ModuleType) -> None:
     ]
     replies = asyncio.run(_call_both(server_address, bp, "FromA2A", requests))
     for index, (grpcio_reply, grpclib_reply) in enumerate(replies):
-        _call_time_by_shape(grpcio_reply.envelope, grpclib_reply.envelope, f"FromA2A[{index}].envelope")
+        _call_time_by_shape(grpcio_reply.envelope, grpclib_reply.envelope, f"FromA2A[{index}].envelope", CONVERTED)
         same_fields(grpcio_reply, grpclib_reply, f"FromA2A[{index}]")
 
 
@@ -385,3 +387,37 @@ def test_bad_input_is_invalid_argument_through_grpclib(server_address: str, bp: 
     assert grpclib_error.status is grpclib.const.Status.INVALID_ARGUMENT, grpclib_error
     assert grpcio_error.code() is grpc.StatusCode.INVALID_ARGUMENT, grpcio_error
     assert grpclib_error.message == grpcio_error.details(), "the two clients read different status messages"
+
+
+async def _chat_both(address: str, bp: ModuleType, request: Any) -> tuple[list[Any], list[Any]]:
+    async with _channels(address) as (grpclib_channel, grpcio_channel):
+        grpcio_call = agent_pb_grpc.AgentServiceStub(grpcio_channel).Chat(request, timeout=TIMEOUT)
+        grpcio_frames = [reply async for reply in grpcio_call]
+        grpclib_call = bp.AgentServiceStub(grpclib_channel).chat(to_betterproto(request), timeout=TIMEOUT)
+        grpclib_frames = [reply async for reply in grpclib_call]
+    return grpcio_frames, grpclib_frames
+
+
+def test_chat_stream(server_address: str, bp: ModuleType) -> None:
+    text = "héllo  interop 😀 world"
+    envelope = E2AEnvelope(
+        method="chat.send", request_id="req-1", session_id="s1", jsonrpc_id=2**70, params={"text": text}
+    )
+    grpcio_frames, grpclib_frames = asyncio.run(
+        _chat_both(server_address, bp, agent_pb.ChatRequest(envelope=envelope.to_proto()))
+    )
+    frames = [frame.response for frame in grpclib_frames]
+    # The echo backend's stream as grpclib saw it: word chunks that add up to the text, then one
+    # final e2a.complete, numbered 0, 1, 2, ... (protocol section 12).
+    kinds = [frame.response_kind for frame in frames]
+    assert len(kinds) >= 3 and kinds == ["e2a.chunk"] * (len(kinds) - 1) + ["e2a.complete"], kinds
+    assert [frame.sequence for frame in frames] == list(range(len(frames)))
+    assert [frame.is_final for frame in frames] == [False] * (len(frames) - 1) + [True]
+    assert "".join(json.loads(frame.body)["delta"] for frame in frames[:-1]) == text
+    assert {frame.request_id for frame in frames} == {"req-1"}
+    # And frame by frame the same as through grpcio.
+    assert len(grpclib_frames) == len(grpcio_frames), "the two clients received different numbers of frames"
+    for index, (grpcio_frame, grpclib_frame) in enumerate(zip(grpcio_frames, grpclib_frames, strict=True)):
+        where = f"Chat[{index}]"
+        _call_time_by_shape(grpcio_frame.response, grpclib_frame.response, f"{where}.response", FRAME)
+        same_fields(grpcio_frame, grpclib_frame, where)
