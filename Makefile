@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PY_SRC := e2a_grpc tests bench
 
-.PHONY: venv gen check-gen lint test bench clean
+.PHONY: venv gen check-gen lint test bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ lint: $(STAMP)
 ## test: set up the virtualenv, lint, and run the whole test suite
 test: lint
 	$(PY) -m pytest
+
+## serve: run the service on 127.0.0.1:50051 with the embedded echo Chat backend (Ctrl-C stops it)
+serve: $(STAMP)
+	$(VENV)/bin/e2a-grpc serve
 
 ## bench: run the benchmarks and write BENCHMARKS.md
 bench: $(STAMP)

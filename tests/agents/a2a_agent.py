@@ -1,0 +1,201 @@
+"""A scripted A2A agent built on the official a2a-sdk (JSON-RPC over HTTP + SSE), for the a2a backend tests.
+
+Run as ``python -m tests.agents.a2a_agent --port PORT --log FILE``. It serves its agent card at
+``/.well-known/agent-card.json`` and JSON-RPC at ``/``. What it does depends on the user's text:
+
+* ``fail``  - a task that works, produces a partial artifact, then ends ``TASK_STATE_FAILED``;
+* ``raise`` - a task whose executor raises (the SDK turns that into an error on the stream);
+* ``reply`` - no task: a single agent ``Message``;
+* ``slow``  - a task that streams an artifact chunk every 0.1 s for a minute (for cancel tests);
+* anything else: a task with a working status carrying an agent message, two artifact updates
+  (the second appended to the first) and a completed status carrying an agent message.
+
+Every event it sends is written to the log, one JSON line each, as the A2A ``StreamResponse`` JSON
+the SDK puts on the wire (``{"kind": "event", "context_id": ..., "event": {...}}``), so a test can
+compare what reached the client with what the agent sent. The log also records, with wall-clock
+times, when a running ``execute`` is cancelled, when ``cancel`` is called (A2A CancelTask) and when
+an SSE response ends (the client went away or the stream finished).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from google.protobuf import json_format
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message as ASGIMessage, Receive, Scope, Send
+
+_BRANCH_FOR = {
+    Task: "task",
+    Message: "message",
+    TaskStatusUpdateEvent: "status_update",
+    TaskArtifactUpdateEvent: "artifact_update",
+}
+
+
+class EventLog:
+    """Appends JSON lines to a file; a lock keeps lines whole across the server's threads."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        with self._lock, self._path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({**record, "at": time.time()}) + "\n")
+
+
+class ScriptedExecutor(AgentExecutor):
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+
+    async def _emit(self, queue: EventQueue, context: RequestContext, event: Any) -> None:
+        wire = json_format.MessageToDict(StreamResponse(**{_BRANCH_FOR[type(event)]: event}))
+        self._log.write({"kind": "event", "context_id": context.context_id, "event": wire})
+        await queue.enqueue_event(event)
+
+    def _agent_message(self, context: RequestContext, text: str, *, in_task: bool = True) -> Message:
+        return Message(
+            message_id=f"agent-{time.monotonic_ns()}",
+            role=Role.ROLE_AGENT,
+            context_id=context.context_id or "",
+            task_id=context.task_id if in_task else None,
+            parts=[Part(text=text)],
+        )
+
+    def _status(self, context: RequestContext, state: int, message: Message | None = None) -> TaskStatusUpdateEvent:
+        return TaskStatusUpdateEvent(
+            task_id=context.task_id,
+            context_id=context.context_id,
+            status=TaskStatus(state=state, message=message),  # type: ignore[arg-type]
+        )
+
+    def _chunk(self, context: RequestContext, text: str, *, append: bool, last: bool) -> TaskArtifactUpdateEvent:
+        return TaskArtifactUpdateEvent(
+            task_id=context.task_id,
+            context_id=context.context_id,
+            artifact={"artifact_id": "answer", "name": "answer", "parts": [{"text": text}]},
+            append=append,
+            last_chunk=last,
+        )
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = context.get_user_input()
+        try:
+            if "reply" in text:
+                await self._emit(event_queue, context, self._agent_message(context, f"direct: {text}", in_task=False))
+                return
+            assert context.task_id and context.context_id and context.message
+            task = Task(
+                id=context.task_id,
+                context_id=context.context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=[context.message],
+            )
+            await self._emit(event_queue, context, task)
+            thinking = self._agent_message(context, "thinking")
+            await self._emit(event_queue, context, self._status(context, TaskState.TASK_STATE_WORKING, thinking))
+            if "raise" in text:
+                raise RuntimeError("the test agent raised on purpose")
+            if "fail" in text:
+                await self._emit(event_queue, context, self._chunk(context, "partial", append=False, last=True))
+                failure = self._agent_message(context, "the test agent failed on purpose")
+                await self._emit(event_queue, context, self._status(context, TaskState.TASK_STATE_FAILED, failure))
+                return
+            if "slow" in text:
+                for index in range(600):
+                    await self._emit(event_queue, context, self._chunk(context, f"{index} ", append=index > 0, last=False))
+                    await asyncio.sleep(0.1)
+            await self._emit(event_queue, context, self._chunk(context, "Hello, ", append=False, last=False))
+            await self._emit(event_queue, context, self._chunk(context, text, append=True, last=True))
+            done = self._agent_message(context, "done")
+            await self._emit(event_queue, context, self._status(context, TaskState.TASK_STATE_COMPLETED, done))
+        except asyncio.CancelledError:
+            self._log.write({"kind": "execute_cancelled", "context_id": context.context_id})
+            raise
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self._log.write({"kind": "cancel_called", "context_id": context.context_id, "task_id": context.task_id})
+        assert context.task_id and context.context_id
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+class SseCloseRecorder:
+    """ASGI middleware: logs when each SSE response ends, which is when the agent sees the stream closed."""
+
+    def __init__(self, app: ASGIApp, log: EventLog) -> None:
+        self._app = app
+        self._log = log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        is_sse = False
+
+        async def watch(message: ASGIMessage) -> None:
+            nonlocal is_sse
+            if message["type"] == "http.response.start":
+                is_sse = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
+                if is_sse:
+                    self._log.write({"kind": "sse_opened"})
+            await send(message)
+
+        try:
+            await self._app(scope, receive, watch)
+        finally:
+            if is_sse:
+                self._log.write({"kind": "sse_closed"})
+
+
+def build_app(port: int, log: EventLog) -> ASGIApp:
+    card = AgentCard(
+        name="e2a test agent",
+        description="Scripted A2A agent for the e2a-grpc a2a backend tests",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="script", name="script", description="scripted replies", tags=["test"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=ScriptedExecutor(log), task_store=InMemoryTaskStore(), agent_card=card)
+    app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
+    return SseCloseRecorder(app, log)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--log", type=Path, required=True)
+    args = parser.parse_args()
+    log = EventLog(args.log)
+    uvicorn.run(build_app(args.port, log), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
