@@ -89,6 +89,7 @@ def _server() -> Iterator[tuple[str, subprocess.Popen[bytes], IO[bytes]]]:
 
 
 async def _wait_serving(channel: grpc.aio.Channel, process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+    """Return once the health service answers SERVING; raise with the server's output if it died."""
     stub = health_pb2_grpc.HealthStub(channel)
     deadline = time.monotonic() + _STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
@@ -117,10 +118,13 @@ def _cpu_seconds(pid: int) -> float | None:
 
 @dataclass(frozen=True)
 class Round:
-    """One RPC hammered for one round with ``IN_FLIGHT`` calls outstanding."""
+    """One RPC hammered for one round with ``IN_FLIGHT`` calls outstanding.
+
+    ``server_us_per_call`` is the server's CPU time per call; ``server_cores`` and ``client_cores``
+    are each process's CPU seconds per wall second (about 1.0: that process was the bottleneck).
+    """
 
     calls_per_s: float
-    #: Server CPU time per call, and server and client CPU seconds per wall second (cores busy).
     server_us_per_call: float | None
     server_cores: float | None
     client_cores: float
@@ -134,6 +138,9 @@ async def _round(call: grpc.aio.UnaryUnaryMultiCallable, request: bytes, seconds
     """
     counted = 0
     done = 0
+    server_before, client_before = _cpu_seconds(server_pid), time.process_time()
+    start = time.perf_counter()
+    deadline = start + seconds
 
     async def worker() -> None:
         nonlocal counted, done
@@ -144,9 +151,6 @@ async def _round(call: grpc.aio.UnaryUnaryMultiCallable, request: bytes, seconds
                 return
             counted += 1
 
-    server_before, client_before = _cpu_seconds(server_pid), time.process_time()
-    start = time.perf_counter()
-    deadline = start + seconds
     async with asyncio.TaskGroup() as workers:
         for _ in range(IN_FLIGHT):
             workers.create_task(worker())
@@ -235,24 +239,28 @@ def _optional(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _extra_server_us(result: Measured) -> float | None:
-    toacp, echo = result.median_server_us(TOACP), result.median_server_us(ECHO)
-    return None if toacp is None or echo is None else toacp - echo
+def _server_us(result: Measured) -> tuple[float, float] | None:
+    """Median server CPU µs per call of echo and of ToACP (None where ``/proc`` is missing)."""
+    echo, toacp = result.median_server_us(ECHO), result.median_server_us(TOACP)
+    return None if echo is None or toacp is None else (echo, toacp)
 
 
 def _target_table(results: list[Measured]) -> str:
-    rows = [
-        [
-            result.workload,
-            _rate(statistics.median(result.rates(TOACP))),
-            _rate(statistics.median(result.rates(ECHO))),
-            f"{result.median_ratio:.2f}",
-            " ".join(f"{ratio:.2f}" for ratio in result.ratios),
-            _optional(_extra_server_us(result), ".0f"),
-            "PASS" if result.median_ratio >= TARGET_RATIO else "FAIL",
-        ]
-        for result in results
-    ]
+    rows = []
+    for result in results:
+        server_us = _server_us(result)
+        rows.append(
+            [
+                result.workload,
+                _rate(statistics.median(result.rates(TOACP))),
+                _rate(statistics.median(result.rates(ECHO))),
+                f"{result.median_ratio:.2f}",
+                " ".join(f"{ratio:.2f}" for ratio in result.ratios),
+                "n/a" if server_us is None else f"{server_us[1] - server_us[0]:.0f}",
+                "n/a" if server_us is None else f"{server_us[0] / server_us[1]:.2f}",
+                "PASS" if result.median_ratio >= TARGET_RATIO else "FAIL",
+            ]
+        )
     header = [
         "Workload",
         "ToACP calls/s (median)",
@@ -260,9 +268,10 @@ def _target_table(results: list[Measured]) -> str:
         "ToACP/echo (median)",
         "ToACP/echo per round pair",
         "server CPU µs/call, ToACP - echo",
+        "echo/ToACP server CPU per call",
         "Target",
     ]
-    return table(header, rows, right=range(1, 6))
+    return table(header, rows, right=range(1, 7))
 
 
 def _rpcs_table(results: list[Measured]) -> str:
@@ -302,8 +311,10 @@ def _rpcs_table(results: list[Measured]) -> str:
 
 
 def run() -> SectionResult:
+    load_before = os.getloadavg()[0]
     with _server() as (address, process, log):
         results = asyncio.run(_measure(address, process, log))
+    load_after = os.getloadavg()[0]
     targets = tuple(
         Target(
             name=f"toacp {result.workload}",
@@ -334,7 +345,8 @@ per RPC, then {PAIRS} pairs of {ROUND_SECONDS:.0f} s rounds, echo and ToACP back
 per pair). calls/s counts the calls completed within a round (those still in flight at its end finish
 uncounted). "ToACP/echo (median)" is the median over pairs of the ratio within a pair; the target
 uses it. Server CPU (user + system, all threads, from `/proc`) over the calls of a round gives the
-server's CPU µs per call; "cores busy" is CPU seconds per wall second of a round.
+server's CPU µs per call; "cores busy" is CPU seconds per wall second of a round. "echo/ToACP server
+CPU per call" is the ratio calls/s would show if the server's CPU were the only limit (informational).
 
 {_target_table(results)}
 
@@ -342,8 +354,10 @@ Per RPC:
 
 {_rpcs_table(results)}
 
-Noise: client and server share this VM's cores (nproc above), so calls/s moves with whatever else runs;
+Noise: client and server share this VM's cores (nproc above) with anything else running; the 1-minute
+load average was {load_before:.1f} when this section started and {load_after:.1f} when it ended.
 "max/min" is the spread between rounds of one RPC. The per-pair ratio cancels drift slower than a
-pair, and server CPU µs per call does not depend on how busy the client was.
+pair; server CPU µs per call does not depend on how busy the client was, so it is the steadier
+measure of what the conversion costs when calls/s is noisy.
 """
     return SectionResult(markdown=markdown, targets=targets)

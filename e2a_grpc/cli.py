@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any, TextIO
 import grpc
 
 from e2a_grpc import conversion, jsontext
+from e2a_grpc.backends.acp import PERMISSION_POLICIES
 from e2a_grpc.chat_client import StreamInvariantError, chat
 from e2a_grpc.client import ConversionClient, ServiceError
 from e2a_grpc.errors import E2AFieldError
@@ -21,6 +23,7 @@ from e2a_grpc.frames import frame_log
 from e2a_grpc.models import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.server import (
     BACKENDS,
+    DEFAULT_A2A_TIMEOUT_SECONDS,
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -98,6 +101,38 @@ def _add_serve(commands: Any) -> None:
         "--log-frames", action="store_true", default=_env("E2A_GRPC_LOG_FRAMES", "") not in ("", "0"),
         help="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets) [E2A_GRPC_LOG_FRAMES]",
     )  # fmt: skip
+    parser.add_argument(
+        "--acp-command", type=shlex.split, default=shlex.split(_env("E2A_GRPC_ACP_COMMAND", "") or ""),
+        metavar="COMMAND",
+        help="acp backend: the ACP agent to run, as a shell-style command line, e.g. 'python agent.py' "
+        "(needed with --backend acp) [E2A_GRPC_ACP_COMMAND]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--acp-cwd", type=Path, default=_env("E2A_GRPC_ACP_CWD"),
+        help="acp backend: session cwd when a request gives no params.workspace_dir or params.cwd; "
+        "default: the server's cwd [E2A_GRPC_ACP_CWD]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--acp-permission-policy", choices=PERMISSION_POLICIES,
+        default=_env("E2A_GRPC_ACP_PERMISSION_POLICY", "deny"),
+        help="acp backend: how the agent's session/request_permission is answered [E2A_GRPC_ACP_PERMISSION_POLICY]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--acp-max-sessions", type=int, default=int(_env("E2A_GRPC_ACP_MAX_SESSIONS", "16") or 16),
+        help="acp backend: agent processes kept for requests with a session_id; the least recently used "
+        "idle one is closed to make room [E2A_GRPC_ACP_MAX_SESSIONS]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--a2a-url", default=_env("E2A_GRPC_A2A_URL"), metavar="URL",
+        help="a2a backend: base URL of the remote A2A agent, where its agent card is served "
+        "(needed with --backend a2a) [E2A_GRPC_A2A_URL]",
+    )  # fmt: skip
+    parser.add_argument(
+        "--a2a-timeout-seconds", type=float,
+        default=float(_env("E2A_GRPC_A2A_TIMEOUT_SECONDS") or DEFAULT_A2A_TIMEOUT_SECONDS),
+        help="a2a backend: longest silence on the agent's stream, and the connect timeout "
+        "[E2A_GRPC_A2A_TIMEOUT_SECONDS]",
+    )  # fmt: skip
     parser.set_defaults(run=_run_serve)
 
 
@@ -116,7 +151,25 @@ def _run_serve(args: argparse.Namespace) -> int:
         backend=args.backend,
         echo_delay_seconds=args.echo_delay_seconds,
         log_frames=args.log_frames,
+        acp_command=tuple(args.acp_command),
+        acp_cwd=args.acp_cwd,
+        acp_permission_policy=args.acp_permission_policy,
+        acp_max_sessions=args.acp_max_sessions,
+        a2a_url=args.a2a_url,
+        a2a_timeout_seconds=args.a2a_timeout_seconds,
     )
+    if config.backend == "acp" and not config.acp_command:
+        print("error: --backend acp needs --acp-command (or E2A_GRPC_ACP_COMMAND)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if config.backend == "a2a":
+        if not config.a2a_url:
+            print("error: --backend a2a needs --a2a-url (or E2A_GRPC_A2A_URL)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        try:  # a2a-sdk is optional: say so now, not with a traceback from inside the server
+            import e2a_grpc.backends.a2a  # noqa: F401
+        except ImportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     if config.log_frames:
         # Spec 12.7: each frame's log record is one line of pure JSON, whatever the other logs look like.
         handler = logging.StreamHandler(sys.stderr)

@@ -17,6 +17,7 @@ from grpc_reflection.v1alpha import reflection
 
 from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
 from e2a_grpc.backends import AgentBackend
+from e2a_grpc.backends.acp import AcpBackend
 from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.chat import ChatServicer
 from e2a_grpc.service import ConversionServicer
@@ -30,6 +31,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 50051
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 DEFAULT_GRACE_SECONDS = 10.0
+DEFAULT_A2A_TIMEOUT_SECONDS = 300.0
 _HEALTH_PREFIX = "/grpc.health.v1.Health/"
 SERVICE_NAMES = (
     conversion_service_pb2.DESCRIPTOR.services_by_name["ConversionService"].full_name,
@@ -51,16 +53,40 @@ class ServerConfig:
     backend: str = "echo"
     echo_delay_seconds: float = 0.0
     log_frames: bool = False
+    #: acp backend: the agent command (argv), the default session cwd (else the server's cwd), the
+    #: answer to the agent's permission requests, and how many session-bound agents stay alive.
+    acp_command: tuple[str, ...] = ()
+    acp_cwd: Path | None = None
+    acp_permission_policy: str = "deny"
+    acp_max_sessions: int = 16
+    #: a2a backend: the remote agent's base URL (its agent card is served below it), and the longest
+    #: silence on its stream (also the connect and plain-request timeout).
+    a2a_url: str | None = None
+    a2a_timeout_seconds: float = DEFAULT_A2A_TIMEOUT_SECONDS
 
 
 def make_backend(config: ServerConfig) -> AgentBackend:
     """The Chat backend the configuration names."""
     if config.backend == "echo":
         return EchoBackend(delay_seconds=config.echo_delay_seconds)
+    if config.backend == "acp":
+        return AcpBackend(
+            config.acp_command,
+            default_cwd=config.acp_cwd,
+            permission_policy=config.acp_permission_policy,
+            max_sessions=config.acp_max_sessions,
+        )
+    if config.backend == "a2a":
+        if not config.a2a_url:
+            raise ValueError("the a2a backend needs the agent's URL (--a2a-url)")
+        # Imported here: a2a-sdk is an optional dependency, needed only by this backend.
+        from e2a_grpc.backends.a2a import A2ABackend
+
+        return A2ABackend(config.a2a_url, timeout_seconds=config.a2a_timeout_seconds)
     raise ValueError(f"unknown backend {config.backend!r} (known: {', '.join(BACKENDS)})")
 
 
-BACKENDS = ("echo",)
+BACKENDS = ("echo", "acp", "a2a")
 
 
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type stubs

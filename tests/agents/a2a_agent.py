@@ -50,7 +50,8 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf import json_format
 from starlette.applications import Starlette
-from starlette.types import ASGIApp, Message as ASGIMessage, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as ASGIMessage
 
 _BRANCH_FOR = {
     Task: "task",
@@ -131,7 +132,9 @@ class ScriptedExecutor(AgentExecutor):
                 return
             if "slow" in text:
                 for index in range(600):
-                    await self._emit(event_queue, context, self._chunk(context, f"{index} ", append=index > 0, last=False))
+                    await self._emit(
+                        event_queue, context, self._chunk(context, f"{index} ", append=index > 0, last=False)
+                    )
                     await asyncio.sleep(0.1)
             await self._emit(event_queue, context, self._chunk(context, "Hello, ", append=False, last=False))
             await self._emit(event_queue, context, self._chunk(context, text, append=True, last=True))
@@ -177,13 +180,17 @@ def build_app(port: int, log: EventLog) -> ASGIApp:
         name="e2a test agent",
         description="Scripted A2A agent for the e2a-grpc a2a backend tests",
         version="1.0.0",
-        supported_interfaces=[AgentInterface(url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0")],
+        supported_interfaces=[
+            AgentInterface(url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="script", name="script", description="scripted replies", tags=["test"])],
     )
-    handler = DefaultRequestHandler(agent_executor=ScriptedExecutor(log), task_store=InMemoryTaskStore(), agent_card=card)
+    handler = DefaultRequestHandler(
+        agent_executor=ScriptedExecutor(log), task_store=InMemoryTaskStore(), agent_card=card
+    )
     app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
     return SseCloseRecorder(app, log)
 

@@ -7,7 +7,7 @@ with protobuf's upb runtime or grpcio's C core, which is what makes agreement me
 
 Why betterproto2 0.10 (+ betterproto2-compiler 0.10) and not betterproto 2.0.0b7: both install
 beside our pins (protobuf 7.36, grpcio 1.85, Python 3.11) and both generate grpclib clients, but
-- 2.0.0b7 is a beta that is no longer released; betterproto2 is its maintained fork;
+- 2.0.0b7 is still a beta and the original project's last release; betterproto2 is its maintained fork;
 - 2.0.0b7 drops a submessage whose fields all have default values when the message is built in
   Python (``E2AEnvelope(auth=E2AAuth())`` encodes without ``auth``), while E2A reads an absent
   ``auth`` as null and an empty one as ``{}``: betterproto2 types submessages ``X | None`` and keeps

@@ -25,8 +25,11 @@ import grpclib.const
 import grpclib.exceptions
 import pytest
 
-from e2a_grpc import E2AEnvelope, E2AResponse
-from e2a_grpc import _gen  # noqa: F401  (makes the grpcio-generated ``e2a.v1`` modules importable)
+from e2a_grpc import (
+    E2AEnvelope,
+    E2AResponse,
+    _gen,  # noqa: F401  (makes the grpcio-generated ``e2a.v1`` modules importable)
+)
 from tests import vectors
 from tests.interop import betterproto_stack
 from tests.interop.betterproto_stack import same_fields, to_betterproto
