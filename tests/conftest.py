@@ -34,10 +34,26 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class ServerAddress(str):
+    """ "127.0.0.1:PORT" of a test server, which also knows the server's process id."""
+
+    pid: int
+
+    def __new__(cls, address: str, pid: int) -> ServerAddress:
+        value = super().__new__(cls, address)
+        value.pid = pid
+        return value
+
+
+def open_fds(pid: int) -> int:
+    """How many file descriptors a process has open (for leak checks)."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
 @contextlib.contextmanager
 def running_server(
     *args: str, env: dict[str, str] | None = None, log: Path | None = None, health_tls_ca: Path | None = None
-) -> Iterator[str]:
+) -> Iterator[ServerAddress]:
     """Start ``e2a-grpc serve`` as a subprocess on a free loopback port; yield "127.0.0.1:PORT".
 
     Waits until the health service answers SERVING, and always stops the process (SIGTERM, then
@@ -51,7 +67,7 @@ def running_server(
         else:
             output = stack.enter_context(log.open("w+"))
         process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=output, stderr=subprocess.STDOUT)
-        address = f"127.0.0.1:{port}"
+        address = ServerAddress(f"127.0.0.1:{port}", process.pid)
         try:
             _wait_serving(address, process, output, health_tls_ca)
             yield address
@@ -97,7 +113,7 @@ def _wait_serving(
 
 
 @pytest.fixture(scope="session")
-def server_address() -> Iterator[str]:
+def server_address() -> Iterator[ServerAddress]:
     """A real ``e2a-grpc serve`` (default configuration) on a free loopback port, for the session."""
     with running_server() as address:
         yield address

@@ -17,7 +17,7 @@ import pytest
 from e2a_grpc import E2AAuth, E2AEnvelope, E2AResponse
 from e2a_grpc.chat_client import StreamChecker, StreamInvariantError, achat, chat
 from e2a_grpc.frames import REQUEST_ID_ASSIGNED_KEY
-from tests.conftest import _wait_serving, free_port, running_server, stop_process
+from tests.conftest import _wait_serving, free_port, open_fds, running_server, stop_process
 
 from e2a.v1 import agent_service_pb2 as pb  # isort: skip
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
@@ -180,6 +180,26 @@ def test_client_cancel_stops_the_backend(tmp_path: Path) -> None:
         assert len([line for line in _frame_lines(log) if line["request_id"] == "req-cancel"]) == count
         assert not any(line["is_final"] for line in produced)
         assert time.monotonic() - cancelled_at < 10
+
+
+def test_cancelled_streams_leak_no_file_descriptors() -> None:
+    with running_server("--echo-delay-seconds", "0.02") as address, grpc.insecure_channel(address) as channel:
+        stub = pb_grpc.AgentServiceStub(channel)
+
+        def cancel_after_two_frames() -> None:
+            call = stub.Chat(pb.ChatRequest(envelope=_envelope("w " * 300).to_proto()))
+            for index, _ in enumerate(call):
+                if index == 1:
+                    call.cancel()
+                    break
+
+        cancel_after_two_frames()  # warm up: first-call allocations are not leaks
+        time.sleep(0.5)
+        before = open_fds(address.pid)
+        for _ in range(30):
+            cancel_after_two_frames()
+        time.sleep(1)
+        assert open_fds(address.pid) <= before + 2
 
 
 def test_deadline_stops_the_stream(server_address: str) -> None:
