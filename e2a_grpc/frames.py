@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import random
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -35,6 +37,39 @@ frame_log = logging.getLogger("e2a_grpc.frames")
 #: ``metadata`` key set on every frame when the server assigned the request_id.
 REQUEST_ID_ASSIGNED_KEY = "e2a_request_id_assigned_by_server"
 _ASSIGNED_METADATA = json.dumps({REQUEST_ID_ASSIGNED_KEY: True})
+
+
+_VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48))
+_VERSION_4 = (0x4000 << 64) | (0x8000 << 48)
+
+
+def new_response_id() -> str:
+    """A random (version 4) UUID string.
+
+    Response ids must be unique, not unpredictable: ``uuid.uuid4()`` costs a system call per frame,
+    the seeded PRNG (reseeded by Python after fork) does not.
+    """
+    digits = "%032x" % ((random.getrandbits(128) & _VERSION_MASK) | _VERSION_4)
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+class _UtcClock:
+    """RFC 3339 UTC timestamps with microseconds; the date-time part is formatted once a second."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def now(self) -> str:
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return f"{self._prefix}.{int((now - second) * 1_000_000):06d}+00:00"
+
+
+_clock = _UtcClock()
 
 
 class FrameBuilder:
@@ -80,12 +115,12 @@ class FrameBuilder:
         if self.finished:
             raise RuntimeError("a stream has exactly one final frame, and it is the last")
         frame = e2a_pb2.E2AResponse.FromString(self._shared)
-        frame.response_id = str(uuid.uuid4())
+        frame.response_id = new_response_id()
         frame.sequence = self.sequence
         frame.is_final = final
         frame.status = status
         frame.response_kind = kind
-        frame.timestamp = datetime.now(UTC).isoformat()
+        frame.timestamp = _clock.now()
         frame.body = body
         self.sequence += 1
         self.finished = final
