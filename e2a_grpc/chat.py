@@ -44,6 +44,16 @@ def validate_chat_request(request: Any, methods: tuple[str, ...]) -> E2AEnvelope
     return envelope
 
 
+class _Stream:
+    """One in-flight Chat call, as the shutdown sees it."""
+
+    __slots__ = ("task", "writing")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.writing = False
+
+
 class ChatServicer(pb_grpc.AgentServiceServicer):
     """e2a.v1.AgentService."""
 
@@ -53,7 +63,7 @@ class ChatServicer(pb_grpc.AgentServiceServicer):
         self.backend = backend
         self._methods = methods
         self._log_frames = log_frames
-        self._streams: set[asyncio.Task[Any]] = set()
+        self._streams: set[_Stream] = set()
         self._shutting_down = False
 
     async def Chat(self, request: Any, context: grpc.aio.ServicerContext) -> None:
@@ -66,22 +76,27 @@ class ChatServicer(pb_grpc.AgentServiceServicer):
         frames = FrameBuilder(envelope, self.backend.info, log_frames=self._log_frames)
         task = asyncio.current_task()
         assert task is not None
-        self._streams.add(task)
+        stream = _Stream(task)
+        self._streams.add(stream)
         events = self.backend.stream(envelope)
         try:
-            # Frames are written with context.write (not by yielding) so that a shutdown, which
-            # cancels this task, lands in this code wherever it is waiting and can be answered
-            # with a final frame.
             try:
                 async for event in events:
-                    await context.write(pb.ChatResponse(response=self._frame_for(frames, event)))
+                    frame = self._frame_for(frames, event)
+                    # While a write is pending nothing may cancel this task: a second write (the
+                    # final frame) cannot start until the first one is done.
+                    stream.writing = True
+                    await context.write(pb.ChatResponse(response=frame))
+                    stream.writing = False
                     if frames.finished:
                         return
+                    if self._shutting_down:
+                        raise asyncio.CancelledError
                 final = frames.error("backend_incomplete", "the agent ended the stream without a result")
             except BackendError as exc:
                 final = frames.error(exc.code, exc.message, exc.details, exc.external)
             except asyncio.CancelledError:
-                if not self._shutting_down or frames.finished:
+                if not self._shutting_down or frames.finished or stream.writing:
                     raise  # the client cancelled or its deadline passed: nothing more to write
                 final = frames.error(SHUTTING_DOWN, "the server is shutting down; retry on another instance")
             except E2AFieldError as exc:
@@ -92,7 +107,7 @@ class ChatServicer(pb_grpc.AgentServiceServicer):
                 final = frames.error("internal", "the agent backend failed; see the server log")
             await context.write(pb.ChatResponse(response=final))
         finally:
-            self._streams.discard(task)
+            self._streams.discard(stream)
             await events.aclose()
 
     @staticmethod
@@ -108,6 +123,9 @@ class ChatServicer(pb_grpc.AgentServiceServicer):
     async def shutdown(self) -> None:
         """End every in-flight stream with a final e2a.error frame; new streams are refused."""
         self._shutting_down = True
-        for task in list(self._streams):
-            task.cancel()
+        for stream in list(self._streams):
+            # A stream waiting on its backend is interrupted there; one in the middle of a write
+            # sees the flag as soon as the write is done.
+            if not stream.writing:
+                stream.task.cancel()
         await self.backend.aclose()

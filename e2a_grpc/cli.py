@@ -102,7 +102,7 @@ def _add_serve(commands: Any) -> None:
         help="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets) [E2A_GRPC_LOG_FRAMES]",
     )  # fmt: skip
     parser.add_argument(
-        "--acp-command", type=shlex.split, default=shlex.split(_env("E2A_GRPC_ACP_COMMAND", "") or ""),
+        "--acp-command", type=shlex.split, default=_env("E2A_GRPC_ACP_COMMAND", ""),
         metavar="COMMAND",
         help="acp backend: the ACP agent to run, as a shell-style command line, e.g. 'python agent.py' "
         "(needed with --backend acp) [E2A_GRPC_ACP_COMMAND]",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import logging
 import os
 import signal
@@ -39,6 +40,14 @@ from e2a_grpc.models import E2AEnvelope
 
 log = logging.getLogger(__name__)
 
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("e2a-grpc")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        return "unknown"
+
+
 PERMISSION_POLICIES = ("deny", "allow")
 ACP_PROTOCOL_VERSION = 1
 #: How long a cancelled prompt turn may take to answer ``session/cancel`` before its agent is killed.
@@ -54,7 +63,7 @@ STDERR_TAIL_BYTES = 4096
 METHOD_NOT_FOUND = -32601
 #: Server environment variables an agent must not inherit (secrets of this server).
 _PRIVATE_ENV = ("E2A_GRPC_TOKEN",)
-_CLIENT_INFO = {"name": "e2a-grpc", "title": "E2A gRPC service", "version": "0.1.0"}
+_CLIENT_INFO = {"name": "e2a-grpc", "title": "E2A gRPC service", "version": _version()}
 # This client implements no client-side methods: agents must not call fs/* or terminal/* (they
 # get "method not found" if they do).
 _CLIENT_CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
@@ -132,6 +141,9 @@ class AgentProcess:
         if self._exited is not None:
             future.set_exception(self._exited)
             return future
+        # A turn that was given up on (cancelled, killed) never reads its future's AgentExited;
+        # reading it here keeps asyncio from reporting it as never retrieved.
+        future.add_done_callback(_retrieve)
         request_id = self._next_id
         self._next_id += 1
         self._pending[request_id] = future
@@ -167,32 +179,34 @@ class AgentProcess:
         assert stdout is not None
         reason = None
         try:
-            while line := await stdout.readline():
-                self._dispatch(line)
-        except ValueError:  # a line over the limit: the stream cannot be resynchronised
-            reason = f"the ACP agent sent a message longer than {MAX_MESSAGE_BYTES} bytes"
-            log.warning("ACP agent %d: %s; killing it", self.pid, reason)
-            self.kill()
-        except Exception:
-            # Whatever went wrong, the requests waiting below must still be failed.
-            reason = "the ACP client failed to read the agent's output"
-            log.exception("ACP agent %d: %s; killing it", self.pid, reason)
-            self.kill()
-        # Its stdout is closed: the conversation is over, whether or not the process still runs.
-        try:
-            await asyncio.wait_for(self.process.wait(), EXIT_GRACE_SECONDS)
-        except TimeoutError:
-            self.kill()
-            await self.process.wait()
-        await asyncio.wait({self._stderr_reader}, timeout=EXIT_GRACE_SECONDS)
-        self._exited = AgentExited(self.process.returncode, self.stderr_tail(), reason)
-        log.info("ACP agent %d exited with status %s", self.pid, self.process.returncode)
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(self._exited)
-        self._pending.clear()
-        if self._turn is not None:
-            self._turn.updates.put_nowait(None)
+            try:
+                while line := await stdout.readline():
+                    self._dispatch(line)
+            except ValueError:  # a line over the limit: the stream cannot be resynchronised
+                reason = f"the ACP agent sent a message longer than {MAX_MESSAGE_BYTES} bytes"
+                log.warning("ACP agent %d: %s; killing it", self.pid, reason)
+                self.kill()
+            except Exception:
+                reason = "the ACP client failed to read the agent's output"
+                log.exception("ACP agent %d: %s; killing it", self.pid, reason)
+                self.kill()
+            # Its stdout is closed: the conversation is over, whether or not the process still runs.
+            try:
+                await asyncio.wait_for(self.process.wait(), EXIT_GRACE_SECONDS)
+            except TimeoutError:
+                self.kill()
+                await self.process.wait()
+            await asyncio.wait({self._stderr_reader}, timeout=EXIT_GRACE_SECONDS)
+        finally:
+            # Also when cancelled by close(): whoever waits for an answer must get AgentExited.
+            self._exited = AgentExited(self.process.returncode, self.stderr_tail(), reason)
+            log.info("ACP agent %d exited with status %s", self.pid, self.process.returncode)
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(self._exited)
+            self._pending.clear()
+            if self._turn is not None:
+                self._turn.updates.put_nowait(None)
 
     async def _read_stderr(self) -> None:
         stderr = self.process.stderr
@@ -249,15 +263,16 @@ class AgentProcess:
     # --- closing ---------------------------------------------------------------------------------
 
     def kill(self) -> None:
-        """SIGKILL the agent's process group (the agent and whatever it started)."""
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
+        """SIGKILL the agent's process group: the agent and whatever it started."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
 
     async def close(self) -> None:
         """End the agent: EOF on its stdin, then SIGTERM, then SIGKILL, each after a short grace.
 
         The kill in ``finally`` is synchronous, so the process ends even when this is cancelled.
+        It goes to the whole process group even after the agent exited, for what the agent left
+        running (which would also keep its stdout open).
         """
         try:
             if self.process.returncode is None:
@@ -266,11 +281,20 @@ class AgentProcess:
                 await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
             if self.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.process.pid, signal.SIGTERM)
+                    os.killpg(self.pid, signal.SIGTERM)
                 await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
         finally:
             self.kill()
-        await self._reader  # the reader ends once the process has exited and been reaped
+        await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
+        # A descendant that left the process group can keep the pipes open: stop reading them.
+        for task in (self._reader, self._stderr_reader):
+            task.cancel()
+        await asyncio.gather(self._reader, self._stderr_reader, return_exceptions=True)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def permission_outcome(params: Any, policy: str) -> dict[str, Any]:

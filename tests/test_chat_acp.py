@@ -1,0 +1,383 @@
+"""The acp Chat backend end to end: a real ``e2a-grpc serve --backend acp`` subprocess running real
+ACP agent subprocesses built with the official ACP SDK (tests/agents/acp_agent.py).
+
+Every stream is read with ``chat_client.chat`` (or, for streams the test cancels, its
+StreamChecker), so the spec section 12 invariants are checked on each. Process checks read /proc:
+the agents are children of the server process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
+from e2a_grpc.chat_client import StreamChecker, chat
+from e2a_grpc.models import E2AEnvelope, E2AResponse
+from tests.conftest import ServerAddress, open_fds, running_server
+
+from e2a.v1 import agent_service_pb2 as pb  # isort: skip
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
+
+AGENT = Path(__file__).parent / "agents" / "acp_agent.py"
+TIMEOUT = 30.0
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[1])  # the fields after "(comm)": state, ppid, ...
+
+
+def _children(pid: int) -> set[int]:
+    return {int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _ppid(int(entry)) == pid}
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+class Server:
+    """A running acp-backend server: address, pid, a channel, and the agents' event log."""
+
+    def __init__(self, address: ServerAddress, events: Path) -> None:
+        self.address = address
+        self.pid = address.pid
+        self.events = events
+        self.channel = grpc.insecure_channel(address)
+
+    def agents(self) -> set[int]:
+        return _children(self.pid)
+
+    def fd_count(self) -> int:
+        return open_fds(self.pid)
+
+    def agent_events(self, pid: int, event: str) -> list[dict[str, Any]]:
+        lines = self.events.read_text(encoding="utf-8").splitlines() if self.events.exists() else []
+        return [record for record in map(json.loads, lines) if record["pid"] == pid and record["event"] == event]
+
+
+@contextlib.contextmanager
+def acp_server(
+    directory: Path, *args: str, agent_args: tuple[str, ...] = (), in_shell: bool = False
+) -> Iterator[Server]:
+    """A server running the test agent; ``in_shell``: as a child of a shell (not exec'd), as wrapper scripts do."""
+    events = directory / "agent-events.jsonl"
+    command = shlex.join([sys.executable, str(AGENT), "--events", str(events), *agent_args])
+    if in_shell:
+        command = shlex.join(["sh", "-c", f"{command}; exit $?"])
+    with running_server("--backend", "acp", "--acp-command", command, *args, log=directory / "server.log") as address:
+        server = Server(address, events)
+        try:
+            yield server
+        finally:
+            server.channel.close()
+
+
+@pytest.fixture(scope="module")
+def default_cwd(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("acp-default-cwd")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, default_cwd: Path) -> Iterator[Server]:
+    """The server for most tests: default permission policy (deny), ``--acp-cwd`` set."""
+    with acp_server(tmp_path_factory.mktemp("acp-server"), "--acp-cwd", str(default_cwd)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def shared_session() -> str:
+    """A session id for tests that need no agent of their own (each new agent takes a second to start)."""
+    return f"shared-{uuid.uuid4()}"
+
+
+def envelope(text: str, session_id: str | None = None, **params: Any) -> E2AEnvelope:
+    return E2AEnvelope(
+        method="chat.send",
+        request_id=str(uuid.uuid4()),
+        session_id=session_id,
+        is_stream=True,
+        params={"text": text, **params},
+    )
+
+
+def frames_of(server: Server, text: str, session_id: str | None = None, **params: Any) -> list[E2AResponse]:
+    return list(chat(server.channel, envelope(text, session_id, **params), timeout=TIMEOUT))
+
+
+def content(frames: list[E2AResponse]) -> str:
+    final = frames[-1]
+    assert final.response_kind == "e2a.complete", final.body
+    text: str = final.body["result"]["content"]
+    return text
+
+
+def whoami(server: Server, session_id: str | None) -> tuple[int, str, int]:
+    """(agent pid, ACP session id, turn number in that session) as the agent reports them."""
+    match = re.fullmatch(r"pid (\d+) session (\w+) turn (\d+)", content(frames_of(server, "whoami", session_id)))
+    assert match, "whoami answer"
+    return int(match[1]), match[2], int(match[3])
+
+
+def start_stream(server: Server, text: str, session_id: str | None = None) -> tuple[Any, StreamChecker, int]:
+    """A Chat call the test can cancel, read up to the first frame, in which the agent says its pid."""
+    request = envelope(text, session_id)
+    call = pb_grpc.AgentServiceStub(server.channel).Chat(pb.ChatRequest(envelope=request.to_proto()), timeout=TIMEOUT)
+    checker = StreamChecker(request)
+    first = E2AResponse.from_proto(next(call).response)
+    checker.check(first)
+    assert first.body["delta_kind"] == "text"
+    match = re.fullmatch(r"pid (\d+) ", first.body["delta"])
+    assert match, first.body
+    return call, checker, int(match[1])
+
+
+def test_each_update_kind_becomes_its_frame(server: Server) -> None:
+    agents_before = server.agents()
+    frames = frames_of(server, "hello big world image")
+    assert all(frame.provenance.source_protocol == "acp" for frame in frames)
+    kinds = [(frame.response_kind, frame.body.get("delta_kind")) for frame in frames]
+    assert kinds == [
+        ("e2a.chunk", "reasoning"),
+        ("acp.session_update", None),
+        ("e2a.chunk", "tool"),
+        ("e2a.chunk", "tool"),
+        ("e2a.chunk", "custom"),
+        *[("e2a.chunk", "text")] * 4,
+        ("e2a.complete", None),
+    ]
+    thought, plan, tool_call, tool_update, image, *words, final = frames
+    assert thought.body["delta"] == "thinking about it"
+    assert plan.body["update"] == {
+        "sessionUpdate": "plan",
+        "entries": [{"content": "echo the prompt", "priority": "medium", "status": "in_progress"}],
+    }
+    assert isinstance(plan.body["sessionId"], str)
+    assert tool_call.body["delta"] == {
+        "sessionUpdate": "tool_call", "toolCallId": "call-1", "title": "Echo", "kind": "other", "status": "pending",
+    }  # fmt: skip
+    assert tool_update.body["delta"] == {
+        "sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed", "rawOutput": {"words": 4},
+    }  # fmt: skip
+    assert image.body == {
+        "delta_kind": "custom",
+        "delta": {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+        "mime_type": "image/png",
+    }
+    assert [frame.body["delta"] for frame in words] == ["hello ", "big ", "world ", "image"]
+    assert final.status == "succeeded"
+    assert final.body == {"result": {"content": "hello big world image", "stop_reason": "end_turn"}}
+    # Without a session_id the agent process lives for this call only.
+    assert _wait_until(lambda: server.agents() == agents_before, 2.0), "per-call agent left running"
+
+
+def test_stop_reason_comes_from_the_prompt_result(server: Server, shared_session: str) -> None:
+    assert frames_of(server, "refuse", shared_session)[-1].body == {
+        "result": {"content": "no", "stop_reason": "refusal"}
+    }
+
+
+def test_jsonrpc_error_is_a_final_error_and_the_session_survives(server: Server) -> None:
+    session = f"error-{uuid.uuid4()}"
+    pid, acp_session, _ = whoami(server, session)
+    final = frames_of(server, "error", session)[-1]
+    assert (final.response_kind, final.status) == ("e2a.error", "failed")
+    error = {"code": -32042, "message": "the test agent failed on request", "data": {"trigger": "error"}}
+    assert final.body == {
+        "code": -32042,
+        "message": "the test agent failed on request",
+        "details": {"acp_method": "session/prompt", "data": {"trigger": "error"}},
+        "external": {"protocol": "acp", "type": "jsonrpc_error", "payload": error},
+    }
+    assert whoami(server, session) == (pid, acp_session, 3)
+
+
+def test_agent_crash_is_a_final_error_and_the_session_gets_a_new_agent(server: Server) -> None:
+    session = f"crash-{uuid.uuid4()}"
+    pid, acp_session, _ = whoami(server, session)
+    frames = frames_of(server, "please crash", session)
+    assert [frame.response_kind for frame in frames] == ["e2a.chunk", "e2a.error"]
+    assert frames[0].body["delta"] == "about to crash"
+    final = frames[-1]
+    assert final.body["code"] == "agent_crashed"
+    assert "exited with status 3" in final.body["message"]
+    assert final.body["details"]["exit_status"] == 3
+    assert final.body["details"]["stderr_tail"] == "test agent: crashing on request\n"
+    assert not _alive(pid)
+    new_pid, new_session, turn = whoami(server, session)
+    assert (new_pid != pid, new_session != acp_session, turn) == (True, True, 1)
+
+
+def test_permission_requests_are_denied_by_default(server: Server, shared_session: str) -> None:
+    assert content(frames_of(server, "permission", shared_session)) == "permission selected no"
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with the other options: permission policy allow, one pooled session at most."""
+    directory = tmp_path_factory.mktemp("acp-small-server")
+    with acp_server(directory, "--acp-permission-policy", "allow", "--acp-max-sessions", "1") as running:
+        yield running
+
+
+def test_permission_policy_allow(small_server: Server) -> None:
+    assert content(frames_of(small_server, "permission")) == "permission selected yes"
+
+
+def test_the_session_pool_is_bounded(small_server: Server) -> None:
+    first, second = f"pool-{uuid.uuid4()}", f"pool-{uuid.uuid4()}"
+    call, _, first_pid = start_stream(small_server, "slow", first)
+    busy = frames_of(small_server, "whoami", second)[-1]  # the only pooled session is in use
+    assert (busy.response_kind, busy.body["code"]) == ("e2a.error", "agent_busy")
+    call.cancel()
+    # Once the first session is idle, it makes room: its agent is closed.
+    assert _wait_until(lambda: frames_of(small_server, "whoami", second)[-1].response_kind == "e2a.complete", 5.0)
+    assert not _alive(first_pid)
+
+
+def test_client_methods_are_answered_method_not_found(server: Server, shared_session: str) -> None:
+    assert content(frames_of(server, "fs", shared_session)) == (
+        "fs error -32601 Method not found\nterminal error -32601 Method not found\next error -32601 Method not found\n"
+    )
+
+
+def test_workspace_dir_is_created_and_becomes_the_session_cwd(
+    server: Server, default_cwd: Path, tmp_path: Path
+) -> None:
+    session = f"ws-{uuid.uuid4()}"
+    assert content(frames_of(server, "cwd", session)) == f"cwd {default_cwd.resolve()}"
+    workspace = tmp_path / "task-42" / "scratch"
+    assert content(frames_of(server, "cwd", session, workspace_dir=str(workspace))) == f"cwd {workspace.resolve()}"
+    assert workspace.is_dir()
+    assert content(frames_of(server, "cwd", None, workspace_dir=str(workspace))) == f"cwd {workspace.resolve()}"
+
+
+def test_calls_with_the_same_session_id_share_agent_and_acp_session(server: Server) -> None:
+    first, second = f"reuse-{uuid.uuid4()}", f"reuse-{uuid.uuid4()}"
+    pid, acp_session, turn = whoami(server, first)
+    assert turn == 1
+    assert pid in server.agents()
+    assert whoami(server, first) == (pid, acp_session, 2)
+    other_pid, other_session, other_turn = whoami(server, second)
+    assert (other_pid != pid, other_session != acp_session, other_turn) == (True, True, 1)
+
+
+def test_client_cancel_sends_session_cancel_and_ends_the_per_call_agent(server: Server) -> None:
+    agents_before, fds_before = server.agents(), server.fd_count()
+    call, checker, pid = start_stream(server, "slow")
+    for _, reply in zip(range(3), call, strict=False):  # a few more frames: the turn is streaming
+        checker.check(E2AResponse.from_proto(reply.response))
+    cancelled_at = time.time()
+    call.cancel()
+    assert _wait_until(lambda: bool(server.agent_events(pid, "cancel")), 3.0), "no session/cancel reached the agent"
+    assert server.agent_events(pid, "cancel")[0]["t"] - cancelled_at < 1.0
+    assert _wait_until(lambda: bool(server.agent_events(pid, "turn_end")), 2.0)
+    assert server.agent_events(pid, "turn_end")[0]["stop_reason"] == "cancelled"
+    assert _wait_until(lambda: not _alive(pid), 2.0), "the per-call agent outlived the cancelled call"
+    assert _wait_until(lambda: server.agents() == agents_before and server.fd_count() == fds_before, 2.0), (
+        f"left behind: agents {server.agents() - agents_before}, fds {server.fd_count() - fds_before}"
+    )
+
+
+def test_deadline_cancels_the_turn_and_the_pooled_agent_stays(server: Server) -> None:
+    session = f"deadline-{uuid.uuid4()}"
+    pid, acp_session, _ = whoami(server, session)
+    request = envelope("slow", session)
+    started = time.time()
+    with pytest.raises(grpc.RpcError) as failure:
+        for _ in chat(server.channel, request, timeout=2.0):
+            pass
+    assert failure.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert _wait_until(lambda: bool(server.agent_events(pid, "cancel")), 3.0), "no session/cancel reached the agent"
+    assert server.agent_events(pid, "cancel")[0]["t"] - (started + 2.0) < 1.0
+    assert _alive(pid)
+    assert whoami(server, session) == (pid, acp_session, 3)
+
+
+def test_an_agent_that_ignores_session_cancel_is_killed(server: Server) -> None:
+    session = f"stubborn-{uuid.uuid4()}"
+    call, _, pid = start_stream(server, "stubborn", session)
+    cancelled_at = time.monotonic()
+    call.cancel()
+    assert _wait_until(lambda: not _alive(pid), 3.0), "the unresponsive agent is still running"
+    assert time.monotonic() - cancelled_at > 0.9  # it had its second to answer session/cancel
+    new_pid, _, turn = whoami(server, session)
+    assert (new_pid != pid, turn) == (True, 1)
+
+
+def test_no_agent_processes_or_fds_left_after_calls(server: Server) -> None:
+    agents_before, fds_before = server.agents(), server.fd_count()
+    for text, final_kind in (("error", "e2a.error"), ("crash", "e2a.error"), ("refuse", "e2a.complete")):
+        assert frames_of(server, text)[-1].response_kind == final_kind
+    assert _wait_until(lambda: server.agents() == agents_before and server.fd_count() == fds_before, 2.0), (
+        f"left behind: agents {server.agents() - agents_before}, fds {server.fd_count() - fds_before}"
+    )
+
+
+def test_shutdown_ends_streams_with_an_error_frame_and_ends_the_agents(tmp_path: Path) -> None:
+    with acp_server(tmp_path) as stopping:
+        streams = [start_stream(stopping, "slow"), start_stream(stopping, "slow", f"shutdown-{uuid.uuid4()}")]
+        finals: list[E2AResponse] = []
+
+        def drain(call: Any, checker: StreamChecker) -> None:
+            for reply in call:
+                checker.check(E2AResponse.from_proto(reply.response))
+            finals.append(checker.finish())
+
+        # The clients keep reading while the server shuts down.
+        readers = [threading.Thread(target=drain, args=(call, checker)) for call, checker, _ in streams]
+        for reader in readers:
+            reader.start()
+        os.kill(stopping.pid, signal.SIGTERM)
+        for reader in readers:
+            reader.join(timeout=TIMEOUT)
+        assert [(final.response_kind, final.body["code"]) for final in finals] == [
+            ("e2a.error", "server_shutting_down")
+        ] * 2
+        assert _wait_until(lambda: not _alive(stopping.pid), 15.0), "the server did not exit"
+        for _, _, pid in streams:
+            assert _wait_until(lambda pid=pid: not _alive(pid), 2.0), f"agent {pid} outlived the server"
+
+
+def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:
+    # The agent ignores both session/cancel and the end of its stdin: only signals end it, and they
+    # must reach it although it is not the server's child.
+    with acp_server(tmp_path, agent_args=("--linger",), in_shell=True) as wrapped:
+        call, _, pid = start_stream(wrapped, "stubborn")
+        (wrapper,) = wrapped.agents()
+        assert _ppid(pid) == wrapper  # the agent is the shell's child, not the server's
+        call.cancel()
+        assert _wait_until(lambda: not _alive(pid) and not _alive(wrapper), 3.0), "agent or wrapper still running"
