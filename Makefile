@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PY_SRC := e2a_grpc tests bench
 
-.PHONY: venv gen check-gen lint test bench serve clean
+.PHONY: venv gen check-gen lint test test-go bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,8 @@ gen: $(STAMP)
 
 ## check-gen: fail if the committed generated code differs from what `make gen` produces
 check-gen: gen
-	git diff --exit-code --stat -- e2a_grpc/_gen gen/ts
-	test -z "$$(git status --porcelain --untracked-files=all -- e2a_grpc/_gen gen/ts)"
+	git diff --exit-code --stat -- e2a_grpc/_gen gen/ts gen/go/e2a
+	test -z "$$(git status --porcelain --untracked-files=all -- e2a_grpc/_gen gen/ts gen/go/e2a)"
 
 ## lint: buf lint/format, ruff, mypy
 lint: $(STAMP)
@@ -35,6 +35,14 @@ lint: $(STAMP)
 ## test: set up the virtualenv, lint, and run the whole test suite
 test: lint
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory test-go
+
+## test-go: gofmt, go vet and the Go tests of gen/go (they run the Python side with .venv/bin/python);
+## -count=1 because go test's cache cannot see changes on the Python side
+test-go: $(STAMP)
+	cd gen/go && unformatted="$$(gofmt -l .)" && test -z "$$unformatted" || { echo "gofmt -l: $$unformatted"; exit 1; }
+	cd gen/go && go vet ./...
+	cd gen/go && go test -count=1 ./...
 
 ## serve: run the service on 127.0.0.1:50051 with the embedded echo Chat backend (Ctrl-C stops it)
 serve: $(STAMP)
@@ -45,4 +53,4 @@ bench: $(STAMP)
 	$(PY) -m bench.run --output BENCHMARKS.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bin

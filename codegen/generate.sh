@@ -24,4 +24,22 @@ if [ ! -f clients/ts/node_modules/.package-lock.json ] ||
   [ clients/ts/package-lock.json -nt clients/ts/node_modules/.package-lock.json ]; then
   npm ci --prefix clients/ts --no-audit --no-fund
 fi
+
+# Go (protoc-gen-go, protoc-gen-go-grpc) into gen/go/e2a, through the same buf run. The plugins are
+# pinned here and installed with `go install` into the git-ignored .bin/ (GOBIN), so nothing
+# depends on the user's PATH; they are (re)installed when missing or of another version. That
+# install needs the Go module proxy; the runtime versions are pinned in gen/go/go.mod.
+PROTOC_GEN_GO_VERSION=v1.36.12      # module google.golang.org/protobuf, = its runtime in gen/go/go.mod
+PROTOC_GEN_GO_GRPC_VERSION=v1.6.2   # module google.golang.org/grpc/cmd/protoc-gen-go-grpc
+GO=${GO:-go}
+go_plugin() { # name, package, version, what `name --version` prints
+  if [ "$(".bin/$1" --version 2>/dev/null)" != "$4" ]; then
+    command -v "$GO" >/dev/null || { echo "generate.sh: go (>= 1.26) is needed to install $1" >&2; exit 1; }
+    GOBIN="$PWD/.bin" "$GO" install "$2@$3"
+  fi
+}
+go_plugin protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$PROTOC_GEN_GO_VERSION" \
+  "protoc-gen-go $PROTOC_GEN_GO_VERSION"
+go_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC_VERSION" \
+  "protoc-gen-go-grpc ${PROTOC_GEN_GO_GRPC_VERSION#v}"
 "$BUF" generate

@@ -232,17 +232,22 @@ def test_shutdown_ends_each_stream_with_a_final_error_frame(tmp_path: Path) -> N
         try:
             _wait_serving(f"127.0.0.1:{port}", process, output, None)
 
+            streams = 5
+            started_streams: list[int] = []
+
             async def stream(channel: grpc.aio.Channel, index: int) -> list[E2AResponse]:
                 frames = []
                 async for frame in achat(channel, _envelope("w " * 400, request_id=f"r{index}"), timeout=60):
                     frames.append(frame)
-                    if len(frames) == 3 and index == 0:
-                        process.send_signal(signal.SIGTERM)
+                    if len(frames) == 1:
+                        started_streams.append(index)
+                        if len(started_streams) == streams:  # every stream is in flight: stop the server
+                            process.send_signal(signal.SIGTERM)
                 return frames
 
             async def run() -> list[list[E2AResponse]]:
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                    return await asyncio.gather(*(stream(channel, i) for i in range(5)))
+                    return await asyncio.gather(*(stream(channel, i) for i in range(streams)))
 
             started = time.monotonic()
             results = asyncio.run(run())
