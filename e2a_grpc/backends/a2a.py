@@ -25,6 +25,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any, cast
 
+from e2a_grpc.adapters import A2A_STREAM_RESPONSE_KEYS
 from e2a_grpc.backends import BackendError, BackendInfo, Complete, Event, Passthrough, prompt_text
 from e2a_grpc.constants import E2A_RESPONSE_KIND_A2A_STREAM_EVENT, E2A_SOURCE_PROTOCOL_A2A
 from e2a_grpc.errors import E2AFieldError
@@ -101,7 +102,7 @@ def send_message_request(envelope: E2AEnvelope) -> SendMessageRequest:
     return SendMessageRequest(
         message=message,
         configuration=SendMessageConfiguration(accepted_output_modes=envelope.expected_output_modes),
-        metadata=envelope.a2a_metadata or None,
+        metadata=envelope.a2a_metadata or None,  # the envelope's slot for A2A interop metadata (spec 12.4)
     )
 
 
@@ -177,6 +178,8 @@ class _Turn:
         }
 
     def result(self) -> dict[str, Any]:
+        # Streamed chunks of one artifact concatenate as they are; separate artifacts and messages
+        # (and the text parts of one of them, as in the SDK's get_message_text) are joined by newlines.
         return {"content": "\n".join(text for text in self._texts.values() if text), **self.summary}
 
 
@@ -243,13 +246,15 @@ class A2ABackend:
                 responses = cast(AsyncGenerator[StreamResponse, None], client.send_message(request))
                 async with contextlib.aclosing(responses):
                     async for response in responses:
+                        branch = response.WhichOneof("payload")
+                        if branch is None:  # an event kind of a newer A2A version: the SDK dropped its content
+                            log.warning("skipped an A2A stream event without a known payload: %s", response)
+                            continue
                         # MessageToDict gives A2A's JSON (camelCase names, enum names), as on the wire.
                         wire = json_format.MessageToDict(response)
                         turn.observe(response, wire)
-                        branch = response.WhichOneof("payload")
-                        yield Passthrough(
-                            E2A_RESPONSE_KIND_A2A_STREAM_EVENT, {"branch": branch, "payload": next(iter(wire.values()))}
-                        )
+                        payload = wire[A2A_STREAM_RESPONSE_KEYS[branch]]
+                        yield Passthrough(E2A_RESPONSE_KIND_A2A_STREAM_EVENT, {"branch": branch, "payload": payload})
                         if turn.over:
                             break
             except A2AError as exc:
@@ -285,8 +290,8 @@ class A2ABackend:
         try:
             async with asyncio.timeout(REMOTE_CANCEL_TIMEOUT_SECONDS):
                 await client.cancel_task(CancelTaskRequest(id=task_id))
-        except (A2AError, TimeoutError) as exc:
-            log.info("A2A CancelTask for task %s failed: %r", task_id, exc)
+        except Exception as exc:  # cleanup must not replace the cancellation that got us here
+            log.warning("A2A CancelTask for task %s failed: %r", task_id, exc)
 
     async def aclose(self) -> None:
         """Close the SDK client and its connections, after in-flight streams finished their cleanup.

@@ -12,7 +12,8 @@ Run as ``python -m tests.agents.a2a_agent --port PORT --log FILE``. It serves it
 
 Every event it sends is written to the log, one JSON line each, as the A2A ``StreamResponse`` JSON
 the SDK puts on the wire (``{"kind": "event", "context_id": ..., "event": {...}}``), so a test can
-compare what reached the client with what the agent sent. The log also records, with wall-clock
+compare what reached the client with what the agent sent. It also logs each request it gets
+(``"kind": "request"``: message, configuration, metadata) and records, with wall-clock
 times, when a running ``execute`` is cancelled, when ``cancel`` is called (A2A CancelTask) and when
 an SSE response ends (the client went away or the stream finished).
 """
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -62,14 +62,13 @@ _BRANCH_FOR = {
 
 
 class EventLog:
-    """Appends JSON lines to a file; a lock keeps lines whole across the server's threads."""
+    """Appends one JSON line per record, with the wall-clock time, to a file the test reads."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._lock = threading.Lock()
 
     def write(self, record: dict[str, Any]) -> None:
-        with self._lock, self._path.open("a", encoding="utf-8") as out:
+        with self._path.open("a", encoding="utf-8") as out:
             out.write(json.dumps({**record, "at": time.time()}) + "\n")
 
 
@@ -95,7 +94,7 @@ class ScriptedExecutor(AgentExecutor):
         return TaskStatusUpdateEvent(
             task_id=context.task_id,
             context_id=context.context_id,
-            status=TaskStatus(state=state, message=message),  # type: ignore[arg-type]
+            status=TaskStatus(state=state, message=message),
         )
 
     def _chunk(self, context: RequestContext, text: str, *, append: bool, last: bool) -> TaskArtifactUpdateEvent:
@@ -109,6 +108,15 @@ class ScriptedExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input()
+        self._log.write(
+            {
+                "kind": "request",
+                "context_id": context.context_id,
+                "message": json_format.MessageToDict(context.message) if context.message else None,
+                "configuration": json_format.MessageToDict(context.configuration) if context.configuration else None,
+                "metadata": context.metadata,
+            }
+        )
         try:
             if "reply" in text:
                 await self._emit(event_queue, context, self._agent_message(context, f"direct: {text}", in_task=False))

@@ -1,0 +1,370 @@
+"""The Chat RPC on the a2a backend, end to end: a real ``e2a-grpc serve --backend a2a`` forwarding to a
+real a2a-sdk agent (tests/agents/a2a_agent.py), both subprocesses on free loopback ports.
+
+What the agent sent is read from its log and compared with what reached the E2A client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from e2a_grpc import E2AEnvelope, E2AResponse
+from e2a_grpc.chat_client import chat
+from e2a_grpc.client import ConversionClient
+from e2a_grpc.constants import E2A_A2A_STREAM_BRANCHES
+from e2a_grpc.conversion import to_a2a_stream
+from tests.conftest import REPO_ROOT, _wait_serving, free_port, open_fds, stop_process
+
+from e2a.v1 import agent_service_pb2 as pb  # isort: skip
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
+
+#: The budget for stopping the agent's work after a client cancel or deadline.
+CANCEL_BUDGET_SECONDS = 1.0
+
+
+@dataclass
+class Agent:
+    url: str
+    log: Path
+
+    def records(self, kind: str | None = None, context_id: str | None = None) -> list[dict[str, Any]]:
+        # The agent may be writing a line right now: only newline-terminated lines are complete.
+        lines = self.log.read_text(encoding="utf-8").split("\n")[:-1]
+        records = [json.loads(line) for line in lines]
+        return [
+            record
+            for record in records
+            if (kind is None or record["kind"] == kind)
+            and (context_id is None or record.get("context_id") == context_id)
+        ]
+
+    def events(self, context_id: str) -> list[dict[str, Any]]:
+        return [record["event"] for record in self.records("event", context_id)]
+
+    def wait_for(self, kind: str, context_id: str, timeout: float = 3) -> list[dict[str, Any]]:
+        _wait_until(lambda: bool(self.records(kind, context_id)), timeout)
+        return self.records(kind, context_id)
+
+    def streams_closed(self) -> bool:
+        """Every SSE response the agent started has ended."""
+        return len(self.records("sse_closed")) == len(self.records("sse_opened"))
+
+
+@dataclass
+class Server:
+    address: str
+    process: subprocess.Popen[Any]
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+@contextlib.contextmanager
+def _subprocess(command: list[str]) -> Iterator[tuple[subprocess.Popen[Any], Any]]:
+    """A subprocess whose output goes to a temporary file; always stopped (SIGTERM, then SIGKILL)."""
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, env=os.environ)
+        try:
+            yield process, output
+        finally:
+            stop_process(process)
+
+
+@contextlib.contextmanager
+def _serve(*args: str) -> Iterator[Server]:
+    port = free_port()
+    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    with _subprocess(command) as (process, output):
+        _wait_serving(f"127.0.0.1:{port}", process, output, None)
+        yield Server(f"127.0.0.1:{port}", process)
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("a2a") / "agent.jsonl"
+    log.touch()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "tests.agents.a2a_agent", "--port", str(port), "--log", str(log)]
+    with _subprocess(command) as (process, output):
+
+        def card_served() -> bool:
+            if process.poll() is not None:
+                output.seek(0)
+                raise RuntimeError(f"the test agent exited with {process.returncode}:\n{output.read()}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{url}/.well-known/agent-card.json", timeout=1) as reply,
+            ):
+                return bool(reply.status == 200)
+            return False
+
+        assert _wait_until(card_served, 30), "the test agent did not serve its card within 30 s"
+        yield Agent(url, log)
+
+
+@pytest.fixture(scope="module")
+def server(agent: Agent) -> Iterator[Server]:
+    with _serve("--backend", "a2a", "--a2a-url", agent.url, "--a2a-timeout-seconds", "30") as running:
+        yield running
+
+
+def _envelope(text: str, **fields: Any) -> E2AEnvelope:
+    fields.setdefault("context_id", f"ctx-{uuid.uuid4()}")
+    return E2AEnvelope(method="chat.send", params={"text": text}, **fields)
+
+
+def _chat(server: Server, envelope: E2AEnvelope) -> list[E2AResponse]:
+    with grpc.insecure_channel(server.address) as channel:
+        return list(chat(channel, envelope, timeout=30))  # chat() checks the section 12 invariants
+
+
+def _stream_events(frames: list[E2AResponse]) -> list[dict[str, Any]]:
+    """The A2A StreamResponse JSON of each non-final frame, which must all be a2a.stream_event."""
+    for frame in frames:
+        assert (frame.response_kind, frame.status) == ("a2a.stream_event", "in_progress"), frame
+        assert frame.body["branch"] in E2A_A2A_STREAM_BRANCHES
+        assert frame.provenance.source_protocol == "a2a"
+    events = [to_a2a_stream(frame) for frame in frames]
+    assert all(isinstance(event, dict) for event in events), events
+    return events  # type: ignore[return-value]
+
+
+def test_frames_carry_the_agents_events_and_the_answer(server: Server, agent: Agent) -> None:
+    files = [{"uri": "https://example.com/cat.png", "name": "cat.png", "mime_type": "image/png"}]
+    envelope = E2AEnvelope(
+        method="chat.send",
+        request_id="req-a2a-1",
+        message_id="msg-1",
+        session_id=f"session-{uuid.uuid4()}",  # the A2A contextId when the envelope has no context_id
+        params={"text": "hello agent", "files": files},
+        expected_output_modes=["text/plain"],
+        a2a_metadata={"trace": "t-1"},
+    )
+    frames = _chat(server, envelope)
+    *events, final = frames
+    context_id = envelope.session_id
+    assert _stream_events(events) == agent.events(context_id)
+    assert [frame.body["branch"] for frame in events] == [
+        "task", "status_update", "artifact_update", "artifact_update", "status_update",
+    ]  # fmt: skip
+    # The ConversionService's ToA2AStream RPC agrees with the local conversion.
+    with ConversionClient.connect(server.address) as client:
+        for frame, event in zip(events, agent.events(context_id), strict=True):
+            assert json.loads(str(client.to_a2a_stream_json(frame.to_json()))) == event
+
+    (request,) = agent.records("request", context_id)
+    assert request["message"] == {
+        "messageId": "msg-1",
+        "contextId": context_id,
+        "taskId": final.body["result"]["task_id"],  # the agent's server assigns the task
+        "role": "ROLE_USER",
+        "parts": [
+            {"text": "hello agent"},
+            {"url": "https://example.com/cat.png", "filename": "cat.png", "mediaType": "image/png"},
+        ],
+    }
+    assert request["configuration"] == {"acceptedOutputModes": ["text/plain"]}
+    assert request["metadata"] == {"trace": "t-1"}
+
+    assert (final.response_kind, final.status, final.is_final) == ("e2a.complete", "succeeded", True)
+    task_id = agent.events(context_id)[0]["task"]["id"]
+    assert final.body["result"] == {
+        "content": "thinking\nHello, hello agent\ndone",
+        "task_id": task_id,
+        "context_id": context_id,
+        "state": "TASK_STATE_COMPLETED",
+    }
+
+
+def test_a_direct_message_reply(server: Server, agent: Agent) -> None:
+    envelope = _envelope("reply please")
+    *events, final = _chat(server, envelope)
+    assert _stream_events(events) == agent.events(envelope.context_id) and len(events) == 1
+    assert events[0].body["branch"] == "message"
+    assert final.response_kind == "e2a.complete"
+    assert final.body["result"] == {
+        "content": "direct: reply please",
+        "task_id": None,
+        "context_id": envelope.context_id,
+        "state": None,
+    }
+
+
+def test_a_failed_task_ends_with_an_a2a_error(server: Server, agent: Agent) -> None:
+    envelope = _envelope("please fail")
+    *events, final = _chat(server, envelope)
+    sent = agent.events(envelope.context_id)
+    assert _stream_events(events) == sent and sent[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+    assert (final.response_kind, final.status) == ("e2a.error", "failed")
+    body = final.body
+    assert body["code"] == "a2a_task_failed"
+    assert body["message"] == "the A2A task ended in TASK_STATE_FAILED: the test agent failed on purpose"
+    assert body["details"] == {
+        "task_id": sent[0]["task"]["id"],
+        "context_id": envelope.context_id,
+        "state": "TASK_STATE_FAILED",
+    }
+    assert body["external"] == {"protocol": "a2a", "type": "TASK_STATE_FAILED", "payload": sent[-1]}
+
+
+def test_an_agent_error_on_the_stream_ends_with_an_a2a_error(server: Server, agent: Agent) -> None:
+    envelope = _envelope("raise, please")
+    *events, final = _chat(server, envelope)
+    assert _stream_events(events) == agent.events(envelope.context_id) and len(events) == 2
+    assert (final.response_kind, final.status) == ("e2a.error", "failed")
+    assert final.body["code"] == "a2a_agent_error"
+    assert final.body["external"] == {
+        "protocol": "a2a",
+        "type": "InternalError",
+        "payload": {"message": "the test agent raised on purpose", "data": None},
+    }
+    assert final.body["details"]["state"] == "TASK_STATE_WORKING"
+
+
+def test_an_unreachable_agent_is_an_a2a_error() -> None:
+    with _serve("--backend", "a2a", "--a2a-url", f"http://127.0.0.1:{free_port()}") as server:
+        (final,) = _chat(server, _envelope("anyone there?"))
+    assert (final.response_kind, final.status) == ("e2a.error", "failed")
+    assert final.body["code"] == "a2a_unavailable"
+    assert final.body["external"]["protocol"] == "a2a"
+    assert final.body["external"]["type"] == "AgentCardResolutionError"
+
+
+def _cancel_after_three_frames(channel: grpc.Channel, envelope: E2AEnvelope) -> float:
+    call = pb_grpc.AgentServiceStub(channel).Chat(pb.ChatRequest(envelope=envelope.to_proto()), timeout=30)
+    for index, _ in enumerate(call):
+        if index == 2:
+            call.cancel()
+            return time.time()
+    raise AssertionError("the stream ended before it could be cancelled")
+
+
+def test_client_cancel_closes_the_a2a_stream_and_cancels_the_task(server: Server, agent: Agent) -> None:
+    with grpc.insecure_channel(server.address) as channel:
+        # Warm up: the server's connection pool to the agent holds one idle keep-alive connection.
+        _cancel_after_three_frames(channel, _envelope("slow warm-up"))
+        assert _wait_until(agent.streams_closed, 5)
+        baseline = open_fds(server.process.pid)
+        for index in range(5):
+            envelope = _envelope(f"slow {index}")
+            cancelled_at = _cancel_after_three_frames(channel, envelope)
+            # The agent's execute() was cancelled (A2A CancelTask) and its SSE response ended.
+            (stopped,) = agent.wait_for("execute_cancelled", envelope.context_id)
+            assert stopped["at"] - cancelled_at < CANCEL_BUDGET_SECONDS
+            assert len(agent.records("cancel_called", envelope.context_id)) == 1
+            assert _wait_until(agent.streams_closed, 3)
+            assert agent.records("sse_closed")[-1]["at"] - cancelled_at < CANCEL_BUDGET_SECONDS
+            produced = len(agent.events(envelope.context_id))
+            time.sleep(0.3)  # three chunk periods: a still-running agent would have produced more
+            assert len(agent.events(envelope.context_id)) == produced
+        # Nothing the cancelled requests opened is left open (each leaked stream would be a socket).
+        assert _wait_until(lambda: open_fds(server.process.pid) <= baseline, 3), (
+            open_fds(server.process.pid),
+            baseline,
+        )
+        # And the server still answers.
+        assert list(chat(channel, _envelope("still there?"), timeout=30))[-1].response_kind == "e2a.complete"
+
+
+def test_a_deadline_stops_the_agents_work(server: Server, agent: Agent) -> None:
+    envelope = _envelope("slow, with a deadline")
+    with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as caught:
+        list(chat(channel, envelope, timeout=2.0))
+    expired_at = time.time()
+    assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    (stopped,) = agent.wait_for("execute_cancelled", envelope.context_id)
+    assert stopped["at"] - expired_at < CANCEL_BUDGET_SECONDS
+
+
+def test_shutdown_ends_the_stream_with_a_final_frame_and_cancels_the_task(agent: Agent) -> None:
+    envelope = _envelope("slow, until the server shuts down")
+    frames = []
+    with _serve("--backend", "a2a", "--a2a-url", agent.url, "--grace-seconds", "5") as server:
+        with grpc.insecure_channel(server.address) as channel:
+            for frame in chat(channel, envelope, timeout=30):
+                frames.append(frame)
+                if len(frames) == 3:
+                    server.process.send_signal(signal.SIGTERM)
+                    stopping_at = time.time()
+        assert server.process.wait(timeout=10) == 0
+    final = frames[-1]
+    assert (final.response_kind, final.body["code"]) == ("e2a.error", "server_shutting_down")
+    (cancelled,) = agent.wait_for("cancel_called", envelope.context_id)
+    assert cancelled["at"] - stopping_at < CANCEL_BUDGET_SECONDS
+
+
+def test_the_backend_leaves_no_task_or_connection_behind(agent: Agent) -> None:
+    """In process, where asyncio tasks can be counted: cancel mid-stream, then close the backend."""
+    from e2a_grpc.backends.a2a import A2ABackend
+
+    async def run() -> None:
+        fds_before = open_fds(os.getpid())
+        backend = A2ABackend(agent.url, timeout_seconds=30)
+        envelope = _envelope("slow, in process")
+        received = asyncio.Event()
+
+        async def consume() -> None:
+            count = 0
+            async for _ in backend.stream(envelope):
+                count += 1
+                if count == 3:
+                    received.set()
+
+        consumer = asyncio.create_task(consume())
+        await asyncio.wait_for(received.wait(), 10)
+        consumer.cancel()
+        cancelled_at = time.time()
+        with pytest.raises(asyncio.CancelledError):
+            await consumer
+        assert time.time() - cancelled_at < CANCEL_BUDGET_SECONDS
+        assert agent.records("cancel_called", envelope.context_id)  # sent before the stream task ended
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        await backend.aclose()
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        assert open_fds(os.getpid()) <= fds_before  # the connections to the agent are closed
+
+    asyncio.run(run())
+
+
+def test_serve_explains_a_missing_url_or_a2a_sdk() -> None:
+    no_url = subprocess.run(
+        [sys.executable, "-m", "e2a_grpc", "serve", "--backend", "a2a"],
+        capture_output=True, text=True, timeout=30, env={**os.environ, "E2A_GRPC_A2A_URL": ""},
+    )  # fmt: skip
+    assert no_url.returncode == 2 and "--a2a-url" in no_url.stderr
+    # a2a-sdk is optional: without it (None in sys.modules makes its import fail), serve says how to get it.
+    without_sdk = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['a2a'] = None; from e2a_grpc.cli import main; "
+            "sys.exit(main(['serve', '--backend', 'a2a', '--a2a-url', 'http://127.0.0.1:9']))",
+        ],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert without_sdk.returncode == 1, without_sdk.stderr
+    assert "pip install 'e2a-grpc[a2a]'" in without_sdk.stderr and "Traceback" not in without_sdk.stderr
