@@ -9,7 +9,6 @@ from e2a_grpc import (
     conversion,
     jsontext,
 )
-from e2a_grpc.codec import from_proto_envelope, from_proto_response
 from e2a_grpc.errors import E2AFieldError, E2AValueError
 from e2a_grpc.models import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.status import unary
@@ -33,14 +32,6 @@ def prefixed_reader(prefix: str, read: Any, value: Any) -> Any:
         return read(value)
     except E2AFieldError as exc:
         raise conversion.prefixed(exc, prefix) from None
-
-
-def _envelope(message: Any) -> E2AEnvelope:
-    return E2AEnvelope._from_canonical(from_proto_envelope(message))
-
-
-def _response(message: Any) -> E2AResponse:
-    return E2AResponse._from_canonical(from_proto_response(message))
 
 
 def _origin(value: int) -> IdentityOrigin:
@@ -71,8 +62,8 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
     def ToACP(self, request: Any) -> Any:
         source = _source_of(request, "source")
         readers = {
-            "envelope": _envelope,
-            "response": _response,
+            "envelope": E2AEnvelope.from_proto,
+            "response": E2AResponse.from_proto,
             "envelope_json": E2AEnvelope.from_json,
             "response_json": E2AResponse.from_json,
         }
@@ -107,7 +98,7 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
     @unary
     def ToA2AStream(self, request: Any) -> Any:
         source = _source_of(request, "source")
-        read = _response if source == "response" else E2AResponse.from_json
+        read = E2AResponse.from_proto if source == "response" else E2AResponse.from_json
         record = prefixed_reader(source, read, getattr(request, source))
         result = prefixed_reader(
             source, lambda r: conversion.to_a2a_stream(r, project_native_kinds=request.project_native_kinds), record
