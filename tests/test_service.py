@@ -319,6 +319,17 @@ def test_bad_input_is_invalid_argument_naming_the_field(
         assert health.status == health_pb2.HealthCheckResponse.SERVING
 
 
+def test_unknown_oneof_case_is_invalid_argument(server_address: str) -> None:
+    """A newer client may set a oneof case this server does not know: field 99 reaches us as unknown."""
+    unknown_case = bytes([0x9A, 0x06, 2]) + b"{}"  # varint tag of field 99, wire type 2; 2 bytes
+    with grpc.insecure_channel(server_address) as channel:
+        call = channel.unary_unary("/e2a.v1.ConversionService/ToACP", response_deserializer=pb.ToACPResponse.FromString)
+        with pytest.raises(grpc.RpcError) as caught:
+            call(unknown_case, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert _bad_request(caught.value) == ["source"]
+
+
 def test_oversize_message_is_resource_exhausted() -> None:
     with running_server("--max-message-bytes", "2048") as address, grpc.insecure_channel(address) as channel:
         stub = pb_grpc.ConversionServiceStub(channel)
