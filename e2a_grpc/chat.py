@@ -22,7 +22,6 @@ from e2a_grpc.models import E2AEnvelope
 from e2a_grpc.service import prefixed_reader
 from e2a_grpc.status import status_for
 
-from e2a.v1 import agent_service_pb2 as pb  # isort: skip
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
 
 log = logging.getLogger(__name__)
@@ -86,7 +85,7 @@ class ChatServicer(pb_grpc.AgentServiceServicer):
                     # While a write is pending nothing may cancel this task: a second write (the
                     # final frame) cannot start until the first one is done.
                     stream.writing = True
-                    await context.write(pb.ChatResponse(response=frame))
+                    await context.write(frame)
                     stream.writing = False
                     if frames.finished:
                         return
@@ -105,7 +104,7 @@ class ChatServicer(pb_grpc.AgentServiceServicer):
             except Exception:
                 log.exception("backend %s failed on request %s", self.backend.info.name, frames.request_id)
                 final = frames.error("internal", "the agent backend failed; see the server log")
-            await context.write(pb.ChatResponse(response=final))
+            await context.write(final)
         finally:
             self._streams.discard(stream)
             await events.aclose()

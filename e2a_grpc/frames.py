@@ -3,7 +3,7 @@
 One ``FrameBuilder`` per request: it echoes the request's correlation fields (12.4) on every frame,
 numbers frames 0, 1, 2, ..., gives each a fresh UUID and an RFC 3339 UTC timestamp, and makes the
 final frame ``succeeded`` (e2a.complete) or ``failed`` (e2a.error). Frames are built straight into
-protobuf messages: this is the per-frame hot path of the service.
+``ChatResponse`` messages from pre-serialized templates: this is the per-frame hot path of the service.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from e2a_grpc import jsontext
 from e2a_grpc.backends import BackendInfo, Delta, Passthrough
@@ -30,6 +32,7 @@ from e2a_grpc.constants import (
 )
 from e2a_grpc.models import E2AEnvelope
 
+from e2a.v1 import agent_service_pb2  # isort: skip
 from e2a.v1 import e2a_pb2  # isort: skip
 
 frame_log = logging.getLogger("e2a_grpc.frames")
@@ -61,19 +64,18 @@ class _UtcClock:
         self._prefix = ""
 
     def now(self) -> str:
-        now = time.time()
-        second = int(now)
+        second, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
         if second != self._second:
             self._second = second
             self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        return f"{self._prefix}.{int((now - second) * 1_000_000):06d}+00:00"
+        return f"{self._prefix}.{nanoseconds // 1000:06d}+00:00"
 
 
 _clock = _UtcClock()
 
 
 class FrameBuilder:
-    """The frames of one stream, in order."""
+    """The frames of one stream, in order, as ``ChatResponse`` messages."""
 
     def __init__(self, envelope: E2AEnvelope, backend: BackendInfo, *, log_frames: bool = False) -> None:
         assigned = envelope.request_id is None
@@ -81,48 +83,56 @@ class FrameBuilder:
         self.sequence = 0
         self.finished = False
         self._log = log_frames
+        # Unique per frame: a random UUIDv4 prefix per stream, the sequence number in the last group.
+        self._id_prefix = new_response_id()[:24]
         provenance = e2a_pb2.E2AProvenance(
             source_protocol=backend.source_protocol,
             converter=f"e2a_grpc.chat:{backend.name}",
             details=jsontext.dumps(backend.details, "provenance.details") if backend.details else "",
         )
-        # Fields every frame of this request carries (spec 12.4): set once, copied per frame.
-        shared = e2a_pb2.E2AResponse(
-            protocol_version=envelope.protocol_version or E2A_PROTOCOL_VERSION,
-            request_id=self.request_id,
-            provenance=provenance,
-            correlation_id=envelope.correlation_id,
-            task_id=envelope.task_id,
-            context_id=envelope.context_id,
-            session_id=envelope.session_id,
-            message_id=envelope.message_id,
-            is_stream=envelope.is_stream,
-            identity_origin=e2a_pb2.IDENTITY_ORIGIN_AGENT,
-            channel=envelope.channel,
-            user_id=envelope.user_id,
-            agent_ref=jsontext.dumps(envelope.agent_ref, "agent_ref") if envelope.agent_ref is not None else "",
-            source_agent_id=envelope.source_agent_id,
-            method=envelope.method,
-            metadata=_ASSIGNED_METADATA if assigned else "",
+        # Fields every frame of this request carries (spec 12.4): set once, parsed from bytes per frame.
+        shared = agent_service_pb2.ChatResponse(
+            response=e2a_pb2.E2AResponse(
+                protocol_version=envelope.protocol_version or E2A_PROTOCOL_VERSION,
+                request_id=self.request_id,
+                provenance=provenance,
+                correlation_id=envelope.correlation_id,
+                task_id=envelope.task_id,
+                context_id=envelope.context_id,
+                session_id=envelope.session_id,
+                message_id=envelope.message_id,
+                is_stream=envelope.is_stream,
+                identity_origin=e2a_pb2.IDENTITY_ORIGIN_AGENT,
+                channel=envelope.channel,
+                user_id=envelope.user_id,
+                agent_ref=jsontext.dumps(envelope.agent_ref, "agent_ref") if envelope.agent_ref is not None else "",
+                source_agent_id=envelope.source_agent_id,
+                method=envelope.method,
+                metadata=_ASSIGNED_METADATA if assigned else "",
+            )
         )
         if envelope.jsonrpc_id is not None:
-            shared.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
+            shared.response.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
         self._shared = shared.SerializeToString()
+        shared.response.status = E2A_RESPONSE_STATUS_IN_PROGRESS
+        shared.response.response_kind = E2A_RESPONSE_KIND_E2A_CHUNK
+        self._chunk = shared.SerializeToString()
 
-    def _frame(
-        self, kind: str, body: str, *, final: bool = False, status: str = E2A_RESPONSE_STATUS_IN_PROGRESS
-    ) -> Any:
+    def _frame(self, template: bytes, body: str, kind: str = "", status: str = "", final: bool = False) -> Any:
         if self.finished:
             raise RuntimeError("a stream has exactly one final frame, and it is the last")
-        frame = e2a_pb2.E2AResponse.FromString(self._shared)
-        frame.response_id = new_response_id()
-        frame.sequence = self.sequence
-        frame.is_final = final
-        frame.status = status
-        frame.response_kind = kind
+        message = agent_service_pb2.ChatResponse.FromString(template)
+        frame = message.response
+        sequence = self.sequence
+        frame.response_id = f"{self._id_prefix}{sequence:012x}"
+        frame.sequence = sequence
         frame.timestamp = _clock.now()
         frame.body = body
-        self.sequence += 1
+        if kind:
+            frame.response_kind = kind
+            frame.status = status
+            frame.is_final = final
+        self.sequence = sequence + 1
         self.finished = final
         if self._log:
             frame_log.info(
@@ -130,27 +140,35 @@ class FrameBuilder:
                     {
                         "request_id": self.request_id,
                         "response_id": frame.response_id,
-                        "sequence": frame.sequence,
+                        "sequence": sequence,
                         "is_final": final,
-                        "response_kind": kind,
+                        "response_kind": frame.response_kind,
                         "timestamp": frame.timestamp,
                     }
                 )
             )
-        return frame
+        return message
 
     def delta(self, event: Delta) -> Any:
+        if event.delta_kind == "text" and event.mime_type is None and type(event.delta) is str:
+            try:  # the common case, without building a dict: the same bytes jsontext.dumps writes
+                return self._frame(
+                    self._chunk, '{"delta_kind":"text","delta":' + orjson.dumps(event.delta).decode() + "}"
+                )
+            except orjson.JSONEncodeError:
+                pass  # a lone surrogate: the general path escapes it
         body: dict[str, Any] = {"delta_kind": event.delta_kind, "delta": event.delta}
         if event.mime_type is not None:
             body["mime_type"] = event.mime_type
-        return self._frame(E2A_RESPONSE_KIND_E2A_CHUNK, jsontext.dumps(body, "body"))
+        return self._frame(self._chunk, jsontext.dumps(body, "body"))
 
     def passthrough(self, event: Passthrough) -> Any:
-        return self._frame(event.response_kind, jsontext.dumps(event.body, "body") if event.body else "")
+        body = jsontext.dumps(event.body, "body") if event.body else ""
+        return self._frame(self._shared, body, event.response_kind, E2A_RESPONSE_STATUS_IN_PROGRESS)
 
     def complete(self, result: dict[str, Any]) -> Any:
         body = jsontext.dumps({"result": result}, "body")
-        return self._frame(E2A_RESPONSE_KIND_E2A_COMPLETE, body, final=True, status=E2A_RESPONSE_STATUS_SUCCEEDED)
+        return self._frame(self._shared, body, E2A_RESPONSE_KIND_E2A_COMPLETE, E2A_RESPONSE_STATUS_SUCCEEDED, True)
 
     def error(
         self,
@@ -163,5 +181,5 @@ class FrameBuilder:
         if external is not None:
             body["external"] = external
         return self._frame(
-            E2A_RESPONSE_KIND_E2A_ERROR, jsontext.dumps(body, "body"), final=True, status=E2A_RESPONSE_STATUS_FAILED
+            self._shared, jsontext.dumps(body, "body"), E2A_RESPONSE_KIND_E2A_ERROR, E2A_RESPONSE_STATUS_FAILED, True
         )

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from e2a_grpc.models import E2AEnvelope
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Delta:
     """Part of the answer: becomes an ``e2a.chunk`` frame."""
 
