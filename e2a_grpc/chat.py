@@ -16,10 +16,10 @@ import grpc
 
 from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
 from e2a_grpc.backends import AgentBackend, BackendError, Complete, Delta, Passthrough, prompt_text
+from e2a_grpc.conversion import prefixed
 from e2a_grpc.errors import E2AFieldError, E2AValueError
 from e2a_grpc.frames import FrameBuilder
 from e2a_grpc.models import E2AEnvelope
-from e2a_grpc.service import prefixed_reader
 from e2a_grpc.status import status_for
 
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
@@ -35,7 +35,10 @@ def validate_chat_request(request: Any, methods: tuple[str, ...]) -> E2AEnvelope
     """The request's envelope, or an E2AFieldError naming what makes it unusable."""
     if not request.HasField("envelope"):
         raise E2AValueError("envelope", "is required")
-    envelope: E2AEnvelope = prefixed_reader("envelope", E2AEnvelope.from_proto, request.envelope)
+    try:
+        envelope = E2AEnvelope.from_proto(request.envelope)
+    except E2AFieldError as exc:
+        raise prefixed(exc, "envelope") from None
     if envelope.method not in methods:
         raise E2AValueError("envelope.method", f"Chat takes one of {', '.join(methods)}, got {envelope.method!r}")
     if not prompt_text(envelope) and not envelope.params.get("prompt") and not envelope.params.get("content_blocks"):

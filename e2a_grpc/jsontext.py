@@ -111,17 +111,25 @@ _STD_DOCUMENT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, se
 def dumps_document(value: Any) -> str:
     """A whole E2A document as compact JSON text with Unicode unescaped (the E2A wire JSON).
 
-    One encoder (the standard one) so that the same document always gives the same text. Lone
-    surrogates cannot be written as UTF-8, so a document holding one is written with \\u escapes
-    throughout: the result is always valid UTF-8.
+    orjson writes it when it can (the same fast path and NaN guard as ``dumps``); otherwise the
+    standard encoder does. Either way the result is valid UTF-8: a document holding a lone
+    surrogate is written with \\u escapes throughout. The same document always takes the same path,
+    so it always gives the same text.
     """
     try:
-        text = _STD_DOCUMENT_ENCODER.encode(value)
+        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        pass  # big ints, lone surrogates, deep nesting or a non-JSON type
+    else:
+        if not (b"null" in text and orjson.loads(text) != value):
+            return text.decode()
+    try:
+        text_std = _STD_DOCUMENT_ENCODER.encode(value)
     except (ValueError, TypeError, RecursionError):
         check_value(value, "$")  # names the offending path
         raise
     try:
-        text.encode()
+        text_std.encode()
     except UnicodeEncodeError:
         return _STD_ENCODER.encode(value)
-    return text
+    return text_std

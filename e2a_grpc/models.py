@@ -163,8 +163,6 @@ class _Record:
 
     def to_json(self) -> str:
         """The E2A wire JSON: ``to_dict()`` as compact JSON text."""
-        from e2a_grpc import codec
-
         return codec.dict_to_json(self.to_dict())
 
     def to_bytes(self) -> bytes:
@@ -284,20 +282,14 @@ class E2AEnvelope(_Record):
 
     def to_proto(self) -> Any:
         """The ``e2a.v1.E2AEnvelope`` protobuf message."""
-        from e2a_grpc import codec
-
         return codec.to_proto_envelope(vars(self))
 
     @classmethod
     def from_proto(cls, message: Any) -> E2AEnvelope:
-        from e2a_grpc import codec
-
         return cls._from_canonical(codec.from_proto_envelope(message))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> E2AEnvelope:
-        from e2a_grpc import codec
-
         return cls._from_canonical(codec.envelope_dict_from_bytes(data))
 
     @classmethod
@@ -423,20 +415,14 @@ class E2AResponse(_Record):
 
     def to_proto(self) -> Any:
         """The ``e2a.v1.E2AResponse`` protobuf message."""
-        from e2a_grpc import codec
-
         return codec.to_proto_response(vars(self))
 
     @classmethod
     def from_proto(cls, message: Any) -> E2AResponse:
-        from e2a_grpc import codec
-
         return cls._from_canonical(codec.from_proto_response(message))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> E2AResponse:
-        from e2a_grpc import codec
-
         return cls._from_canonical(codec.response_dict_from_bytes(data))
 
     @classmethod
@@ -646,3 +632,7 @@ def _loads_document(text: str | bytes) -> Any:
         except UnicodeDecodeError as exc:
             raise E2AValueError("$", f"JSON text is not UTF-8: {exc}") from None
     return jsontext.loads(text, "$")
+
+
+# Imported last: codec needs the classes above (a cycle), and these methods use it on every call.
+from e2a_grpc import codec  # noqa: E402

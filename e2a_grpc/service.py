@@ -26,14 +26,6 @@ _ORIGINS: dict[int, IdentityOrigin] = {
 }
 
 
-def prefixed_reader(prefix: str, read: Any, value: Any) -> Any:
-    """Run a reader, placing the field path of any error under the request field ``prefix``."""
-    try:
-        return read(value)
-    except E2AFieldError as exc:
-        raise conversion.prefixed(exc, prefix) from None
-
-
 def _origin(value: int) -> IdentityOrigin:
     try:
         return _ORIGINS[value]
@@ -55,28 +47,31 @@ def _answer(reply_type: Any, result: dict[str, Any] | conversion.NotApplicable, 
     return reply_type(**{field: jsontext.dumps_document(result)})
 
 
+# How each oneof case of a request's ``source`` is read.
+_RECORD_READERS: dict[str, Any] = {
+    "envelope": E2AEnvelope.from_proto,
+    "response": E2AResponse.from_proto,
+    "envelope_json": E2AEnvelope.from_json,
+    "response_json": E2AResponse.from_json,
+}
+
+
 class ConversionServicer(pb_grpc.ConversionServiceServicer):
     """e2a.v1.ConversionService."""
 
     @unary
     def ToACP(self, request: Any) -> Any:
         source = _source_of(request, "source")
-        readers = {
-            "envelope": E2AEnvelope.from_proto,
-            "response": E2AResponse.from_proto,
-            "envelope_json": E2AEnvelope.from_json,
-            "response_json": E2AResponse.from_json,
-        }
-        record = prefixed_reader(source, readers[source], getattr(request, source))
-        result = prefixed_reader(
-            source,
-            lambda r: conversion.to_acp(
-                r,
-                session_prompt_methods=tuple(request.session_prompt_methods),
+        try:
+            record = _RECORD_READERS[source](getattr(request, source))
+            methods = request.session_prompt_methods
+            result = conversion.to_acp(
+                record,
+                session_prompt_methods=tuple(methods) if methods else (),
                 wire=request.dialect == pb.ACP_DIALECT_WIRE,
-            ),
-            record,
-        )
+            )
+        except E2AFieldError as exc:
+            raise conversion.prefixed(exc, source) from None
         return _answer(pb.ToACPResponse, result, "jsonrpc")
 
     @unary
@@ -98,11 +93,11 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
     @unary
     def ToA2AStream(self, request: Any) -> Any:
         source = _source_of(request, "source")
-        read = E2AResponse.from_proto if source == "response" else E2AResponse.from_json
-        record = prefixed_reader(source, read, getattr(request, source))
-        result = prefixed_reader(
-            source, lambda r: conversion.to_a2a_stream(r, project_native_kinds=request.project_native_kinds), record
-        )
+        try:
+            record = _RECORD_READERS[source](getattr(request, source))
+            result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
+        except E2AFieldError as exc:
+            raise conversion.prefixed(exc, source) from None
         return _answer(pb.ToA2AStreamResponse, result, "stream_response")
 
     @unary

@@ -16,7 +16,13 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from e2a_grpc import E2AEnvelope, E2AResponse, e2a_response_to_acp_jsonrpc_response, envelope_to_acp_jsonrpc_call
+from e2a_grpc import (
+    E2AEnvelope,
+    E2AResponse,
+    e2a_response_to_acp_jsonrpc_response,
+    envelope_to_acp_jsonrpc_call,
+    jsontext,
+)
 from tests import vectors
 from tests.conftest import REPO_ROOT, _wait_serving, free_port, running_server, stop_process
 from tests.wellformed import envelope_well_typed
@@ -58,9 +64,7 @@ def test_to_acp_envelope_matches_the_reference(stub: Any, case: dict[str, Any]) 
     envelope = E2AEnvelope.from_dict(case["input"]["envelope_dict"])
     reply = stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto()))
     assert reply.WhichOneof("result") == "jsonrpc"
-    assert reply.jsonrpc == json.dumps(
-        envelope_to_acp_jsonrpc_call(envelope), ensure_ascii=False, separators=(",", ":")
-    )
+    assert reply.jsonrpc == jsontext.dumps_document(envelope_to_acp_jsonrpc_call(envelope))
     vectors.assert_matches(json.loads(reply.jsonrpc), case["output"]["ok"], [])
 
 
