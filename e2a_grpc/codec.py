@@ -9,6 +9,7 @@ generated message constructors (implemented in C) do the field assignment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -86,6 +87,8 @@ def from_proto_jsonrpc_id(message: Any, field: str = "jsonrpc_id") -> str | int 
     if kind is None:
         return None
     value = getattr(message, kind)
+    if kind == "number_value" and not math.isfinite(value):
+        raise E2AValueError(field, f"number_value {value!r} is not a JSON number")
     if kind == "big_integer_value":
         digits = value[1:] if value.startswith("-") else value
         if not digits.isascii() or not digits.isdigit():

@@ -63,6 +63,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # e.g. 1e400: valid JSON syntax, but no double holds it
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
 def loads(text: str, field: str) -> Any:
     """Decode JSON text written by any E2A implementation, losslessly."""
     try:
@@ -73,7 +80,7 @@ def loads(text: str, field: str) -> Any:
         if orjson.dumps(value) == text.encode():
             return value
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
         raise E2AValueError(field, f"JSON nesting deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:
@@ -108,20 +115,21 @@ def check_value(value: Any, field: str, depth: int = 0) -> None:
 _STD_DOCUMENT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def dumps_document(value: Any) -> str:
+def dumps_document(value: Any, *, parsed: bool = False) -> str:
     """A whole E2A document as compact JSON text with Unicode unescaped (the E2A wire JSON).
 
     orjson writes it when it can (the same fast path and NaN guard as ``dumps``); otherwise the
-    standard encoder does. Either way the result is valid UTF-8: a document holding a lone
-    surrogate is written with \\u escapes throughout. The same document always takes the same path,
-    so it always gives the same text.
+    standard encoder does. ``parsed=True`` says every float in ``value`` came from a JSON parser
+    (which never yields NaN or Infinity), so the NaN guard is skipped. Either way the result is
+    valid UTF-8: a document holding a lone surrogate is written with \\u escapes throughout. The
+    same document always takes the same path, so it always gives the same text.
     """
     try:
         text = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         pass  # big ints, lone surrogates, deep nesting or a non-JSON type
     else:
-        if not (b"null" in text and orjson.loads(text) != value):
+        if parsed or not (b"null" in text and orjson.loads(text) != value):
             return text.decode()
     try:
         text_std = _STD_DOCUMENT_ENCODER.encode(value)

@@ -44,7 +44,8 @@ def _source_of(request: Any, field: str) -> str:
 def _answer(reply_type: Any, result: dict[str, Any] | conversion.NotApplicable, field: str) -> Any:
     if isinstance(result, conversion.NotApplicable):
         return reply_type(not_applicable=pb.NotApplicable(reason=result.reason))
-    return reply_type(**{field: jsontext.dumps_document(result)})
+    # Every value in a result was read from protobuf JSON text or JSON text by our parsers.
+    return reply_type(**{field: jsontext.dumps_document(result, parsed=True)})
 
 
 # How each oneof case of a request's ``source`` is read.

@@ -121,6 +121,13 @@ def test_peer_json_text_in_any_style_decodes_exactly() -> None:
     assert_identical(body, json.loads(text))
 
 
+def test_non_finite_numbers_from_a_peer_are_rejected() -> None:
+    with pytest.raises(E2AValueError, match="jsonrpc_id"):
+        E2AEnvelope.from_proto(e2a_pb2.E2AEnvelope(jsonrpc_id=e2a_pb2.JsonRpcId(number_value=float("nan"))))
+    with pytest.raises(E2AValueError, match="body"):
+        E2AResponse.from_proto(e2a_pb2.E2AResponse(body='{"x": 1e400}'))
+
+
 def test_corrupt_bytes_are_a_clear_error() -> None:
     with pytest.raises(E2AValueError, match=r"not a valid e2a\.v1\.E2AEnvelope"):
         E2AEnvelope.from_bytes(b"\xff\xff\xff")
