@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## gen: regenerate all code derived from proto/ (offline)
+## gen: regenerate all code derived from proto/ (Python, TypeScript, Go; no remote buf plugins)
 gen: $(STAMP)
 	PYTHON=$(PY) ./codegen/generate.sh
 
