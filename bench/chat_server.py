@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import signal
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,13 +87,7 @@ async def serve(port: int) -> None:
     server = E2AServer(ServerConfig(host="127.0.0.1", port=port, backend="echo", log_frames=False))
     # Before start, on the same grpc.aio server: both RPCs go through one stack.
     add_bare_stream(server.server, await echo_frames(server.chat, chat_request()))
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    await server.stop()
+    await server.run_until_signalled()
 
 
 def main() -> None:

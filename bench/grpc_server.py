@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 from typing import Any
 
 import grpc
@@ -50,13 +49,7 @@ async def serve(port: int) -> None:
     server = E2AServer(ServerConfig(host="127.0.0.1", port=port))
     # Before start, on the same grpc.aio server: both RPCs go through one stack.
     add_echo(server.server)
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    await server.stop()
+    await server.run_until_signalled()
 
 
 def main() -> None:

@@ -180,6 +180,17 @@ class E2AServer:
             self.config.backend,
         )
 
+    async def run_until_signalled(self) -> None:
+        """Start, serve until SIGTERM or SIGINT, then stop gracefully."""
+        await self.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        log.info("shutting down (grace %.1f s)", self.config.grace_seconds)
+        await self.stop()
+
     async def stop(self) -> None:
         """Stop taking calls, let in-flight calls finish within the grace period, then cancel them."""
         await self.health.enter_graceful_shutdown()
@@ -191,12 +202,4 @@ class E2AServer:
 
 async def serve(config: ServerConfig) -> None:
     """Run until SIGTERM or SIGINT, then shut down gracefully."""
-    server = E2AServer(config)
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    log.info("shutting down (grace %.1f s)", config.grace_seconds)
-    await server.stop()
+    await E2AServer(config).run_until_signalled()
