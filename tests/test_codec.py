@@ -7,7 +7,17 @@ from typing import Any
 
 import pytest
 
-from e2a_grpc import E2AAuth, E2AEnvelope, E2AFieldError, E2AFileRef, E2AResponse, E2ATypeError, E2AValueError, codec
+from e2a_grpc import (
+    E2AAuth,
+    E2AEnvelope,
+    E2AFieldError,
+    E2AFileRef,
+    E2AProvenance,
+    E2AResponse,
+    E2ATypeError,
+    E2AValueError,
+    codec,
+)
 from e2a_grpc.jsontext import MAX_DEPTH
 from tests.strategies import assert_identical
 
@@ -45,6 +55,12 @@ def test_auth_round_trips_with_header_order() -> None:
     assert back is not None
     assert_identical(back.to_dict(), auth.to_dict())
     assert "secret" not in repr(auth)
+
+
+def test_provenance_pair() -> None:
+    provenance = E2AProvenance(source_protocol="", converter=None, converted_at="", details={"b": 2**70, "a": [1.0]})
+    message = e2a_pb2.E2AProvenance.FromString(codec.to_proto_provenance(provenance).SerializeToString())
+    assert_identical(codec.from_proto_provenance(message), provenance.to_dict())
 
 
 def test_file_ref_pair() -> None:
