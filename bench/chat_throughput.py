@@ -11,23 +11,18 @@ that client and server each get a core instead of sharing one event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import statistics
 import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO
 
 import grpc
 
 from bench.chat_server import BARE_METHOD, CHAT_METHOD, WORDS, chat_request, chat_text
-from bench.report import SectionResult, Target, table
-from bench.toacp_throughput import _cpu_seconds, _free_port, _stop, _wait_serving
+from bench.report import SectionResult, Target, median_optional, optional, rate, table
+from bench.serverproc import cpu_seconds, server_process, wait_serving
 from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.chat_client import StreamChecker
 from e2a_grpc.constants import E2A_RESPONSE_KIND_E2A_COMPLETE
@@ -48,24 +43,6 @@ _RPCS = {ECHO: CHAT_METHOD, BARE: BARE_METHOD}
 
 #: A stream slower than this means the server is stuck: fail the section rather than hang ``make bench``.
 _STREAM_TIMEOUT_SECONDS = 30.0
-_REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-@contextlib.contextmanager
-def _server() -> Iterator[tuple[str, subprocess.Popen[bytes], IO[bytes]]]:
-    """Start ``bench.chat_server`` on a free loopback port; always stop it, also on errors.
-
-    ``toacp_throughput._server`` with another server module (that one hard-codes ``bench.grpc_server``).
-    Its output goes to a temporary file (a full pipe would block it), shown if it fails to start.
-    """
-    port = _free_port()
-    with tempfile.TemporaryFile() as log:
-        command = [sys.executable, "-m", "bench.chat_server", "--port", str(port)]
-        process = subprocess.Popen(command, cwd=_REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield f"127.0.0.1:{port}", process, log
-        finally:
-            _stop(process)
 
 
 @dataclass(frozen=True)
@@ -92,7 +69,7 @@ async def _round(
     round, and letting it finish would stretch the round well past the time it is measured over.
     """
     frames = 0
-    server_before, client_before = _cpu_seconds(server_pid), time.process_time()
+    server_before, client_before = cpu_seconds(server_pid), time.process_time()
     start = time.perf_counter()
     deadline = start + seconds
 
@@ -112,7 +89,7 @@ async def _round(
     wall = time.perf_counter() - start
     if not frames:
         raise RuntimeError(f"no frame arrived within a {seconds} s round: the bench server is stuck")
-    server_after, client_after = _cpu_seconds(server_pid), time.process_time()
+    server_after, client_after = cpu_seconds(server_pid), time.process_time()
     server = None if server_before is None or server_after is None else server_after - server_before
     return Round(
         frames_per_s=frames / seconds,
@@ -120,10 +97,6 @@ async def _round(
         server_cores=None if server is None else server / wall,
         client_cores=(client_after - client_before) / wall,
     )
-
-
-def _median_optional(values: list[float | None]) -> float | None:
-    return None if None in values else statistics.median(v for v in values if v is not None)
 
 
 @dataclass(frozen=True)
@@ -146,7 +119,7 @@ class Measured:
         return statistics.median(self.ratios)
 
     def median_server_us(self, rpc: str) -> float | None:
-        return _median_optional([one.server_us_per_frame for one in self.rounds[rpc]])
+        return median_optional([one.server_us_per_frame for one in self.rounds[rpc]])
 
 
 @dataclass(frozen=True)
@@ -197,7 +170,7 @@ async def _measure_mode(
 async def _measure(address: str, process: subprocess.Popen[bytes], log: IO[bytes]) -> tuple[Stream, list[Measured]]:
     request = chat_request().SerializeToString()
     async with grpc.aio.insecure_channel(address) as channel:
-        await _wait_serving(channel, process, log)
+        await wait_serving(channel, process, log)
         stream = await _check(channel, request)
         # No deserializers: the client keeps each frame's bytes, so it spends the same (minimal) CPU
         # per frame on both RPCs and the comparison is about the server.
@@ -208,14 +181,6 @@ async def _measure(address: str, process: subprocess.Popen[bytes], log: IO[bytes
     return stream, measured
 
 
-def _rate(value: float) -> str:
-    return f"{value:,.0f}"
-
-
-def _optional(value: float | None, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
 def _target_table(results: list[Measured]) -> str:
     rows = []
     for result in results:
@@ -223,8 +188,8 @@ def _target_table(results: list[Measured]) -> str:
         rows.append(
             [
                 result.mode,
-                _rate(statistics.median(result.rates(ECHO))),
-                _rate(statistics.median(result.rates(BARE))),
+                rate(statistics.median(result.rates(ECHO))),
+                rate(statistics.median(result.rates(BARE))),
                 f"{result.median_ratio:.2f}",
                 " ".join(f"{ratio:.2f}" for ratio in result.ratios),
                 "n/a" if echo_us is None or bare_us is None else f"{echo_us - bare_us:.1f}",
@@ -254,12 +219,12 @@ def _rpcs_table(results: list[Measured]) -> str:
                 [
                     result.mode,
                     rpc,
-                    _rate(statistics.median(rates)),
-                    _rate(min(rates)),
-                    _rate(max(rates)),
+                    rate(statistics.median(rates)),
+                    rate(min(rates)),
+                    rate(max(rates)),
                     f"{max(rates) / min(rates):.2f}",
-                    _optional(result.median_server_us(rpc), ".1f"),
-                    _optional(_median_optional([one.server_cores for one in rounds]), ".2f"),
+                    optional(result.median_server_us(rpc), ".1f"),
+                    optional(median_optional([one.server_cores for one in rounds]), ".2f"),
                     f"{statistics.median(one.client_cores for one in rounds):.2f}",
                 ]
             )
@@ -279,7 +244,7 @@ def _rpcs_table(results: list[Measured]) -> str:
 
 def run() -> SectionResult:
     load_before = os.getloadavg()[0]
-    with _server() as (address, process, log):
+    with server_process("bench.chat_server") as (address, process, log):
         stream, results = asyncio.run(_measure(address, process, log))
     load_after = os.getloadavg()[0]
     targets = tuple(
@@ -287,8 +252,8 @@ def run() -> SectionResult:
             name=f"chat {result.mode}",
             passed=result.median_ratio >= TARGET_RATIO,
             summary=(
-                f"Chat {_rate(statistics.median(result.rates(ECHO)))} frames/s vs bare stream "
-                f"{_rate(statistics.median(result.rates(BARE)))} frames/s median, "
+                f"Chat {rate(statistics.median(result.rates(ECHO)))} frames/s vs bare stream "
+                f"{rate(statistics.median(result.rates(BARE)))} frames/s median, "
                 f"Chat/bare {result.median_ratio:.2f} (target >= {TARGET_RATIO})"
             ),
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,3 +76,16 @@ def environment() -> list[tuple[str, str]]:
         ("OS", platform.platform()),
         ("Git HEAD", _git_head()),
     ]
+
+
+def median_optional(values: list[float | None]) -> float | None:
+    """The median, or None if any value is missing (no ``/proc`` to read CPU time from)."""
+    return None if None in values else statistics.median(v for v in values if v is not None)
+
+
+def rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def optional(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)

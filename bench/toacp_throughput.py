@@ -10,26 +10,19 @@ client and server each get a core instead of sharing one event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
-import socket
 import statistics
 import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.codec_roundtrip import SPEC_11_1_EXAMPLE, multimodal_prompt
 from bench.grpc_server import ECHO_METHOD
-from bench.report import SectionResult, Target, table
+from bench.report import SectionResult, Target, median_optional, optional, rate, table
+from bench.serverproc import cpu_seconds, server_process, wait_serving
 from e2a_grpc import E2AEnvelope
 
 from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
@@ -46,74 +39,12 @@ TOACP = "ToACP"
 
 #: A call slower than this means the server is stuck: fail the section rather than hang ``make bench``.
 _CALL_TIMEOUT_SECONDS = 30.0
-_STARTUP_TIMEOUT_SECONDS = 20.0
-_REPO_ROOT = Path(__file__).resolve().parents[1]
 
 #: Workload name -> E2A envelope dict; the first is the issue's realistic case.
 WORKLOADS: dict[str, dict[str, Any]] = {
     "multimodal session/prompt": multimodal_prompt(),
     "spec 11.1 example": SPEC_11_1_EXAMPLE,
 }
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-@contextlib.contextmanager
-def _server() -> Iterator[tuple[str, subprocess.Popen[bytes], IO[bytes]]]:
-    """Start ``bench.grpc_server`` on a free loopback port; always stop it, also on errors.
-
-    Its output goes to a temporary file (a full pipe would block it), shown if it fails to start.
-    """
-    port = _free_port()
-    with tempfile.TemporaryFile() as log:
-        command = [sys.executable, "-m", "bench.grpc_server", "--port", str(port)]
-        process = subprocess.Popen(command, cwd=_REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield f"127.0.0.1:{port}", process, log
-        finally:
-            _stop(process)
-
-
-async def _wait_serving(channel: grpc.aio.Channel, process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
-    """Return once the health service answers SERVING; raise with the server's output if it died."""
-    stub = health_pb2_grpc.HealthStub(channel)
-    deadline = time.monotonic() + _STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"bench server exited with {process.returncode}:\n{log.read().decode(errors='replace')}")
-        with contextlib.suppress(grpc.aio.AioRpcError):
-            reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-            if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                return
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"bench server did not become healthy within {_STARTUP_TIMEOUT_SECONDS} s")
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process, all threads (Linux ``/proc``; None elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            # Fields after the parenthesised command name, which may itself contain spaces: utime, stime
-            # are fields 14 and 15 of the whole line.
-            fields = stat.read().rpartition(")")[2].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -138,7 +69,7 @@ async def _round(call: grpc.aio.UnaryUnaryMultiCallable, request: bytes, seconds
     """
     counted = 0
     done = 0
-    server_before, client_before = _cpu_seconds(server_pid), time.process_time()
+    server_before, client_before = cpu_seconds(server_pid), time.process_time()
     start = time.perf_counter()
     deadline = start + seconds
 
@@ -155,7 +86,7 @@ async def _round(call: grpc.aio.UnaryUnaryMultiCallable, request: bytes, seconds
         for _ in range(IN_FLIGHT):
             workers.create_task(worker())
     wall = time.perf_counter() - start
-    server_after, client_after = _cpu_seconds(server_pid), time.process_time()
+    server_after, client_after = cpu_seconds(server_pid), time.process_time()
     server = None if server_before is None or server_after is None else server_after - server_before
     return Round(
         calls_per_s=counted / seconds,
@@ -163,10 +94,6 @@ async def _round(call: grpc.aio.UnaryUnaryMultiCallable, request: bytes, seconds
         server_cores=None if server is None else server / wall,
         client_cores=(client_after - client_before) / wall,
     )
-
-
-def _median_optional(values: list[float | None]) -> float | None:
-    return None if None in values else statistics.median(v for v in values if v is not None)
 
 
 @dataclass(frozen=True)
@@ -191,7 +118,7 @@ class Measured:
         return statistics.median(self.ratios)
 
     def median_server_us(self, rpc: str) -> float | None:
-        return _median_optional([one.server_us_per_call for one in self.rounds[rpc]])
+        return median_optional([one.server_us_per_call for one in self.rounds[rpc]])
 
 
 async def _check(channel: grpc.aio.Channel, request: pb.ToACPRequest) -> dict[str, int]:
@@ -227,16 +154,8 @@ async def _measure_workload(channel: grpc.aio.Channel, server_pid: int, name: st
 
 async def _measure(address: str, process: subprocess.Popen[bytes], log: IO[bytes]) -> list[Measured]:
     async with grpc.aio.insecure_channel(address) as channel:
-        await _wait_serving(channel, process, log)
+        await wait_serving(channel, process, log)
         return [await _measure_workload(channel, process.pid, name, doc) for name, doc in WORKLOADS.items()]
-
-
-def _rate(value: float) -> str:
-    return f"{value:,.0f}"
-
-
-def _optional(value: float | None, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
 
 
 def _server_us(result: Measured) -> tuple[float, float] | None:
@@ -252,8 +171,8 @@ def _target_table(results: list[Measured]) -> str:
         rows.append(
             [
                 result.workload,
-                _rate(statistics.median(result.rates(TOACP))),
-                _rate(statistics.median(result.rates(ECHO))),
+                rate(statistics.median(result.rates(TOACP))),
+                rate(statistics.median(result.rates(ECHO))),
                 f"{result.median_ratio:.2f}",
                 " ".join(f"{ratio:.2f}" for ratio in result.ratios),
                 "n/a" if server_us is None else f"{server_us[1] - server_us[0]:.0f}",
@@ -283,12 +202,12 @@ def _rpcs_table(results: list[Measured]) -> str:
                 [
                     result.workload,
                     rpc,
-                    _rate(statistics.median(rates)),
-                    _rate(min(rates)),
-                    _rate(max(rates)),
+                    rate(statistics.median(rates)),
+                    rate(min(rates)),
+                    rate(max(rates)),
                     f"{max(rates) / min(rates):.2f}",
-                    _optional(result.median_server_us(rpc), ".0f"),
-                    _optional(_median_optional([one.server_cores for one in rounds]), ".2f"),
+                    optional(result.median_server_us(rpc), ".0f"),
+                    optional(median_optional([one.server_cores for one in rounds]), ".2f"),
                     f"{statistics.median(one.client_cores for one in rounds):.2f}",
                     str(result.request_bytes),
                     str(result.reply_bytes[rpc]),
@@ -312,7 +231,7 @@ def _rpcs_table(results: list[Measured]) -> str:
 
 def run() -> SectionResult:
     load_before = os.getloadavg()[0]
-    with _server() as (address, process, log):
+    with server_process("bench.grpc_server") as (address, process, log):
         results = asyncio.run(_measure(address, process, log))
     load_after = os.getloadavg()[0]
     targets = tuple(
@@ -320,8 +239,8 @@ def run() -> SectionResult:
             name=f"toacp {result.workload}",
             passed=result.median_ratio >= TARGET_RATIO,
             summary=(
-                f"ToACP {_rate(statistics.median(result.rates(TOACP)))} calls/s vs echo "
-                f"{_rate(statistics.median(result.rates(ECHO)))} calls/s median, "
+                f"ToACP {rate(statistics.median(result.rates(TOACP)))} calls/s vs echo "
+                f"{rate(statistics.median(result.rates(ECHO)))} calls/s median, "
                 f"ToACP/echo {result.median_ratio:.2f} (target >= {TARGET_RATIO})"
             ),
         )
