@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 
@@ -111,13 +110,6 @@ def _object_text(value: Any, field: str) -> str:
     return jsontext.dumps(value, field) if value else ""
 
 
-def _object_from_text(text: str, field: str) -> dict[str, Any]:
-    value = jsontext.loads(text, field)
-    if not isinstance(value, dict):
-        raise E2ATypeError(field, f"expected JSON text of an object, got {type_name(value)}")
-    return value
-
-
 def to_proto_provenance(value: Any) -> Any:
     return _build(e2a_pb2.E2AProvenance, _provenance_fields(value), "provenance")
 
@@ -126,7 +118,7 @@ def from_proto_provenance(message: Any, field: str = "provenance") -> dict[str, 
     values: dict[str, Any] = {"source_protocol": "", "converter": None, "converted_at": None, "details": {}}
     for descriptor, value in message.ListFields():
         name = descriptor.name
-        values[name] = _object_from_text(value, f"{field}.details") if name == "details" else value
+        values[name] = jsontext.loads_object(value, f"{field}.details") if name == "details" else value
     return values
 
 
@@ -163,7 +155,7 @@ def from_proto_auth(message: Any, field: str = "auth") -> dict[str, Any]:
         "api_key_ref": message.api_key_ref if message.HasField("api_key_ref") else None,
         "credential_ref": message.credential_ref if message.HasField("credential_ref") else None,
         "extra_headers": {header.name: header.value for header in message.extra_headers},
-        "_meta": _object_from_text(message.meta, f"{field}._meta") if message.meta else {},
+        "_meta": jsontext.loads_object(message.meta, f"{field}._meta") if message.meta else {},
     }
 
 
@@ -188,7 +180,7 @@ def from_proto_file_ref(message: Any, field: str = "file") -> dict[str, Any]:
         "name": message.name if message.HasField("name") else None,
         "mime_type": message.mime_type if message.HasField("mime_type") else None,
         "size": message.size if message.HasField("size") else None,
-        "_meta": _object_from_text(message.meta, f"{field}._meta") if message.meta else {},
+        "_meta": jsontext.loads_object(message.meta, f"{field}._meta") if message.meta else {},
     }
 
 
@@ -270,19 +262,19 @@ _SHARED_DECODERS: dict[str, _Decoder] = {
     "provenance": from_proto_provenance,
     "jsonrpc_id": from_proto_jsonrpc_id,
     "identity_origin": _decode_origin,
-    "agent_ref": _object_from_text,
+    "agent_ref": jsontext.loads_object,
 }
 _ENVELOPE_DECODERS = _decoders(
     e2a_pb2.E2AEnvelope,
     {
         **_SHARED_DECODERS,
-        **dict.fromkeys(_ENVELOPE_OBJECTS, _object_from_text),
+        **dict.fromkeys(_ENVELOPE_OBJECTS, jsontext.loads_object),
         "auth": from_proto_auth,
         "expected_output_modes": lambda values, _field: list(values),
     },
 )
 _RESPONSE_DECODERS = _decoders(
-    e2a_pb2.E2AResponse, {**_SHARED_DECODERS, **dict.fromkeys(_RESPONSE_OBJECTS, _object_from_text)}
+    e2a_pb2.E2AResponse, {**_SHARED_DECODERS, **dict.fromkeys(_RESPONSE_OBJECTS, jsontext.loads_object)}
 )
 
 
@@ -295,20 +287,7 @@ def _decode(
     values = template.copy()
     for descriptor, value in message.ListFields():
         name, decode = decoders[descriptor]
-        if decode is None:
-            values[name] = value
-        elif decode is _object_from_text:
-            # Inlined fast path of jsontext.loads (the hot case); anything unusual takes the full path.
-            try:
-                decoded = orjson.loads(value)
-            except orjson.JSONDecodeError:
-                decoded = None
-            if type(decoded) is dict and orjson.dumps(decoded) == value.encode():
-                values[name] = decoded
-            else:
-                values[name] = _object_from_text(value, name)
-        else:
-            values[name] = decode(value, name)
+        values[name] = value if decode is None else decode(value, name)
     for key in objects:
         if values[key] is None:
             values[key] = {}

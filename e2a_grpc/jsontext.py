@@ -87,6 +87,22 @@ def loads(text: str, field: str) -> Any:
         raise E2AValueError(field, f"invalid JSON text: {exc}") from None
 
 
+def loads_object(text: str, field: str) -> dict[str, Any]:
+    """``loads`` for the JSON-object slots; anything but an object is an error naming ``field``.
+
+    The common case (an object orjson reads losslessly) is checked first, without the general path.
+    """
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = None
+    if type(value) is not dict or orjson.dumps(value) != text.encode():
+        value = loads(text, field)
+        if not isinstance(value, dict):
+            raise E2ATypeError(field, f"expected JSON text of an object, got {type_name(value)}")
+    return value
+
+
 def check_value(value: Any, field: str, depth: int = 0) -> None:
     """Raise an error naming the exact path if ``value`` is not a JSON value E2A can carry."""
     if depth > MAX_DEPTH:
