@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from e2a_grpc import (
+    E2AAuth,
     E2AEnvelope,
     E2AResponse,
     e2a_response_to_acp_jsonrpc_response,
@@ -363,11 +364,20 @@ def test_bearer_token_is_required_except_for_health(tmp_path: Path) -> None:
                 stub.FromACP(request, metadata=metadata, timeout=10)
             assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
         assert stub.FromACP(request, metadata=(("authorization", f"Bearer {token}"),), timeout=10).records
+        # A credential inside the converted record is not logged either, also when the call fails.
+        envelope = E2AEnvelope(
+            method="session/prompt", params={"text": "hi"}, auth=E2AAuth(bearer_token="envelope-token-789")
+        )
+        authorized = (("authorization", f"Bearer {token}"),)
+        assert stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto()), metadata=authorized, timeout=10).jsonrpc
+        bad = pb.ToACPRequest(envelope_json='{"auth": {"bearer_token": "envelope-token-789"}, "params": 1}')
+        with pytest.raises(grpc.RpcError):
+            stub.ToACP(bad, metadata=authorized, timeout=10)
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
         assert health.status == health_pb2.HealthCheckResponse.SERVING
     text = log.read_text()
     assert "listening on" in text and "auth=bearer token" in text
-    assert token not in text
+    assert token not in text and "envelope-token-789" not in text
 
 
 def test_sigterm_shuts_down_gracefully(tmp_path: Path) -> None:
