@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -34,9 +35,10 @@ for _name in ("system", "user", "agent", "service"):
     _ORIGIN_FROM_PROTO[_number] = _name
     _ORIGIN_TO_PROTO[_name] = _number
 # IdentityOrigin members hash by name, not value: index them too (imported lazily to avoid a cycle).
-from e2a_grpc.models import IdentityOrigin  # noqa: E402
+from e2a_grpc.models import E2AAuth, E2AProvenance, IdentityOrigin  # noqa: E402
 
 _ORIGIN_TO_PROTO.update({origin: _ORIGIN_TO_PROTO[origin.value] for origin in IdentityOrigin})
+_ORIGIN_MEMBER_FROM_PROTO = {number: IdentityOrigin(name) for number, name in _ORIGIN_FROM_PROTO.items()}
 
 # Free-form JSON object slots: JSON text on the wire, "" meaning {}.
 _ENVELOPE_OBJECTS = ("params", "channel_context", "a2a_metadata", "acp_meta")
@@ -49,18 +51,15 @@ def _template(message: Any, defaults: dict[str, Any]) -> dict[str, Any]:
     return {key: defaults.get(key) for key in keys}
 
 
-_ENVELOPE_TEMPLATE = _template(e2a_pb2.E2AEnvelope, {"identity_origin": "user", "is_stream": False})
-_RESPONSE_TEMPLATE = _template(
-    e2a_pb2.E2AResponse,
-    {
-        "identity_origin": "agent",
-        "is_stream": False,
-        "is_final": False,
-        "sequence": 0,
-        "status": "",
-        "response_kind": "",
-    },
-)
+_ENVELOPE_DEFAULTS: dict[str, Any] = {"identity_origin": "user", "is_stream": False}
+_RESPONSE_DEFAULTS: dict[str, Any] = {
+    "identity_origin": "agent",
+    "is_stream": False,
+    "is_final": False,
+    "sequence": 0,
+    "status": "",
+    "response_kind": "",
+}
 
 
 # --- JSON-RPC id ---------------------------------------------------------------------------------
@@ -250,12 +249,56 @@ def _decode_origin(number: int, field: str) -> str:
         raise E2AValueError(field, f"unknown IdentityOrigin value {number}") from None
 
 
+def _decode_origin_member(number: int, field: str) -> IdentityOrigin:
+    try:
+        return _ORIGIN_MEMBER_FROM_PROTO[number]
+    except KeyError:
+        raise E2AValueError(field, f"unknown IdentityOrigin value {number}") from None
+
+
 _Decoder = Callable[[Any, str], Any]
 
 
-def _decoders(message_type: Any, special: dict[str, _Decoder]) -> dict[Any, tuple[str, _Decoder | None]]:
-    """Field descriptor -> (canonical key, decoder or None for values used as they are)."""
-    return {fd: (fd.name, special.get(fd.name)) for fd in message_type.DESCRIPTOR.fields}
+@dataclass(frozen=True)
+class _Decoding:
+    """How one message type decodes: ``template`` holds every key in field order with its wire
+    default; ``decoders`` maps a field descriptor to (key, decoder or None for values used as they
+    are); ``fresh`` names the keys whose unset value is a new mutable object.
+    """
+
+    template: dict[str, Any]
+    decoders: dict[Any, tuple[str, _Decoder | None]]
+    fresh: tuple[tuple[str, Callable[[], Any]], ...]
+
+
+def _decoding(
+    message_type: Any, defaults: dict[str, Any], special: dict[str, _Decoder], fresh: dict[str, Callable[[], Any]]
+) -> _Decoding:
+    return _Decoding(
+        template=_template(message_type, defaults),
+        decoders={fd: (fd.name, special.get(fd.name)) for fd in message_type.DESCRIPTOR.fields},
+        fresh=tuple(fresh.items()),
+    )
+
+
+def _decode(message: Any, decoding: _Decoding) -> dict[str, Any]:
+    values = decoding.template.copy()
+    decoders = decoding.decoders
+    for descriptor, value in message.ListFields():
+        name, decode = decoders[descriptor]
+        values[name] = value if decode is None else decode(value, name)
+    for key, new in decoding.fresh:
+        if values[key] is None:
+            values[key] = new()
+    return values
+
+
+def _provenance_member(message: Any, field: str) -> E2AProvenance:
+    return E2AProvenance(**from_proto_provenance(message, field))
+
+
+def _auth_member(message: Any, field: str) -> E2AAuth:
+    return E2AAuth(**from_proto_auth(message, field))
 
 
 _SHARED_DECODERS: dict[str, _Decoder] = {
@@ -264,49 +307,76 @@ _SHARED_DECODERS: dict[str, _Decoder] = {
     "identity_origin": _decode_origin,
     "agent_ref": jsontext.loads_object,
 }
-_ENVELOPE_DECODERS = _decoders(
+_ENVELOPE_DECODERS: dict[str, _Decoder] = {
+    **_SHARED_DECODERS,
+    **dict.fromkeys(_ENVELOPE_OBJECTS, jsontext.loads_object),
+    "auth": from_proto_auth,
+    "expected_output_modes": lambda values, _field: list(values),
+}
+_RESPONSE_DECODERS: dict[str, _Decoder] = {
+    **_SHARED_DECODERS,
+    **dict.fromkeys(_RESPONSE_OBJECTS, jsontext.loads_object),
+}
+# The model classes' attributes differ from the canonical dict only in these: nested model objects
+# and the IdentityOrigin member.
+_ATTRIBUTE_DECODERS: dict[str, _Decoder] = {
+    "provenance": _provenance_member,
+    "identity_origin": _decode_origin_member,
+    "auth": _auth_member,
+}
+_ENVELOPE_FRESH: dict[str, Callable[[], Any]] = {
+    **dict.fromkeys(_ENVELOPE_OBJECTS, dict),
+    "expected_output_modes": list,
+    "provenance": _default_provenance,
+}
+_RESPONSE_FRESH: dict[str, Callable[[], Any]] = {
+    **dict.fromkeys(_RESPONSE_OBJECTS, dict),
+    "provenance": _default_provenance,
+}
+
+_ENVELOPE_DICT = _decoding(e2a_pb2.E2AEnvelope, _ENVELOPE_DEFAULTS, _ENVELOPE_DECODERS, _ENVELOPE_FRESH)
+_RESPONSE_DICT = _decoding(e2a_pb2.E2AResponse, _RESPONSE_DEFAULTS, _RESPONSE_DECODERS, _RESPONSE_FRESH)
+_ENVELOPE_ATTRIBUTES = _decoding(
     e2a_pb2.E2AEnvelope,
-    {
-        **_SHARED_DECODERS,
-        **dict.fromkeys(_ENVELOPE_OBJECTS, jsontext.loads_object),
-        "auth": from_proto_auth,
-        "expected_output_modes": lambda values, _field: list(values),
-    },
+    {**_ENVELOPE_DEFAULTS, "identity_origin": IdentityOrigin.USER},
+    {**_ENVELOPE_DECODERS, **_ATTRIBUTE_DECODERS},
+    {**_ENVELOPE_FRESH, "provenance": E2AProvenance},
 )
-_RESPONSE_DECODERS = _decoders(
-    e2a_pb2.E2AResponse, {**_SHARED_DECODERS, **dict.fromkeys(_RESPONSE_OBJECTS, jsontext.loads_object)}
+_RESPONSE_ATTRIBUTES = _decoding(
+    e2a_pb2.E2AResponse,
+    {**_RESPONSE_DEFAULTS, "identity_origin": IdentityOrigin.AGENT},
+    {**_RESPONSE_DECODERS, **_ATTRIBUTE_DECODERS},
+    {**_RESPONSE_FRESH, "provenance": E2AProvenance},
 )
-
-
-def _decode(
-    message: Any,
-    template: dict[str, Any],
-    decoders: dict[Any, tuple[str, _Decoder | None]],
-    objects: tuple[str, ...],
-) -> dict[str, Any]:
-    values = template.copy()
-    for descriptor, value in message.ListFields():
-        name, decode = decoders[descriptor]
-        values[name] = value if decode is None else decode(value, name)
-    for key in objects:
-        if values[key] is None:
-            values[key] = {}
-    if values["provenance"] is None:
-        values["provenance"] = _default_provenance()
-    return values
 
 
 def from_proto_envelope(message: Any) -> dict[str, Any]:
     """An ``e2a.v1.E2AEnvelope`` as the canonical envelope dict."""
-    values = _decode(message, _ENVELOPE_TEMPLATE, _ENVELOPE_DECODERS, _ENVELOPE_OBJECTS)
-    if values["expected_output_modes"] is None:
-        values["expected_output_modes"] = []
-    return values
+    return _decode(message, _ENVELOPE_DICT)
 
 
 def from_proto_response(message: Any) -> dict[str, Any]:
     """An ``e2a.v1.E2AResponse`` as the canonical response dict."""
-    return _decode(message, _RESPONSE_TEMPLATE, _RESPONSE_DECODERS, _RESPONSE_OBJECTS)
+    return _decode(message, _RESPONSE_DICT)
+
+
+def envelope_attributes_from_proto(message: Any) -> dict[str, Any]:
+    """An ``e2a.v1.E2AEnvelope`` as an ``E2AEnvelope``'s attributes (no canonical dict in between)."""
+    return _decode(message, _ENVELOPE_ATTRIBUTES)
+
+
+def response_attributes_from_proto(message: Any) -> dict[str, Any]:
+    """An ``e2a.v1.E2AResponse`` as an ``E2AResponse``'s attributes."""
+    return _decode(message, _RESPONSE_ATTRIBUTES)
+
+
+def parse_envelope(data: bytes) -> Any:
+    """Binary protobuf as an ``e2a.v1.E2AEnvelope`` message; errors name the message type."""
+    return _parse(e2a_pb2.E2AEnvelope, data)
+
+
+def parse_response(data: bytes) -> Any:
+    return _parse(e2a_pb2.E2AResponse, data)
 
 
 def envelope_dict_from_bytes(data: bytes) -> dict[str, Any]:

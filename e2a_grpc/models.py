@@ -286,26 +286,18 @@ class E2AEnvelope(_Record):
 
     @classmethod
     def from_proto(cls, message: Any) -> E2AEnvelope:
-        return cls._from_canonical(codec.from_proto_envelope(message))
+        # The codec yields the attributes already typed and in field order: no re-validation.
+        envelope = cls.__new__(cls)
+        envelope.__dict__.update(codec.envelope_attributes_from_proto(message))
+        return envelope
 
     @classmethod
     def from_bytes(cls, data: bytes) -> E2AEnvelope:
-        return cls._from_canonical(codec.envelope_dict_from_bytes(data))
+        return cls.from_proto(codec.parse_envelope(data))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> E2AEnvelope:
         return cls.from_dict(_loads_document(text))
-
-    @classmethod
-    def _from_canonical(cls, values: dict[str, Any]) -> E2AEnvelope:
-        # ``values`` comes from the codec, already typed and in field order: no re-validation.
-        values["provenance"] = E2AProvenance(**values["provenance"])
-        values["identity_origin"] = IdentityOrigin(values["identity_origin"])
-        if values["auth"] is not None:
-            values["auth"] = E2AAuth(**values["auth"])
-        envelope = cls.__new__(cls)
-        envelope.__dict__.update(values)
-        return envelope
 
 
 @dataclass
@@ -419,23 +411,17 @@ class E2AResponse(_Record):
 
     @classmethod
     def from_proto(cls, message: Any) -> E2AResponse:
-        return cls._from_canonical(codec.from_proto_response(message))
+        response = cls.__new__(cls)
+        response.__dict__.update(codec.response_attributes_from_proto(message))
+        return response
 
     @classmethod
     def from_bytes(cls, data: bytes) -> E2AResponse:
-        return cls._from_canonical(codec.response_dict_from_bytes(data))
+        return cls.from_proto(codec.parse_response(data))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> E2AResponse:
         return cls.from_dict(_loads_document(text))
-
-    @classmethod
-    def _from_canonical(cls, values: dict[str, Any]) -> E2AResponse:
-        values["provenance"] = E2AProvenance(**values["provenance"])
-        values["identity_origin"] = IdentityOrigin(values["identity_origin"])
-        response = cls.__new__(cls)
-        response.__dict__.update(values)
-        return response
 
 
 # --- field readers: each names the field it rejects -------------------------------------------
