@@ -63,7 +63,7 @@ def merge_params_to_acp_prompt(envelope: E2AEnvelope) -> dict[str, Any]:
     and merge ``acp_meta`` into ``_meta``. Any other method gets a shallow copy of ``params``.
     """
     params = dict(envelope.params)
-    if envelope.method != "session/prompt" or "prompt" in params:
+    if acp_params_unchanged(envelope.method, params):
         return params
     blocks = params.get("content_blocks")
     if isinstance(blocks, list) and blocks:
@@ -166,13 +166,26 @@ def envelope_to_acp_jsonrpc_call(envelope: E2AEnvelope) -> dict[str, Any]:
     A gateway method such as ``chat.send`` is passed through as it is (spec section 2): map it to
     an ACP method first when the peer is a pure ACP agent.
     """
-    method = envelope.ext_method if envelope.method == "ext" and envelope.ext_method else envelope.method
-    return {
-        "jsonrpc": "2.0",
-        "id": envelope.jsonrpc_id,
-        "method": method,
-        "params": merge_params_to_acp_prompt(envelope),
-    }
+    return acp_jsonrpc_call(
+        envelope.jsonrpc_id, acp_method(envelope.method, envelope.ext_method), merge_params_to_acp_prompt(envelope)
+    )
+
+
+def acp_method(method: str | None, ext_method: str | None) -> str | None:
+    """The JSON-RPC method of an envelope's ACP call: ``ext_method`` stands in for ``"ext"``."""
+    return ext_method if method == "ext" and ext_method else method
+
+
+def acp_params_unchanged(method: str | None, params: dict[str, Any]) -> bool:
+    """Whether ``merge_params_to_acp_prompt`` gives ``params`` as they are: for every method but a
+    ``session/prompt`` whose params have no ``prompt`` yet.
+    """
+    return method != "session/prompt" or "prompt" in params
+
+
+def acp_jsonrpc_call(rpc_id: str | int | float | None, method: str | None, params: Any) -> dict[str, Any]:
+    """The JSON-RPC 2.0 call ``envelope_to_acp_jsonrpc_call`` gives, from its parts."""
+    return {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
 
 
 def e2a_response_to_acp_jsonrpc_response(response: E2AResponse) -> dict[str, Any] | None:

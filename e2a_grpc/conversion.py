@@ -12,8 +12,13 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from e2a_grpc import jsontext
+import orjson
+
+from e2a_grpc import codec, jsontext
 from e2a_grpc.adapters import (
+    acp_jsonrpc_call,
+    acp_method,
+    acp_params_unchanged,
     e2a_response_to_a2a_stream_payload,
     e2a_response_to_acp_jsonrpc_response,
     envelope_from_a2a_send_message,
@@ -86,6 +91,56 @@ def to_acp(
     if wire and isinstance(message.get("result"), dict):
         message["result"] = _camel_keys(message["result"])
     return message
+
+
+def envelope_message_to_acp_json(
+    message: Any,
+    *,
+    session_prompt_methods: tuple[str, ...] = (),
+    wire: bool = False,
+) -> str:
+    """``to_acp`` of ``E2AEnvelope.from_proto(message)`` as E2A wire JSON text: ToACP's hot path.
+
+    Where ToACP leaves ``params`` as they are (default dialect, and any method but a session/prompt
+    whose prompt has to be merged in), the caller's params JSON text is checked and forwarded as it
+    is, not decoded and re-encoded: that is most of the work, and the text stays exactly as its
+    writer made it. Anything else, and any error, takes the general path, which gives the reference
+    result and the error for bad input; so both paths accept and reject the same messages.
+    """
+    if not wire:
+        text = _call_with_params_forwarded(message, session_prompt_methods)
+        if text is not None:
+            return text
+    envelope = E2AEnvelope.from_proto(message)
+    call = to_acp(envelope, session_prompt_methods=session_prompt_methods, wire=wire)
+    # Every float in ``call`` was read by a JSON parser or from a checked double field: no NaN guard.
+    return jsontext.dumps_document(call, parsed=True)
+
+
+def _call_with_params_forwarded(message: Any, session_prompt_methods: tuple[str, ...]) -> str | None:
+    """The ACP call's JSON text with the params text of ``message`` in it unchanged, or None if
+    the general path has to decide (params change, unusual values, or an error).
+    """
+    try:
+        fields = codec.from_proto_envelope_params_text(message)
+    except E2AFieldError:
+        return None  # the general path raises the same error, or the one for an earlier field
+    params_text = fields["params"]
+    params = jsontext.object_or_none(params_text)
+    if params is None:
+        return None
+    method = fields["method"]
+    if method in session_prompt_methods:
+        method = ACP_SESSION_PROMPT
+    if not acp_params_unchanged(method, params):
+        return None
+    call = acp_jsonrpc_call(
+        fields["jsonrpc_id"], acp_method(method, fields["ext_method"]), orjson.Fragment(params_text or "{}")
+    )
+    try:
+        return orjson.dumps(call).decode()
+    except orjson.JSONEncodeError:
+        return None  # a jsonrpc_id beyond 64 bits: the standard encoder writes it
 
 
 def _camel(key: str) -> str:

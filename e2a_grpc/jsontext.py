@@ -103,6 +103,23 @@ def loads_object(text: str, field: str) -> dict[str, Any]:
     return value
 
 
+def object_or_none(text: str) -> dict[str, Any] | None:
+    """The object ``text`` holds, if orjson reads it as one, else None (``""`` reads as ``{}``).
+
+    For JSON text that is checked and then forwarded unchanged, never for its values: they are
+    not lossless (integers beyond 64 bits come back as floats). ``loads_object`` accepts the same
+    texts, except nesting between what the standard decoder reaches (about 950 levels) and
+    orjson's limit (1,024) in text orjson cannot re-encode exactly.
+    """
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if type(value) is dict else None
+
+
 def check_value(value: Any, field: str, depth: int = 0) -> None:
     """Raise an error naming the exact path if ``value`` is not a JSON value E2A can carry."""
     if depth > MAX_DEPTH:

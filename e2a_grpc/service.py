@@ -63,14 +63,17 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
     @unary
     def ToACP(self, request: Any) -> Any:
         source = _source_of(request, "source")
+        methods = request.session_prompt_methods
+        options: dict[str, Any] = {
+            "session_prompt_methods": tuple(methods) if methods else (),
+            "wire": request.dialect == pb.ACP_DIALECT_WIRE,
+        }
         try:
+            if source == "envelope":
+                # The hot path: straight from the message to JSON text.
+                return pb.ToACPResponse(jsonrpc=conversion.envelope_message_to_acp_json(request.envelope, **options))
             record = _RECORD_READERS[source](getattr(request, source))
-            methods = request.session_prompt_methods
-            result = conversion.to_acp(
-                record,
-                session_prompt_methods=tuple(methods) if methods else (),
-                wire=request.dialect == pb.ACP_DIALECT_WIRE,
-            )
+            result = conversion.to_acp(record, **options)
         except E2AFieldError as exc:
             raise conversion.prefixed(exc, source) from None
         return _answer(pb.ToACPResponse, result, "jsonrpc")

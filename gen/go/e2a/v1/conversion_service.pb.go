@@ -327,7 +327,9 @@ type isToACPResponse_Result interface {
 }
 
 type ToACPResponse_Jsonrpc struct {
-	// JSON text of the ACP JSON-RPC request or response.
+	// JSON text of the ACP JSON-RPC request or response. An envelope's params that the conversion
+	// leaves as they are (no prompt merged in, default dialect) are the caller's params JSON text,
+	// unchanged; everything else is compact JSON.
 	Jsonrpc string `protobuf:"bytes,1,opt,name=jsonrpc,proto3,oneof"`
 }
 

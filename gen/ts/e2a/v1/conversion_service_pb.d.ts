@@ -103,7 +103,9 @@ export declare type ToACPResponse = Message<"e2a.v1.ToACPResponse"> & {
    */
   result: {
     /**
-     * JSON text of the ACP JSON-RPC request or response.
+     * JSON text of the ACP JSON-RPC request or response. An envelope's params that the conversion
+     * leaves as they are (no prompt merged in, default dialect) are the caller's params JSON text,
+     * unchanged; everything else is compact JSON.
      *
      * @generated from field: string jsonrpc = 1;
      */

@@ -1,0 +1,125 @@
+"""ToACP's hot path (``conversion.envelope_message_to_acp_json``) against the general path.
+
+The hot path forwards the caller's params JSON text when ToACP does not change params; the
+general path decodes the whole envelope and re-encodes the call. For every message both must give
+the same answer, and where the params text is in orjson's compact form (as this codec writes all
+but big integers and lone surrogates) the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from e2a_grpc import E2AEnvelope, codec, conversion, jsontext
+from e2a_grpc.errors import E2AFieldError
+from tests.strategies import assert_identical, canonical_envelopes
+
+PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def general_path(message: Any, **options: Any) -> str:
+    call = conversion.to_acp(E2AEnvelope.from_proto(message), **options)
+    assert isinstance(call, dict)
+    return jsontext.dumps_document(call, parsed=True)
+
+
+@PROPERTY
+@given(canonical_envelopes, st.booleans(), st.booleans(), st.booleans())
+def test_hot_path_equals_general_path(envelope: dict[str, Any], as_prompt: bool, with_prompt: bool, wire: bool) -> None:
+    if with_prompt:
+        # Both branches of the prompt merge: session/prompt with and without a prompt of its own.
+        envelope = {**envelope, "params": {**envelope["params"], "prompt": [{"type": "text", "text": "hi"}]}}
+    message = codec.to_proto_envelope(envelope)
+    options: dict[str, Any] = {
+        "session_prompt_methods": (envelope["method"],) if as_prompt and envelope["method"] else (),
+        "wire": wire,
+    }
+    try:
+        expected = general_path(message, **options)
+    except E2AFieldError as exc:
+        with pytest.raises(type(exc)) as raised:
+            conversion.envelope_message_to_acp_json(message, **options)
+        assert (raised.value.field, raised.value.problem) == (exc.field, exc.problem)
+        return
+    text = conversion.envelope_message_to_acp_json(message, **options)
+    if _orjson_canonical(message.params):
+        assert text == expected
+    else:
+        # The codec's standard-encoder fallback (big ints, lone surrogates) escapes non-ASCII text.
+        assert_identical(json.loads(text), json.loads(expected))
+
+
+def _orjson_canonical(text: str) -> bool:
+    try:
+        return orjson.dumps(orjson.loads(text)) == text.encode()
+    except orjson.JSONDecodeError:
+        return False
+
+
+def test_params_text_is_forwarded_as_written() -> None:
+    # Another writer's spacing and escapes: the same JSON value, forwarded byte for byte.
+    params_text = '{ "text" : "caf\\u00e9", "n": 1.50, "big": 123456789012345678901234567890 }'
+    message = codec.to_proto_envelope(E2AEnvelope(method="chat.send", jsonrpc_id=7).to_dict())
+    message.params = params_text
+    text = conversion.envelope_message_to_acp_json(message)
+    assert text == f'{{"jsonrpc":"2.0","id":7,"method":"chat.send","params":{params_text}}}'
+    assert json.loads(text)["params"] == json.loads(general_path(message))["params"]
+
+
+def test_prompt_merge_and_wire_dialect_take_the_general_path() -> None:
+    envelope = E2AEnvelope(method="chat.send", session_id="s1", params={"text": "hello"}, acp_meta={"k": 1})
+    message = envelope.to_proto()
+    merged = json.loads(conversion.envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",)))
+    assert merged["method"] == "session/prompt"
+    assert merged["params"] == {
+        "text": "hello",
+        "prompt": [{"type": "text", "text": "hello"}],
+        "session_id": "s1",
+        "_meta": {"k": 1},
+    }
+    wire = json.loads(
+        conversion.envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",), wire=True)
+    )
+    assert wire["params"] == {"sessionId": "s1", "prompt": [{"type": "text", "text": "hello"}], "_meta": {"k": 1}}
+
+
+def test_jsonrpc_id_beyond_64_bits_is_written_exactly() -> None:
+    message = E2AEnvelope(method="chat.send", jsonrpc_id=2**70, params={"a": 1}).to_proto()
+    text = conversion.envelope_message_to_acp_json(message)
+    assert text == general_path(message)
+    assert text.startswith('{"jsonrpc":"2.0","id":1180591620717411303424,')
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "problem"),
+    [
+        ("params", '{"a": ', "invalid JSON text"),
+        ("params", "[1, 2]", "expected JSON text of an object"),
+        ("channel_context", "{oops}", "invalid JSON text"),
+    ],
+)
+def test_bad_json_text_raises_the_general_paths_error(field: str, text: str, problem: str) -> None:
+    message = E2AEnvelope(method="chat.send", params={"a": 1}).to_proto()
+    setattr(message, field, text)
+    with pytest.raises(E2AFieldError) as hot:
+        conversion.envelope_message_to_acp_json(message)
+    with pytest.raises(E2AFieldError) as general:
+        E2AEnvelope.from_proto(message)
+    assert hot.value.field == general.value.field == field
+    assert hot.value.problem == general.value.problem
+    assert problem in hot.value.problem
+
+
+def test_lone_surrogate_escape_in_params_is_kept() -> None:
+    # orjson refuses "\ud800"; the standard decoder reads it, and the general path writes it back.
+    message = E2AEnvelope(method="chat.send").to_proto()
+    message.params = '{"u":"\\ud800"}'
+    text = conversion.envelope_message_to_acp_json(message)
+    assert text == general_path(message)
+    assert json.loads(text)["params"] == {"u": "\ud800"}
