@@ -355,14 +355,6 @@ _RESPONSE_ATTRIBUTES = _decoding(
     {**_RESPONSE_FRESH, "provenance": E2AProvenance},
 )
 
-# For forwarding params unchanged (conversion.envelope_message_to_acp_json): params stay JSON text.
-_ENVELOPE_DICT_PARAMS_TEXT = _decoding(
-    e2a_pb2.E2AEnvelope,
-    {**_ENVELOPE_DEFAULTS, "params": ""},
-    {**_ENVELOPE_DECODERS, "params": None},
-    {key: new for key, new in _ENVELOPE_FRESH.items() if key != "params"},
-)
-
 
 def from_proto_envelope(message: Any) -> dict[str, Any]:
     """An ``e2a.v1.E2AEnvelope`` as the canonical envelope dict."""
@@ -374,9 +366,48 @@ def from_proto_response(message: Any) -> dict[str, Any]:
     return _decode(message, _RESPONSE_DICT)
 
 
-def from_proto_envelope_params_text(message: Any) -> dict[str, Any]:
-    """``from_proto_envelope``, except that ``params`` is left as its JSON text, unchecked ("" if unset)."""
-    return _decode(message, _ENVELOPE_DICT_PARAMS_TEXT)
+def _check_object_text(text: str, field: str) -> None:
+    """Raise what ``loads_object`` raises for ``text``, without a lossless decode of a good object."""
+    if jsontext.object_or_none(text) is None:
+        jsontext.loads_object(text, field)
+
+
+def _check_provenance(message: Any, field: str) -> None:
+    if message.details:
+        _check_object_text(message.details, f"{field}.details")
+
+
+# An ACP call whose params pass through needs only these of an envelope (params as JSON text).
+_ACP_CALL_KEYS = ("method", "ext_method", "jsonrpc_id", "params")
+# Field descriptor -> (key, check): the other free-form JSON fields and provenance are only checked;
+# the rest use their from_proto decoders (None: a value that needs no check).
+_ACP_CALL_CHECKS: dict[Any, tuple[str, _Decoder | None]] = {
+    descriptor: (
+        key,
+        None if key == "params" else _check_provenance if key == "provenance" else _check_object_text,
+    )
+    if key in ("params", "provenance", "agent_ref", *_ENVELOPE_OBJECTS)
+    else (key, decoder)
+    for descriptor, (key, decoder) in _ENVELOPE_DICT.decoders.items()
+}
+
+
+def acp_call_fields_from_proto(message: Any) -> dict[str, Any]:
+    """What an envelope's ACP call reads when its params pass through unchanged: ``method``,
+    ``ext_method``, ``jsonrpc_id`` and ``params`` (its JSON text, unchecked; "" if unset).
+
+    Every other field is checked and dropped; a field ``from_proto`` would reject raises an
+    ``E2AFieldError`` here too, though not always the same one (errors are for ``from_proto`` to give).
+    """
+    fields: dict[str, Any] = dict.fromkeys(_ACP_CALL_KEYS)
+    fields["params"] = ""
+    for descriptor, value in message.ListFields():
+        key, check = _ACP_CALL_CHECKS[descriptor]
+        if check is not None:
+            value = check(value, key)
+        if key in fields:
+            fields[key] = value
+    return fields
 
 
 def envelope_attributes_from_proto(message: Any) -> dict[str, Any]:

@@ -122,7 +122,7 @@ def _call_with_params_forwarded(message: Any, session_prompt_methods: tuple[str,
     the general path has to decide (params change, unusual values, or an error).
     """
     try:
-        fields = codec.from_proto_envelope_params_text(message)
+        fields = codec.acp_call_fields_from_proto(message)
     except E2AFieldError:
         return None  # the general path raises the same error, or the one for an earlier field
     params_text = fields["params"]

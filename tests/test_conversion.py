@@ -96,24 +96,36 @@ def test_jsonrpc_id_beyond_64_bits_is_written_exactly() -> None:
     assert text.startswith('{"jsonrpc":"2.0","id":1180591620717411303424,')
 
 
+def _set(message: Any, path: str, value: Any) -> None:
+    *parents, name = path.split(".")
+    for parent in parents:
+        message = getattr(message, parent)
+    setattr(message, name, value)
+
+
 @pytest.mark.parametrize(
-    ("field", "text", "problem"),
+    ("field", "value", "problem"),
     [
         ("params", '{"a": ', "invalid JSON text"),
         ("params", "[1, 2]", "expected JSON text of an object"),
         ("channel_context", "{oops}", "invalid JSON text"),
+        ("agent_ref", '"agent-1"', "expected JSON text of an object"),
+        ("acp_meta", "{} {}", "invalid JSON text"),
+        ("provenance.details", "nul", "invalid JSON text"),
+        ("identity_origin", 99, "unknown IdentityOrigin value 99"),
+        ("jsonrpc_id.number_value", float("nan"), "is not a JSON number"),
     ],
 )
-def test_bad_json_text_raises_the_general_paths_error(field: str, text: str, problem: str) -> None:
+def test_bad_fields_raise_the_general_paths_error(field: str, value: Any, problem: str) -> None:
     message = E2AEnvelope(method="chat.send", params={"a": 1}).to_proto()
-    setattr(message, field, text)
+    _set(message, field, value)
     with pytest.raises(E2AFieldError) as hot:
         conversion.envelope_message_to_acp_json(message)
     with pytest.raises(E2AFieldError) as general:
         E2AEnvelope.from_proto(message)
-    assert hot.value.field == general.value.field == field
+    assert hot.value.field == general.value.field
     assert hot.value.problem == general.value.problem
-    assert problem in hot.value.problem
+    assert hot.value.field.startswith(field.split(".")[0]) and problem in hot.value.problem
 
 
 def test_lone_surrogate_escape_in_params_is_kept() -> None:
