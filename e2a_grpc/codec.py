@@ -379,17 +379,26 @@ def _check_provenance(message: Any, field: str) -> None:
 
 # An ACP call whose params pass through needs only these of an envelope (params as JSON text).
 _ACP_CALL_KEYS = ("method", "ext_method", "jsonrpc_id", "params")
-# Field descriptor -> (key, check): the other free-form JSON fields and provenance are only checked;
-# the rest use their from_proto decoders (None: a value that needs no check).
-_ACP_CALL_CHECKS: dict[Any, tuple[str, _Decoder | None]] = {
-    descriptor: (
-        key,
-        None if key == "params" else _check_provenance if key == "provenance" else _check_object_text,
-    )
-    if key in ("params", "provenance", "agent_ref", *_ENVELOPE_OBJECTS)
-    else (key, decoder)
-    for descriptor, (key, decoder) in _ENVELOPE_DICT.decoders.items()
-}
+
+
+def _acp_call_check(key: str) -> _Decoder | None:
+    if key == "params":
+        return None  # forwarded as text; the caller checks it
+    if key == "provenance":
+        return _check_provenance
+    if key in ("agent_ref", *_ENVELOPE_OBJECTS):
+        return _check_object_text
+    return _ENVELOPE_DECODERS.get(key)
+
+
+# (field, has presence, check) for the fields an ACP call reads and every field from_proto checks;
+# the plain strings between them are not read at all, which is what makes this cheaper than
+# ListFields(). Free-form JSON and provenance are only checked, the rest use from_proto's decoders.
+_ACP_CALL_READS: tuple[tuple[str, bool, _Decoder | None], ...] = tuple(
+    (fd.name, fd.has_presence, _acp_call_check(fd.name))
+    for fd in e2a_pb2.E2AEnvelope.DESCRIPTOR.fields
+    if fd.name in _ACP_CALL_KEYS or fd.name in _ENVELOPE_DECODERS
+)
 
 
 def acp_call_fields_from_proto(message: Any) -> dict[str, Any]:
@@ -401,8 +410,15 @@ def acp_call_fields_from_proto(message: Any) -> dict[str, Any]:
     """
     fields: dict[str, Any] = dict.fromkeys(_ACP_CALL_KEYS)
     fields["params"] = ""
-    for descriptor, value in message.ListFields():
-        key, check = _ACP_CALL_CHECKS[descriptor]
+    for key, has_presence, check in _ACP_CALL_READS:
+        if has_presence:
+            if not message.HasField(key):
+                continue
+            value = getattr(message, key)
+        else:
+            value = getattr(message, key)
+            if not value:
+                continue  # the wire default, which from_proto does not decode either
         if check is not None:
             value = check(value, key)
         if key in fields:
