@@ -28,8 +28,8 @@ from e2a_grpc import E2AEnvelope
 from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
 
 IN_FLIGHT = 64
-PAIRS = 10
-ROUND_SECONDS = 2.0
+PAIRS = 20
+ROUND_SECONDS = 1.0
 WARMUP_SECONDS = 1.0
 TARGET_RATIO = 0.9
 
