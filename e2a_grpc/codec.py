@@ -380,50 +380,56 @@ def _check_provenance(message: Any, field: str) -> None:
 # An ACP call whose params pass through needs only these of an envelope (params as JSON text).
 _ACP_CALL_KEYS = ("method", "ext_method", "jsonrpc_id", "params")
 
+_Reads = tuple[tuple[str, bool, _Decoder | None], ...]
 
-def _acp_call_check(key: str) -> _Decoder | None:
-    if key == "params":
-        return None  # forwarded as text; the caller checks it
+
+def _reads(keys: Any, check: Callable[[str], _Decoder | None]) -> _Reads:
+    """(field, has presence, check) for these envelope fields, in field order."""
+    return tuple(
+        (fd.name, fd.has_presence, check(fd.name)) for fd in e2a_pb2.E2AEnvelope.DESCRIPTOR.fields if fd.name in keys
+    )
+
+
+def _envelope_check(key: str) -> _Decoder | None:
     if key == "provenance":
         return _check_provenance
     if key in ("agent_ref", *_ENVELOPE_OBJECTS):
-        return _check_object_text
+        return _check_object_text  # checked, not decoded losslessly: the value is not kept
     return _ENVELOPE_DECODERS.get(key)
 
 
-# (field, has presence, check) for the fields an ACP call reads and every field from_proto checks;
-# the plain strings between them are not read at all, which is what makes this cheaper than
-# ListFields(). Free-form JSON and provenance are only checked, the rest use from_proto's decoders.
-_ACP_CALL_READS: tuple[tuple[str, bool, _Decoder | None], ...] = tuple(
-    (fd.name, fd.has_presence, _acp_call_check(fd.name))
-    for fd in e2a_pb2.E2AEnvelope.DESCRIPTOR.fields
-    if fd.name in _ACP_CALL_KEYS or fd.name in _ENVELOPE_DECODERS
-)
+_ACP_CALL_READS = _reads(_ACP_CALL_KEYS, lambda key: None if key == "params" else _ENVELOPE_DECODERS.get(key))
+# Every other field from_proto decodes with a check. The plain strings between them need none and
+# are not read at all: that is what makes this cheaper than ListFields().
+_ENVELOPE_CHECK_READS = _reads(set(_ENVELOPE_DECODERS) - set(_ACP_CALL_KEYS), _envelope_check)
+
+
+def _read_fields(message: Any, reads: _Reads) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, has_presence, check in reads:
+        if has_presence and not message.HasField(key):
+            values[key] = None
+            continue
+        value = getattr(message, key)
+        if check is not None and (has_presence or value):  # from_proto does not decode a wire default
+            value = check(value, key)
+        values[key] = value
+    return values
 
 
 def acp_call_fields_from_proto(message: Any) -> dict[str, Any]:
     """What an envelope's ACP call reads when its params pass through unchanged: ``method``,
-    ``ext_method``, ``jsonrpc_id`` and ``params`` (its JSON text, unchecked; "" if unset).
-
-    Every other field is checked and dropped; a field ``from_proto`` would reject raises an
-    ``E2AFieldError`` here too, though not always the same one (errors are for ``from_proto`` to give).
+    ``ext_method``, ``jsonrpc_id`` (as ``from_proto`` reads them) and ``params`` as its JSON text,
+    unchecked ("" if unset). ``check_other_envelope_fields`` checks the rest.
     """
-    fields: dict[str, Any] = dict.fromkeys(_ACP_CALL_KEYS)
-    fields["params"] = ""
-    for key, has_presence, check in _ACP_CALL_READS:
-        if has_presence:
-            if not message.HasField(key):
-                continue
-            value = getattr(message, key)
-        else:
-            value = getattr(message, key)
-            if not value:
-                continue  # the wire default, which from_proto does not decode either
-        if check is not None:
-            value = check(value, key)
-        if key in fields:
-            fields[key] = value
-    return fields
+    return _read_fields(message, _ACP_CALL_READS)
+
+
+def check_other_envelope_fields(message: Any) -> None:
+    """Raise an ``E2AFieldError`` if a field ``acp_call_fields_from_proto`` does not read holds what
+    ``from_proto`` rejects (not always the same error: errors are for ``from_proto`` to give).
+    """
+    _read_fields(message, _ENVELOPE_CHECK_READS)
 
 
 def envelope_attributes_from_proto(message: Any) -> dict[str, Any]:

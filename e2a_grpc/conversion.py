@@ -125,14 +125,17 @@ def _call_with_params_forwarded(message: Any, session_prompt_methods: tuple[str,
         fields = codec.acp_call_fields_from_proto(message)
     except E2AFieldError:
         return None  # the general path raises the same error, or the one for an earlier field
-    params_text = fields["params"]
-    params = jsontext.object_or_none(params_text)
-    if params is None:
-        return None
-    method = fields["method"]
+    method, params_text = fields["method"], fields["params"]
     if method in session_prompt_methods:
         method = ACP_SESSION_PROMPT
-    if not acp_params_unchanged(method, params):
+    if method == ACP_SESSION_PROMPT and '"prompt"' not in params_text:
+        return None  # a prompt is merged in (no key "prompt" without that text): not worth a parse
+    params = jsontext.object_or_none(params_text)
+    if params is None or not acp_params_unchanged(method, params):
+        return None
+    try:
+        codec.check_other_envelope_fields(message)
+    except E2AFieldError:
         return None
     call = acp_jsonrpc_call(
         fields["jsonrpc_id"], acp_method(method, fields["ext_method"]), orjson.Fragment(params_text or "{}")

@@ -135,3 +135,13 @@ def test_lone_surrogate_escape_in_params_is_kept() -> None:
     text = conversion.envelope_message_to_acp_json(message)
     assert text == general_path(message)
     assert json.loads(text)["params"] == {"u": "\ud800"}
+
+
+def test_a_prompt_key_written_with_escapes_is_still_found() -> None:
+    # The hot path skips its parse when the text has no "prompt" at all; an escaped key is still a
+    # prompt, and the general path finds it: nothing is merged in.
+    message = E2AEnvelope(method="session/prompt", session_id="s1").to_proto()
+    message.params = '{"\\u0070rompt":[{"type":"text","text":"hi"}]}'
+    text = conversion.envelope_message_to_acp_json(message)
+    assert text == general_path(message)
+    assert json.loads(text)["params"] == {"prompt": [{"type": "text", "text": "hi"}]}
