@@ -105,7 +105,8 @@ def envelope_message_to_acp_json(
     whose prompt has to be merged in), the caller's params JSON text is checked and forwarded as it
     is, not decoded and re-encoded: that is most of the work, and the text stays exactly as its
     writer made it. Anything else, and any error, takes the general path, which gives the reference
-    result and the error for bad input; so both paths accept and reject the same messages.
+    result and the error for bad input; so both paths accept and reject the same messages (up to
+    the nesting edge case ``jsontext.object_or_none`` names).
     """
     if not wire:
         text = _call_with_params_forwarded(message, session_prompt_methods)
