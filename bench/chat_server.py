@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 
+from bench.serverproc import add_bench_rpc
 from e2a_grpc import (
     E2AEnvelope,
     _gen,  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
@@ -62,25 +63,18 @@ async def echo_frames(chat: ChatServicer, request: pb.ChatRequest) -> list[pb.Ch
 
 
 def add_bare_stream(server: grpc.aio.Server, frames: Sequence[pb.ChatResponse]) -> None:
-    """Register the bare stream, parsing and serializing with the message classes ``Chat`` uses.
-
-    Registered both ways the generated ``add_AgentServiceServicer_to_server`` registers ``Chat``
-    (generic handler plus registered method), so the two RPCs are dispatched alike.
-    """
+    """Register the bare stream, parsing and serializing with the message classes ``Chat`` uses."""
 
     async def bare_chat(request: Any, context: grpc.aio.ServicerContext) -> None:
         for frame in frames:
             await context.write(frame)
 
-    handlers = {
-        "Chat": grpc.unary_stream_rpc_method_handler(
-            bare_chat,
-            request_deserializer=pb.ChatRequest.FromString,
-            response_serializer=pb.ChatResponse.SerializeToString,
-        )
-    }
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(BARE_SERVICE, handlers),))
-    server.add_registered_method_handlers(BARE_SERVICE, handlers)
+    handler = grpc.unary_stream_rpc_method_handler(
+        bare_chat,
+        request_deserializer=pb.ChatRequest.FromString,
+        response_serializer=pb.ChatResponse.SerializeToString,
+    )
+    add_bench_rpc(server, BARE_SERVICE, "Chat", handler)
 
 
 async def serve(port: int) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import subprocess
 import time
 from dataclasses import dataclass
@@ -20,9 +19,10 @@ from typing import IO
 
 import grpc
 
+from bench import paired
 from bench.chat_server import BARE_METHOD, CHAT_METHOD, WORDS, chat_request, chat_text
-from bench.report import SectionResult, Target, median_optional, optional, rate, table
-from bench.serverproc import cpu_seconds, server_process, wait_serving
+from bench.report import SectionResult
+from bench.serverproc import server_process, wait_serving
 from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.chat_client import StreamChecker
 from e2a_grpc.constants import E2A_RESPONSE_KIND_E2A_COMPLETE
@@ -45,23 +45,9 @@ _RPCS = {ECHO: CHAT_METHOD, BARE: BARE_METHOD}
 _STREAM_TIMEOUT_SECONDS = 30.0
 
 
-@dataclass(frozen=True)
-class Round:
-    """One RPC streamed for one round with a mode's number of streams in flight.
-
-    ``server_us_per_frame`` is the server's CPU time per frame; ``server_cores`` and ``client_cores``
-    are each process's CPU seconds per wall second (about 1.0: that process was the bottleneck).
-    """
-
-    frames_per_s: float
-    server_us_per_frame: float | None
-    server_cores: float | None
-    client_cores: float
-
-
 async def _round(
     call: grpc.aio.UnaryStreamMultiCallable, request: bytes, streams: int, seconds: float, server_pid: int
-) -> Round:
+) -> paired.Round:
     """Keep ``streams`` streams in flight for ``seconds``; frames/s counts the frames received by then.
 
     Each worker starts a new stream as soon as its last one ends, and cancels its open stream at the
@@ -69,9 +55,8 @@ async def _round(
     round, and letting it finish would stretch the round well past the time it is measured over.
     """
     frames = 0
-    server_before, client_before = cpu_seconds(server_pid), time.process_time()
-    start = time.perf_counter()
-    deadline = start + seconds
+    clock = paired.RoundClock(server_pid)
+    deadline = clock.start + seconds
 
     async def worker() -> None:
         nonlocal frames
@@ -86,40 +71,9 @@ async def _round(
     async with asyncio.TaskGroup() as workers:
         for _ in range(streams):
             workers.create_task(worker())
-    wall = time.perf_counter() - start
     if not frames:
         raise RuntimeError(f"no frame arrived within a {seconds} s round: the bench server is stuck")
-    server_after, client_after = cpu_seconds(server_pid), time.process_time()
-    server = None if server_before is None or server_after is None else server_after - server_before
-    return Round(
-        frames_per_s=frames / seconds,
-        server_us_per_frame=None if server is None else server / frames * 1e6,
-        server_cores=None if server is None else server / wall,
-        client_cores=(client_after - client_before) / wall,
-    )
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A mode's rounds per RPC; round ``i`` of echo and of the bare stream ran back to back."""
-
-    mode: str
-    rounds: dict[str, list[Round]]
-
-    def rates(self, rpc: str) -> list[float]:
-        return [one.frames_per_s for one in self.rounds[rpc]]
-
-    @property
-    def ratios(self) -> list[float]:
-        return [echo / bare for echo, bare in zip(self.rates(ECHO), self.rates(BARE), strict=True)]
-
-    @property
-    def median_ratio(self) -> float:
-        """The target figure: robust to drift over several rounds, which a ratio of medians is not."""
-        return statistics.median(self.ratios)
-
-    def median_server_us(self, rpc: str) -> float | None:
-        return median_optional([one.server_us_per_frame for one in self.rounds[rpc]])
+    return clock.stop(frames, frames, seconds)
 
 
 @dataclass(frozen=True)
@@ -157,17 +111,16 @@ async def _check(channel: grpc.aio.Channel, request: bytes) -> Stream:
 
 async def _measure_mode(
     calls: dict[str, grpc.aio.UnaryStreamMultiCallable], request: bytes, server_pid: int, mode: str, streams: int
-) -> Measured:
-    rounds: dict[str, list[Round]] = {ECHO: [], BARE: []}
-    order = [ECHO, BARE]
-    for pair in range(PAIRS):
-        # Alternate which RPC goes first (E B, B E, ...), so neither always meets the same drift.
-        for rpc in order if pair % 2 == 0 else reversed(order):
-            rounds[rpc].append(await _round(calls[rpc], request, streams, ROUND_SECONDS, server_pid))
-    return Measured(mode, rounds)
+) -> paired.Paired:
+    async def run_round(rpc: str) -> paired.Round:
+        return await _round(calls[rpc], request, streams, ROUND_SECONDS, server_pid)
+
+    return await paired.alternate(mode, (ECHO, BARE), ("Chat", "bare"), PAIRS, run_round)
 
 
-async def _measure(address: str, process: subprocess.Popen[bytes], log: IO[bytes]) -> tuple[Stream, list[Measured]]:
+async def _measure(
+    address: str, process: subprocess.Popen[bytes], log: IO[bytes]
+) -> tuple[Stream, list[paired.Paired]]:
     request = chat_request().SerializeToString()
     async with grpc.aio.insecure_channel(address) as channel:
         await wait_serving(channel, process, log)
@@ -181,84 +134,12 @@ async def _measure(address: str, process: subprocess.Popen[bytes], log: IO[bytes
     return stream, measured
 
 
-def _target_table(results: list[Measured]) -> str:
-    rows = []
-    for result in results:
-        echo_us, bare_us = result.median_server_us(ECHO), result.median_server_us(BARE)
-        rows.append(
-            [
-                result.mode,
-                rate(statistics.median(result.rates(ECHO))),
-                rate(statistics.median(result.rates(BARE))),
-                f"{result.median_ratio:.2f}",
-                " ".join(f"{ratio:.2f}" for ratio in result.ratios),
-                "n/a" if echo_us is None or bare_us is None else f"{echo_us - bare_us:.1f}",
-                "n/a" if echo_us is None or bare_us is None else f"{bare_us / echo_us:.2f}",
-                "PASS" if result.median_ratio >= TARGET_RATIO else "FAIL",
-            ]
-        )
-    header = [
-        "Mode",
-        "Chat frames/s (median)",
-        "bare frames/s (median)",
-        "Chat/bare (median)",
-        "Chat/bare per round pair",
-        "server CPU µs/frame, Chat - bare",
-        "bare/Chat server CPU per frame",
-        "Target",
-    ]
-    return table(header, rows, right=range(1, 7))
-
-
-def _rpcs_table(results: list[Measured]) -> str:
-    rows = []
-    for result in results:
-        for rpc in (ECHO, BARE):
-            rates, rounds = result.rates(rpc), result.rounds[rpc]
-            rows.append(
-                [
-                    result.mode,
-                    rpc,
-                    rate(statistics.median(rates)),
-                    rate(min(rates)),
-                    rate(max(rates)),
-                    f"{max(rates) / min(rates):.2f}",
-                    optional(result.median_server_us(rpc), ".1f"),
-                    optional(median_optional([one.server_cores for one in rounds]), ".2f"),
-                    f"{statistics.median(one.client_cores for one in rounds):.2f}",
-                ]
-            )
-    header = [
-        "Mode",
-        "RPC",
-        "frames/s median",
-        "min",
-        "max",
-        "max/min",
-        "server CPU µs/frame",
-        "server cores busy",
-        "client cores busy",
-    ]
-    return table(header, rows, right=range(2, 9))
-
-
 def run() -> SectionResult:
     load_before = os.getloadavg()[0]
     with server_process("bench.chat_server") as (address, process, log):
         stream, results = asyncio.run(_measure(address, process, log))
     load_after = os.getloadavg()[0]
-    targets = tuple(
-        Target(
-            name=f"chat {result.mode}",
-            passed=result.median_ratio >= TARGET_RATIO,
-            summary=(
-                f"Chat {rate(statistics.median(result.rates(ECHO)))} frames/s vs bare stream "
-                f"{rate(statistics.median(result.rates(BARE)))} frames/s median, "
-                f"Chat/bare {result.median_ratio:.2f} (target >= {TARGET_RATIO})"
-            ),
-        )
-        for result in results
-    )
+    targets = tuple(result.target("chat", "frames", TARGET_RATIO) for result in results)
     markdown = f"""## Chat frames/s vs bare gRPC stream
 
 Target: `Chat` on the echo backend streams at least {TARGET_RATIO}x the frames/s of a bare
@@ -288,11 +169,11 @@ the server's CPU µs per frame; "cores busy" is CPU seconds per wall second of a
 server CPU per frame" is the ratio frames/s would show if the server's CPU were the only limit
 (informational).
 
-{_target_table(results)}
+{paired.target_table(results, "Mode", "frames", ".1f", TARGET_RATIO)}
 
 Per RPC:
 
-{_rpcs_table(results)}
+{paired.rpcs_table(results, "Mode", "frames", ".1f")}
 
 Noise: client and server share this VM's cores (nproc above) with anything else running; the 1-minute
 load average was {load_before:.1f} when this section started and {load_after:.1f} when it ended.

@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from bench.serverproc import add_bench_rpc
 from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
 from e2a_grpc.server import E2AServer, ServerConfig
 
@@ -29,20 +30,13 @@ async def _echo(request: Any, context: grpc.aio.ServicerContext) -> Any:
 
 
 def add_echo(server: grpc.aio.Server) -> None:
-    """Register the echo RPC, parsing and serializing with the same message class ``ToACP`` takes.
-
-    Registered both ways the generated ``add_ConversionServiceServicer_to_server`` registers ``ToACP``
-    (generic handler plus registered method), so the two RPCs are dispatched alike.
-    """
-    handlers = {
-        "Echo": grpc.unary_unary_rpc_method_handler(
-            _echo,
-            request_deserializer=pb.ToACPRequest.FromString,
-            response_serializer=pb.ToACPRequest.SerializeToString,
-        )
-    }
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(ECHO_SERVICE, handlers),))
-    server.add_registered_method_handlers(ECHO_SERVICE, handlers)
+    """Register the echo RPC, parsing and serializing with the same message class ``ToACP`` takes."""
+    handler = grpc.unary_unary_rpc_method_handler(
+        _echo,
+        request_deserializer=pb.ToACPRequest.FromString,
+        response_serializer=pb.ToACPRequest.SerializeToString,
+    )
+    add_bench_rpc(server, ECHO_SERVICE, "Echo", handler)
 
 
 async def serve(port: int) -> None:

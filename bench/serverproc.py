@@ -1,7 +1,7 @@
 """A bench server process: started on a free loopback port, waited for, measured, always stopped.
 
 Shared by the throughput sections, which run their server in its own process so that client and
-server do not compete for one interpreter.
+server do not compete for one interpreter; ``add_bench_rpc`` is for those server processes.
 """
 
 from __future__ import annotations
@@ -84,3 +84,12 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def add_bench_rpc(server: grpc.aio.Server, service: str, method: str, handler: grpc.RpcMethodHandler) -> None:
+    """Register a bench-only RPC both ways the generated ``add_*Servicer_to_server`` functions
+    register the service's own (generic handler plus registered method), so both are dispatched alike.
+    """
+    handlers = {method: handler}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+    server.add_registered_method_handlers(service, handlers)
