@@ -72,7 +72,7 @@ def test_params_text_is_forwarded_as_written() -> None:
     assert json.loads(text)["params"] == json.loads(general_path(message))["params"]
 
 
-def test_prompt_merge_and_wire_dialect_take_the_general_path() -> None:
+def test_prompt_merge_and_wire_dialect_are_applied() -> None:
     envelope = E2AEnvelope(method="chat.send", session_id="s1", params={"text": "hello"}, acp_meta={"k": 1})
     message = envelope.to_proto()
     merged = json.loads(conversion.envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",)))
