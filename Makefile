@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-PY_SRC := e2a_grpc tests bench
+PY_SRC := src/e2a_grpc tests bench
 
 .PHONY: venv gen check-gen lint test test-go bench serve clean
 
@@ -21,8 +21,8 @@ gen: $(STAMP)
 
 ## check-gen: fail if the committed generated code differs from what `make gen` produces
 check-gen: gen
-	git diff --exit-code --stat -- e2a_grpc/_gen gen/ts gen/go/e2a
-	test -z "$$(git status --porcelain --untracked-files=all -- e2a_grpc/_gen gen/ts gen/go/e2a)"
+	git diff --exit-code --stat -- src/e2a gen/ts gen/go/e2a
+	test -z "$$(git status --porcelain --untracked-files=all -- src/e2a gen/ts gen/go/e2a)"
 
 ## lint: buf lint/format, ruff, mypy
 lint: $(STAMP)
@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(VENV)/bin/buf format -d --exit-code
 	$(VENV)/bin/ruff check $(PY_SRC)
 	$(VENV)/bin/ruff format --check $(PY_SRC)
-	$(VENV)/bin/mypy e2a_grpc bench
+	$(VENV)/bin/mypy
 
 ## test: set up the virtualenv, lint, and run the whole test suite
 test: lint

@@ -19,15 +19,13 @@ from typing import Any
 import grpc
 
 from bench.serverproc import add_bench_rpc
-from e2a_grpc import (
-    E2AEnvelope,
-    _gen,  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
-)
-from e2a_grpc.chat import DEFAULT_CHAT_METHODS, ChatServicer, validate_chat_request
-from e2a_grpc.frames import FrameBuilder
-from e2a_grpc.server import E2AServer, ServerConfig
-
-from e2a.v1 import agent_service_pb2 as pb  # isort: skip
+from e2a.v1 import agent_service_pb2 as pb
+from e2a_grpc import E2AEnvelope
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock
+from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
+from e2a_grpc.grpc.chat_servicer import ChatServicer
+from e2a_grpc.grpc.server import E2AServer
+from e2a_grpc.settings import ServerConfig
 
 BARE_SERVICE = "e2a.bench.v1.BareStream"
 BARE_METHOD = f"/{BARE_SERVICE}/Chat"
@@ -56,7 +54,7 @@ def chat_request() -> pb.ChatRequest:
 async def echo_frames(chat: ChatServicer, request: pb.ChatRequest) -> list[pb.ChatResponse]:
     """The frames ``Chat`` writes for ``request``, built by the servicer's own backend and frame path."""
     envelope = validate_chat_request(request, DEFAULT_CHAT_METHODS)
-    builder = FrameBuilder(envelope, chat.backend.info)
+    builder = FrameBuilder(envelope, chat.backend.info, UtcClock())
     # ``_frame_for`` is the servicer's event -> frame step: reusing it keeps every frame byte-for-byte
     # the size Chat writes (ids and timestamps differ in value, not in length).
     return [ChatServicer._frame_for(builder, event) async for event in chat.backend.stream(envelope)]

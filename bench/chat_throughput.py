@@ -23,11 +23,10 @@ from bench import paired
 from bench.chat_server import BARE_METHOD, CHAT_METHOD, WORDS, chat_request, chat_text
 from bench.report import SectionResult
 from bench.serverproc import server_process, wait_serving
+from e2a.v1 import agent_service_pb2 as pb
 from e2a_grpc import E2AEnvelope, E2AResponse
-from e2a_grpc.chat_client import StreamChecker
-from e2a_grpc.constants import E2A_RESPONSE_KIND_E2A_COMPLETE
-
-from e2a.v1 import agent_service_pb2 as pb  # isort: skip
+from e2a_grpc.chat.invariants import StreamChecker
+from e2a_grpc.model.constants import E2A_RESPONSE_KIND_E2A_COMPLETE
 
 CONCURRENT_STREAMS = 8
 #: Mode name -> streams kept in flight at once on the one channel.

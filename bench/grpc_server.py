@@ -16,10 +16,9 @@ from typing import Any
 import grpc
 
 from bench.serverproc import add_bench_rpc
-from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
-from e2a_grpc.server import E2AServer, ServerConfig
-
-from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
+from e2a.v1 import conversion_service_pb2 as pb
+from e2a_grpc.grpc.server import E2AServer
+from e2a_grpc.settings import ServerConfig
 
 ECHO_SERVICE = "e2a.bench.v1.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"

@@ -22,9 +22,8 @@ from bench.codec_roundtrip import SPEC_11_1_EXAMPLE, multimodal_prompt
 from bench.grpc_server import ECHO_METHOD
 from bench.report import SectionResult
 from bench.serverproc import server_process, wait_serving
+from e2a.v1 import conversion_service_pb2 as pb
 from e2a_grpc import E2AEnvelope
-
-from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
 
 IN_FLIGHT = 64
 PAIRS = 20

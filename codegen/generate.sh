@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
-out=e2a_grpc/_gen
+out=src
 protos=$(find proto -name '*.proto' | LC_ALL=C sort)
 
 # Python messages, .pyi stubs and grpcio stubs. Old output is removed first so that a deleted

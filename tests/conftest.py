@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the conformance vectors live."""
+"""Shared test fixtures and helpers: the repository's test data, servers on loopback."""
 
 from __future__ import annotations
 
@@ -17,14 +17,10 @@ from typing import IO, Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-VECTORS_DIR = Path(os.environ.get("E2A_VECTORS_DIR", REPO_ROOT.parent / "shared" / "vectors"))
-
-
-@pytest.fixture(scope="session")
-def vectors_dir() -> Path:
-    if not VECTORS_DIR.is_dir():
-        pytest.fail(f"conformance vectors not found at {VECTORS_DIR} (set E2A_VECTORS_DIR)")
-    return VECTORS_DIR
+#: Test data kept in the repository (testdata/README.md says where each part came from).
+TESTDATA = REPO_ROOT / "testdata"
+VECTORS_DIR = TESTDATA / "vectors"
+SPEC_EXAMPLES_DIR = TESTDATA / "spec"
 
 
 def free_port() -> int:

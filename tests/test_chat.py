@@ -14,14 +14,14 @@ from typing import Any
 import grpc
 import pytest
 
+from e2a.v1 import agent_service_pb2 as pb
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc
+from e2a.v1 import e2a_pb2
 from e2a_grpc import E2AAuth, E2AEnvelope, E2AResponse
-from e2a_grpc.chat_client import StreamChecker, StreamInvariantError, achat, chat
-from e2a_grpc.frames import REQUEST_ID_ASSIGNED_KEY
+from e2a_grpc.chat.frames import REQUEST_ID_ASSIGNED_KEY
+from e2a_grpc.chat.invariants import StreamChecker, StreamInvariantError
+from e2a_grpc.client.chat import achat, chat
 from tests.conftest import _wait_serving, free_port, open_fds, running_server, stop_process
-
-from e2a.v1 import agent_service_pb2 as pb  # isort: skip
-from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
-from e2a.v1 import e2a_pb2  # isort: skip
 
 TEXT = "  Hello,  wide\tworld! 你好 🌍 \n end "
 

@@ -25,15 +25,14 @@ from typing import Any
 import grpc
 import pytest
 
+from e2a.v1 import agent_service_pb2 as pb
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AEnvelope, E2AResponse
-from e2a_grpc.chat_client import chat
-from e2a_grpc.client import ConversionClient
-from e2a_grpc.constants import E2A_A2A_STREAM_BRANCHES
+from e2a_grpc.client.chat import chat
+from e2a_grpc.client.conversion import ConversionClient
 from e2a_grpc.conversion import to_a2a_stream
+from e2a_grpc.model.constants import E2A_A2A_STREAM_BRANCHES
 from tests.conftest import REPO_ROOT, _wait_serving, free_port, open_fds, stop_process
-
-from e2a.v1 import agent_service_pb2 as pb  # isort: skip
-from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
 
 #: The budget for stopping the agent's work after a client cancel or deadline.
 CANCEL_BUDGET_SECONDS = 1.0

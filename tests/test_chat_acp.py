@@ -25,13 +25,12 @@ from typing import Any
 import grpc
 import pytest
 
-from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
-from e2a_grpc.chat_client import StreamChecker, chat
-from e2a_grpc.models import E2AEnvelope, E2AResponse
+from e2a.v1 import agent_service_pb2 as pb
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc
+from e2a_grpc.chat.invariants import StreamChecker
+from e2a_grpc.client.chat import chat
+from e2a_grpc.model import E2AEnvelope, E2AResponse
 from tests.conftest import ServerAddress, open_fds, running_server
-
-from e2a.v1 import agent_service_pb2 as pb  # isort: skip
-from e2a.v1 import agent_service_pb2_grpc as pb_grpc  # isort: skip
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from e2a.v1 import e2a_pb2
 from e2a_grpc import (
     E2AAuth,
     E2AEnvelope,
@@ -16,12 +17,10 @@ from e2a_grpc import (
     E2AResponse,
     E2ATypeError,
     E2AValueError,
-    codec,
 )
 from e2a_grpc.jsontext import MAX_DEPTH
+from e2a_grpc.model import proto
 from tests.strategies import assert_identical
-
-from e2a.v1 import e2a_pb2  # isort: skip
 
 
 def _through_bytes(envelope: E2AEnvelope) -> E2AEnvelope:
@@ -59,15 +58,15 @@ def test_auth_round_trips_with_header_order() -> None:
 
 def test_provenance_pair() -> None:
     provenance = E2AProvenance(source_protocol="", converter=None, converted_at="", details={"b": 2**70, "a": [1.0]})
-    message = e2a_pb2.E2AProvenance.FromString(codec.to_proto_provenance(provenance).SerializeToString())
-    assert_identical(codec.from_proto_provenance(message), provenance.to_dict())
+    message = e2a_pb2.E2AProvenance.FromString(proto.to_proto_provenance(provenance).SerializeToString())
+    assert_identical(proto.from_proto_provenance(message).to_dict(), provenance.to_dict())
 
 
 def test_file_ref_pair() -> None:
     ref = E2AFileRef.from_dict({"uri": "file:///a", "size": 2**40, "_meta": {"x": None}})
-    message = codec.to_proto_file_ref(ref)
+    message = proto.to_proto_file_ref(ref)
     decoded = e2a_pb2.E2AFileRef.FromString(message.SerializeToString())
-    assert_identical(codec.from_proto_file_ref(decoded), ref.to_dict())
+    assert_identical(proto.from_proto_file_ref(decoded).to_dict(), ref.to_dict())
     with pytest.raises(E2ATypeError, match=r"file\.uri"):
         E2AFileRef.from_dict({"name": "x"})
 

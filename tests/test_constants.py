@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 
 import e2a_grpc
-from e2a_grpc import constants
+from e2a_grpc.model import constants
 
 KINDS = (
     "e2a.complete", "e2a.chunk", "e2a.error", "acp.session_update", "acp.prompt_result", "acp.jsonrpc_error",

@@ -1,4 +1,4 @@
-"""ToACP's hot path (``conversion.envelope_message_to_acp_json``) against the general path.
+"""ToACP's hot path (``conversion.acp_fast_path``) against the general path.
 
 The hot path forwards the caller's params JSON text when ToACP does not change params; the
 general path decodes the whole envelope and re-encodes the call. For every message both must give
@@ -16,7 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from e2a_grpc import E2AEnvelope, codec, conversion, jsontext
+from e2a_grpc import E2AEnvelope, conversion, jsontext
+from e2a_grpc.conversion.acp_fast_path import envelope_message_to_acp_json
+from e2a_grpc.model import proto
 from e2a_grpc.errors import E2AFieldError
 from tests.strategies import assert_identical, canonical_envelopes
 
@@ -35,7 +37,7 @@ def test_hot_path_equals_general_path(envelope: dict[str, Any], as_prompt: bool,
     if with_prompt:
         # Both branches of the prompt merge: session/prompt with and without a prompt of its own.
         envelope = {**envelope, "params": {**envelope["params"], "prompt": [{"type": "text", "text": "hi"}]}}
-    message = codec.to_proto_envelope(envelope)
+    message = proto.encode(envelope, E2AEnvelope.CODEC)
     options: dict[str, Any] = {
         "session_prompt_methods": (envelope["method"],) if as_prompt and envelope["method"] else (),
         "wire": wire,
@@ -44,10 +46,10 @@ def test_hot_path_equals_general_path(envelope: dict[str, Any], as_prompt: bool,
         expected = general_path(message, **options)
     except E2AFieldError as exc:
         with pytest.raises(type(exc)) as raised:
-            conversion.envelope_message_to_acp_json(message, **options)
+            envelope_message_to_acp_json(message, **options)
         assert (raised.value.field, raised.value.problem) == (exc.field, exc.problem)
         return
-    text = conversion.envelope_message_to_acp_json(message, **options)
+    text = envelope_message_to_acp_json(message, **options)
     if _orjson_canonical(message.params):
         assert text == expected
     else:
@@ -65,9 +67,9 @@ def _orjson_canonical(text: str) -> bool:
 def test_params_text_is_forwarded_as_written() -> None:
     # Another writer's spacing and escapes: the same JSON value, forwarded byte for byte.
     params_text = '{ "text" : "caf\\u00e9", "n": 1.50, "big": 123456789012345678901234567890 }'
-    message = codec.to_proto_envelope(E2AEnvelope(method="chat.send", jsonrpc_id=7).to_dict())
+    message = proto.encode(E2AEnvelope(method="chat.send", jsonrpc_id=7).to_dict(), E2AEnvelope.CODEC)
     message.params = params_text
-    text = conversion.envelope_message_to_acp_json(message)
+    text = envelope_message_to_acp_json(message)
     assert text == f'{{"jsonrpc":"2.0","id":7,"method":"chat.send","params":{params_text}}}'
     assert json.loads(text)["params"] == json.loads(general_path(message))["params"]
 
@@ -75,7 +77,7 @@ def test_params_text_is_forwarded_as_written() -> None:
 def test_prompt_merge_and_wire_dialect_are_applied() -> None:
     envelope = E2AEnvelope(method="chat.send", session_id="s1", params={"text": "hello"}, acp_meta={"k": 1})
     message = envelope.to_proto()
-    merged = json.loads(conversion.envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",)))
+    merged = json.loads(envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",)))
     assert merged["method"] == "session/prompt"
     assert merged["params"] == {
         "text": "hello",
@@ -84,14 +86,14 @@ def test_prompt_merge_and_wire_dialect_are_applied() -> None:
         "_meta": {"k": 1},
     }
     wire = json.loads(
-        conversion.envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",), wire=True)
+        envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",), wire=True)
     )
     assert wire["params"] == {"sessionId": "s1", "prompt": [{"type": "text", "text": "hello"}], "_meta": {"k": 1}}
 
 
 def test_jsonrpc_id_beyond_64_bits_is_written_exactly() -> None:
     message = E2AEnvelope(method="chat.send", jsonrpc_id=2**70, params={"a": 1}).to_proto()
-    text = conversion.envelope_message_to_acp_json(message)
+    text = envelope_message_to_acp_json(message)
     assert text == general_path(message)
     assert text.startswith('{"jsonrpc":"2.0","id":1180591620717411303424,')
 
@@ -120,7 +122,7 @@ def test_bad_fields_raise_the_general_paths_error(field: str, value: Any, proble
     message = E2AEnvelope(method="chat.send", params={"a": 1}).to_proto()
     _set(message, field, value)
     with pytest.raises(E2AFieldError) as hot:
-        conversion.envelope_message_to_acp_json(message)
+        envelope_message_to_acp_json(message)
     with pytest.raises(E2AFieldError) as general:
         E2AEnvelope.from_proto(message)
     assert hot.value.field == general.value.field
@@ -132,7 +134,7 @@ def test_lone_surrogate_escape_in_params_is_kept() -> None:
     # orjson refuses "\ud800"; the standard decoder reads it, and the general path writes it back.
     message = E2AEnvelope(method="chat.send").to_proto()
     message.params = '{"u":"\\ud800"}'
-    text = conversion.envelope_message_to_acp_json(message)
+    text = envelope_message_to_acp_json(message)
     assert text == general_path(message)
     assert json.loads(text)["params"] == {"u": "\ud800"}
 
@@ -142,6 +144,6 @@ def test_a_prompt_key_written_with_escapes_is_still_found() -> None:
     # prompt, and the general path finds it: nothing is merged in.
     message = E2AEnvelope(method="session/prompt", session_id="s1").to_proto()
     message.params = '{"\\u0070rompt":[{"type":"text","text":"hi"}]}'
-    text = conversion.envelope_message_to_acp_json(message)
+    text = envelope_message_to_acp_json(message)
     assert text == general_path(message)
     assert json.loads(text)["params"] == {"prompt": [{"type": "text", "text": "hi"}]}

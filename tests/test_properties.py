@@ -6,7 +6,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from e2a_grpc import E2AEnvelope, E2AResponse, codec
+from e2a_grpc import E2AEnvelope, E2AResponse
+from e2a_grpc.model import proto
 from tests.strategies import (
     assert_identical,
     canonical_envelopes,
@@ -21,13 +22,15 @@ PROPERTY = settings(max_examples=1000, deadline=None, suppress_health_check=[Hea
 @PROPERTY
 @given(canonical_envelopes)
 def test_envelope_dict_bytes_dict(envelope: dict[str, Any]) -> None:
-    assert_identical(codec.envelope_dict_from_bytes(codec.envelope_dict_to_bytes(envelope)), envelope)
+    data = proto.encode(envelope, E2AEnvelope.CODEC).SerializeToString()
+    assert_identical(E2AEnvelope.from_bytes(data).to_dict(), envelope)
 
 
 @PROPERTY
 @given(canonical_responses)
 def test_response_dict_bytes_dict(response: dict[str, Any]) -> None:
-    assert_identical(codec.response_dict_from_bytes(codec.response_dict_to_bytes(response)), response)
+    data = proto.encode(response, E2AResponse.CODEC).SerializeToString()
+    assert_identical(E2AResponse.from_bytes(data).to_dict(), response)
 
 
 @PROPERTY

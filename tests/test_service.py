@@ -16,6 +16,9 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
+from e2a.v1 import conversion_service_pb2 as pb
+from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
+from e2a.v1 import e2a_pb2
 from e2a_grpc import (
     E2AAuth,
     E2AEnvelope,
@@ -27,10 +30,6 @@ from e2a_grpc import (
 from tests import vectors
 from tests.conftest import REPO_ROOT, _wait_serving, free_port, running_server, stop_process
 from tests.wellformed import envelope_well_typed
-
-from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
-from e2a.v1 import conversion_service_pb2_grpc as pb_grpc  # isort: skip
-from e2a.v1 import e2a_pb2  # isort: skip
 
 
 @pytest.fixture(scope="module")

@@ -1,30 +1,25 @@
-"""The JSON examples of spec sections 11 and 12.8, read from ../shared/spec/E2A-protocol.md."""
+"""The JSON examples of spec sections 11 and 12.8 (testdata/spec, copied from the protocol document)."""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from e2a_grpc import E2AEnvelope, E2AResponse, envelope_to_acp_jsonrpc_call
-from tests.conftest import VECTORS_DIR
+from tests.conftest import SPEC_EXAMPLES_DIR
 
-SPEC = Path(VECTORS_DIR).parent / "spec" / "E2A-protocol.md"
 LEGACY_KEYS = {"channel_id", "req_method", "metadata", "payload", "binding", "app_id", "workspace_dir"}
 
 
 def _examples() -> list[Any]:
-    text = SPEC.read_text(encoding="utf-8")
-    section_11 = text[text.index("## 11. Examples") : text.index("## 12. E2A response protocol")]
-    section_12_8 = text[text.index("### 12.8") : text.index("### 12.9")]
-    params = []
-    for section, label in ((section_11, "11"), (section_12_8, "12.8")):
-        for index, block in enumerate(re.findall(r"```json\n(.*?)```", section, re.S)):
-            params.append(pytest.param(block, id=f"{label}-{index}"))
-    return params
+    """One parameter per example, its id the spec subsection and index ("11.1-0", "12.8-2")."""
+    return [
+        pytest.param(path.read_text(encoding="utf-8"), id=path.stem)
+        for path in sorted(SPEC_EXAMPLES_DIR.glob("*.json"), key=lambda p: [int(n) for n in re.split(r"[.-]", p.stem)])
+    ]
 
 
 EXAMPLES = _examples()

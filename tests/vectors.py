@@ -1,4 +1,4 @@
-"""Loading and comparing the conformance vectors of ../shared/vectors (rules in their README)."""
+"""Loading and comparing the conformance vectors of testdata/vectors (rules in testdata/README.md)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ VECTOR_FILES = (
 
 
 def load(name: str) -> list[dict[str, Any]]:
-    path = Path(VECTORS_DIR) / f"{name}.jsonl"
-    if not path.is_file():
-        return []
+    path = VECTORS_DIR / f"{name}.jsonl"
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 

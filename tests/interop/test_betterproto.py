@@ -25,22 +25,22 @@ import grpclib.const
 import grpclib.exceptions
 import pytest
 
+from e2a.v1 import agent_service_pb2 as agent_pb
+from e2a.v1 import agent_service_pb2_grpc as agent_pb_grpc
+from e2a.v1 import conversion_service_pb2 as pb
+from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
+from e2a.v1 import e2a_pb2
 from e2a_grpc import (
     E2AEnvelope,
     E2AResponse,
     _gen,  # noqa: F401  (makes the grpcio-generated ``e2a.v1`` modules importable)
 )
 from tests import vectors
+from tests.conftest import VECTORS_DIR
 from tests.interop import betterproto_stack
 from tests.interop.betterproto_stack import same_fields, to_betterproto
 from tests.vectors import RFC3339_UTC
 from tests.wellformed import envelope_well_typed, response_well_typed
-
-from e2a.v1 import agent_service_pb2 as agent_pb  # isort: skip
-from e2a.v1 import agent_service_pb2_grpc as agent_pb_grpc  # isort: skip
-from e2a.v1 import conversion_service_pb2 as pb  # isort: skip
-from e2a.v1 import conversion_service_pb2_grpc as pb_grpc  # isort: skip
-from e2a.v1 import e2a_pb2  # isort: skip
 
 
 @pytest.fixture(scope="session")
@@ -78,9 +78,9 @@ ENVELOPES = _records("E2AEnvelope.from_dict", envelope_well_typed) + _records(
 RESPONSES = _records("E2AResponse.from_dict", response_well_typed)
 
 
-def test_vectors_are_there(vectors_dir: Path) -> None:
+def test_vectors_are_there() -> None:
     # Without this, missing vectors would only show as "empty parameter set" skips.
-    assert ENVELOPES and RESPONSES, f"no conformance envelopes/responses read from {vectors_dir}"
+    assert ENVELOPES and RESPONSES, f"no conformance envelopes/responses read from {VECTORS_DIR}"
 
 
 def _assert_same_dict(got: dict[str, Any], want: dict[str, Any], what: str) -> None:

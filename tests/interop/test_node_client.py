@@ -28,11 +28,9 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from grpc_status import rpc_status
 
-import e2a_grpc._gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
-
-from e2a.v1 import conversion_service_pb2 as cs  # isort: skip
-from e2a.v1 import conversion_service_pb2_grpc as cs_grpc  # isort: skip
-from e2a.v1 import e2a_pb2  # isort: skip
+from e2a.v1 import conversion_service_pb2 as cs
+from e2a.v1 import conversion_service_pb2_grpc as cs_grpc
+from e2a.v1 import e2a_pb2
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = REPO_ROOT / "clients" / "ts"

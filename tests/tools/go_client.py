@@ -6,7 +6,7 @@ CASES_FILE has one JSON object a line, {"name", "rpc", "request"}: the rpc is To
 ToA2AStream or Chat, the request the base64 of the binary request message the Go client sent.
 Each request is sent as is through the Python grpcio stub, and one JSON line per case is printed:
 {"name", "reply": base64} for a unary reply, {"name", "frames": [base64 of each E2AResponse]} for a
-Chat stream (checked on the way with e2a_grpc.chat_client.StreamChecker, the section 12
+Chat stream (checked on the way with e2a_grpc.chat.invariants.StreamChecker, the section 12
 invariants), or {"name", "error": {"code", "message", "details": [{"type_url", "value"}]}} when the
 call fails, or {"name", "invariant_error": "..."} when a stream breaks an invariant.
 """
@@ -21,14 +21,12 @@ from typing import Any
 import grpc
 from grpc_status import rpc_status
 
-from e2a_grpc import _gen  # noqa: F401  (makes the generated ``e2a.v1`` modules importable)
-from e2a_grpc.chat_client import StreamChecker, StreamInvariantError
-from e2a_grpc.models import E2AEnvelope, E2AResponse
-
-from e2a.v1 import agent_service_pb2 as agent  # isort: skip
-from e2a.v1 import agent_service_pb2_grpc as agent_grpc  # isort: skip
-from e2a.v1 import conversion_service_pb2 as conversion  # isort: skip
-from e2a.v1 import conversion_service_pb2_grpc as conversion_grpc  # isort: skip
+from e2a.v1 import agent_service_pb2 as agent
+from e2a.v1 import agent_service_pb2_grpc as agent_grpc
+from e2a.v1 import conversion_service_pb2 as conversion
+from e2a.v1 import conversion_service_pb2_grpc as conversion_grpc
+from e2a_grpc.chat.invariants import StreamChecker, StreamInvariantError
+from e2a_grpc.model import E2AEnvelope, E2AResponse
 
 CALL_TIMEOUT = 30.0
 REQUEST_TYPES: dict[str, Any] = {

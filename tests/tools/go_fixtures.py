@@ -4,7 +4,7 @@
     python -m tests.tools.go_fixtures decode DIR   # DIR/<name>.go.bin -> DIR/<name>.go.json
 
 ``write`` takes the ``ok`` outputs of the E2AEnvelope.from_dict / E2AResponse.from_dict conformance
-vectors (../shared/vectors, or E2A_VECTORS_DIR; read in place, never copied) plus a few hand-made
+vectors (testdata/vectors) plus a few hand-made
 records that stress the free-form JSON (integers beyond 2^64, ``1.0`` vs ``1``, ``-0.0``, key order,
 all of Unicode). For each it writes the record's protobuf bytes (``to_bytes()``) and its ``to_dict()``
 as JSON. The Go test decodes the bytes, re-encodes them as ``<name>.go.bin``, and runs ``decode``,

@@ -114,7 +114,7 @@ func TestPythonBytesRoundTripThroughGo(t *testing.T) {
 	}
 	for _, kind := range []string{"E2AEnvelope", "E2AResponse"} {
 		if counts[kind] < 10 {
-			t.Errorf("only %d %s.from_dict vectors made fixtures; are ../shared/vectors there?", counts[kind], kind)
+			t.Errorf("only %d %s.from_dict vectors made fixtures; is testdata/vectors there?", counts[kind], kind)
 		}
 	}
 	if counts["extra"] < 5 {

@@ -1,0 +1,49 @@
+"""The Chat agent backends, by name: each is imported only when a server is configured with it.
+
+``echo`` is the embedded default; ``acp`` runs an ACP agent on stdio; ``a2a`` calls a remote A2A
+agent (it needs the optional ``a2a-sdk``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.settings import BackendName, ServerConfig
+
+
+def _echo(config: ServerConfig) -> AgentBackend:
+    from e2a_grpc.backends.echo import EchoBackend
+
+    return EchoBackend(delay_seconds=config.echo_delay_seconds)
+
+
+def _acp(config: ServerConfig) -> AgentBackend:
+    from e2a_grpc.backends.acp import AcpBackend
+
+    return AcpBackend(
+        config.acp_command,
+        default_cwd=config.acp_cwd,
+        permission_policy=config.acp_permission_policy,
+        max_sessions=config.acp_max_sessions,
+    )
+
+
+def _a2a(config: ServerConfig) -> AgentBackend:
+    if not config.a2a_url:
+        raise ValueError("the a2a backend needs the agent's URL (--a2a-url)")
+    from e2a_grpc.backends.a2a import A2ABackend  # a2a-sdk is optional: ImportError says how to install it
+
+    return A2ABackend(config.a2a_url, timeout_seconds=config.a2a_timeout_seconds)
+
+
+BACKENDS: dict[BackendName, Callable[[ServerConfig], AgentBackend]] = {
+    BackendName.ECHO: _echo,
+    BackendName.ACP: _acp,
+    BackendName.A2A: _a2a,
+}
+
+
+def make_backend(config: ServerConfig) -> AgentBackend:
+    """The Chat backend the configuration names."""
+    return BACKENDS[BackendName(config.backend)](config)

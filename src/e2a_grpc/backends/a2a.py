@@ -1,0 +1,306 @@
+"""The ``a2a`` backend: forwards each request to a remote A2A agent with the official ``a2a-sdk`` client.
+
+Each request becomes one streaming ``SendMessage`` (A2A 1.0; the SDK picks the transport from the
+agent card, JSON-RPC over HTTP + SSE unless the card says otherwise). Every ``StreamResponse`` the
+agent sends is passed on unchanged as an ``a2a.stream_event`` frame (``branch`` + ``payload`` as
+A2A JSON), so ``ToA2AStream`` of the frames gives back the agent's own events. The final frame
+says how the turn ended: ``e2a.complete`` with the agent's text when the task completed or now
+waits for input, ``e2a.error`` (``external.protocol == "a2a"``) when it failed, was rejected or
+cancelled, when the stream broke off early, or when the SDK or the transport failed.
+
+A client cancel or deadline closes the SDK stream (so the HTTP/SSE connection) and then asks the
+agent to cancel the task (A2A CancelTask): in A2A a task outlives a closed stream, so closing the
+stream alone would leave the agent working for nobody.
+
+``a2a-sdk`` is an optional dependency (``pip install 'e2a-grpc[a2a]'``); this module is imported
+only when the server is configured with ``--backend a2a``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncGenerator
+from typing import Any, cast
+
+from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Event, Passthrough, prompt_text
+from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.model import E2AEnvelope, E2AFileRef, ErrorCode, ResponseKind, SourceProtocol
+from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS
+
+try:
+    import httpx
+    from a2a.client import A2AClientError, A2AClientTimeoutError, Client, ClientConfig, ClientFactory
+    from a2a.types.a2a_pb2 import (
+        CancelTaskRequest,
+        Message,
+        Part,
+        Role,
+        SendMessageConfiguration,
+        SendMessageRequest,
+        StreamResponse,
+        TaskState,
+        TaskStatus,
+    )
+    from a2a.utils.errors import A2AError
+    from google.protobuf import json_format
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(f"the a2a backend needs the a2a-sdk package: pip install 'e2a-grpc[a2a]' ({exc})") from exc
+
+log = logging.getLogger(__name__)
+
+#: How long a cancelled request waits for the agent to accept CancelTask: the cancel budget is one second.
+REMOTE_CANCEL_TIMEOUT_SECONDS = 1.0
+
+_TERMINAL_STATES = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+# The agent waits for the user: the turn is over and answered, the task goes on in a later turn.
+_INTERRUPTED_STATES = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
+_FAILED_STATES = {
+    TaskState.TASK_STATE_FAILED: ErrorCode.A2A_TASK_FAILED,
+    TaskState.TASK_STATE_REJECTED: ErrorCode.A2A_TASK_REJECTED,
+    TaskState.TASK_STATE_CANCELED: ErrorCode.A2A_TASK_CANCELED,
+}
+
+
+def send_message_request(envelope: E2AEnvelope) -> SendMessageRequest:
+    """The A2A SendMessage for an envelope: the user's text and files as one user message."""
+    parts = []
+    text = prompt_text(envelope)
+    if text:
+        parts.append(Part(text=text))
+    for key in ("files", "attachments"):
+        refs = envelope.params.get(key)
+        if not isinstance(refs, list):
+            continue
+        for index, raw in enumerate(refs):
+            try:
+                ref = E2AFileRef.from_dict(raw, f"envelope.params.{key}[{index}]")
+            except E2AFieldError as exc:
+                raise BackendError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+            parts.append(Part(url=ref.uri, filename=ref.name, media_type=ref.mime_type))
+    if not parts:
+        raise BackendError(ErrorCode.INVALID_REQUEST, "nothing to send: an A2A message needs text or files")
+    message = Message(
+        message_id=envelope.message_id or str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=parts,
+        # A2A groups turns by contextId; a gateway session is the same idea.
+        context_id=envelope.context_id or envelope.session_id,
+        # Set only to continue an existing A2A task (e.g. one waiting for input).
+        task_id=envelope.task_id,
+    )
+    return SendMessageRequest(
+        message=message,
+        configuration=SendMessageConfiguration(accepted_output_modes=envelope.expected_output_modes),
+        metadata=envelope.a2a_metadata or None,  # the envelope's slot for A2A interop metadata (spec 12.4)
+    )
+
+
+def _text(parts: Any) -> str:
+    return "\n".join(part.text for part in parts if part.WhichOneof("content") == "text")
+
+
+class _Turn:
+    """What the agent's events say so far: ids, the task state, and its text for ``result.content``."""
+
+    def __init__(self) -> None:
+        self.task_id: str | None = None
+        self.context_id: str | None = None
+        self.state: TaskState | None = None
+        self.status_text = ""  # the agent's message on the latest status, e.g. why a task failed
+        self.replied = False  # the agent answered with a Message: no task, the turn is over
+        self.last: dict[str, Any] = {}
+        # One entry per artifact or agent message, in the order they first appeared: a task
+        # snapshot repeats artifacts and messages already streamed, and must not repeat their text.
+        self._texts: dict[str, str] = {}
+
+    def observe(self, response: StreamResponse, wire: dict[str, Any]) -> None:
+        self.last = wire
+        branch = response.WhichOneof("payload")
+        if branch == "task":
+            task = response.task
+            self._ids(task.id, task.context_id)
+            for message in task.history:
+                self._message(message)
+            for artifact in task.artifacts:
+                self._texts[f"artifact:{artifact.artifact_id}"] = _text(artifact.parts)
+            self._status(task.status)
+        elif branch == "message":
+            self.replied = True
+            self._ids(response.message.task_id, response.message.context_id)
+            self._message(response.message)
+        elif branch == "status_update":
+            event = response.status_update
+            self._ids(event.task_id, event.context_id)
+            self._status(event.status)
+        elif branch == "artifact_update":
+            update = response.artifact_update
+            self._ids(update.task_id, update.context_id)
+            key = f"artifact:{update.artifact.artifact_id}"
+            chunk = _text(update.artifact.parts)
+            self._texts[key] = self._texts.get(key, "") + chunk if update.append else chunk
+
+    def _ids(self, task_id: str, context_id: str) -> None:
+        self.task_id = task_id or self.task_id
+        self.context_id = context_id or self.context_id
+
+    def _status(self, status: TaskStatus) -> None:
+        self.state = status.state
+        self.status_text = _text(status.message.parts)
+        if status.HasField("message"):
+            self._message(status.message)
+
+    def _message(self, message: Message) -> None:
+        if message.role == Role.ROLE_AGENT:
+            self._texts[f"message:{message.message_id}"] = _text(message.parts)
+
+    @property
+    def over(self) -> bool:
+        """The agent said its last word for this turn; no further event is expected."""
+        return self.replied or self.state in _TERMINAL_STATES or self.state in _INTERRUPTED_STATES
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "context_id": self.context_id,
+            "state": None if self.state is None else TaskState.Name(self.state),
+        }
+
+    def result(self) -> dict[str, Any]:
+        # Streamed chunks of one artifact concatenate as they are; separate artifacts and messages
+        # (and the text parts of one of them, as in the SDK's get_message_text) are joined by newlines.
+        return {"content": "\n".join(text for text in self._texts.values() if text), **self.summary}
+
+
+def _sdk_error(exc: A2AError, turn: _Turn) -> BackendError:
+    if isinstance(exc, A2AClientTimeoutError):
+        code = ErrorCode.A2A_TIMEOUT
+    elif isinstance(exc, A2AClientError):
+        code = ErrorCode.A2A_UNAVAILABLE  # transport: connection, HTTP status, undecodable stream, card
+    else:
+        code = ErrorCode.A2A_AGENT_ERROR  # the agent answered with an A2A error (JSON-RPC error object)
+    return BackendError(
+        code,
+        f"A2A agent: {exc.message}",
+        details=turn.summary,
+        external={"protocol": "a2a", "type": type(exc).__name__, "payload": {"message": exc.message, "data": exc.data}},
+    )
+
+
+class A2ABackend:
+    """Streams each request to the A2A agent at ``url`` (its base URL, where the agent card is served).
+
+    ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests.
+    """
+
+    def __init__(self, url: str, *, timeout_seconds: float) -> None:
+        self.info = BackendInfo(name="a2a", source_protocol=SourceProtocol.A2A)
+        self._url = url
+        # One connection pool for the card and all streams. The SDK does not close an httpx client
+        # it is given, so aclose() does.
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout_seconds))
+        self._client: Client | None = None
+        self._connecting = asyncio.Lock()
+        self._streams = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def _connect(self) -> Client:
+        """The SDK client, made from the agent card on first use (and again after a failure).
+
+        Not at startup: the agent may come up after this server, and a request is the first moment
+        an unreachable agent matters.
+        """
+        async with self._connecting:
+            if self._client is None:
+                factory = ClientFactory(ClientConfig(httpx_client=self._http, streaming=True))
+                try:
+                    self._client = await factory.create_from_url(self._url)
+                except A2AError as exc:
+                    raise _sdk_error(exc, _Turn()) from exc
+                except ValueError as exc:  # the card offers no transport this client speaks
+                    raise BackendError(ErrorCode.A2A_UNSUPPORTED_AGENT, f"A2A agent at {self._url}: {exc}") from exc
+            return self._client
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        self._streams += 1
+        self._idle.clear()
+        turn = _Turn()
+        try:
+            request = send_message_request(envelope)
+            client = await self._connect()
+            try:
+                # send_message is an async generator (the SDK annotates it as an iterator): closing it
+                # explicitly closes the HTTP stream now rather than whenever it is garbage collected.
+                responses = cast(AsyncGenerator[StreamResponse, None], client.send_message(request))
+                async with contextlib.aclosing(responses):
+                    async for response in responses:
+                        branch = response.WhichOneof("payload")
+                        if branch is None:  # an event kind of a newer A2A version: the SDK dropped its content
+                            log.warning("skipped an A2A stream event without a known payload: %s", response)
+                            continue
+                        # MessageToDict gives A2A's JSON (camelCase names, enum names), as on the wire.
+                        wire = json_format.MessageToDict(response)
+                        turn.observe(response, wire)
+                        payload = wire[STREAM_RESPONSE_KEYS[branch]]
+                        yield Passthrough(ResponseKind.A2A_STREAM_EVENT, {"branch": branch, "payload": payload})
+                        if turn.over:
+                            break
+            except A2AError as exc:
+                raise _sdk_error(exc, turn) from exc
+            except (asyncio.CancelledError, GeneratorExit):
+                # The client cancelled, its deadline passed or the server is shutting down; the
+                # stream is closed by now, but the agent's task runs on until it is cancelled.
+                if turn.task_id is not None and not turn.over:
+                    await self._cancel_remote(client, turn.task_id)
+                raise
+            yield self._final(turn)
+        finally:
+            self._streams -= 1
+            if not self._streams:
+                self._idle.set()
+
+    @staticmethod
+    def _final(turn: _Turn) -> Complete:
+        code = _FAILED_STATES.get(turn.state) if turn.state is not None else None
+        if code is None and turn.over:
+            return Complete(turn.result())
+        state = turn.summary["state"] or "no event"
+        if code is None:
+            code, message = ErrorCode.A2A_STREAM_ENDED_EARLY, f"the A2A stream ended before the task finished ({state})"
+        else:
+            message = f"the A2A task ended in {state}" + (f": {turn.status_text}" if turn.status_text else "")
+        raise BackendError(
+            code, message, details=turn.summary, external={"protocol": "a2a", "type": state, "payload": turn.last}
+        )
+
+    async def _cancel_remote(self, client: Client, task_id: str) -> None:
+        """Ask the agent to stop a task this request no longer wants; best effort, bounded in time."""
+        try:
+            async with asyncio.timeout(REMOTE_CANCEL_TIMEOUT_SECONDS):
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+        except Exception as exc:  # cleanup must not replace the cancellation that got us here
+            log.warning("A2A CancelTask for task %s failed: %r", task_id, exc)
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connections, after in-flight streams finished their cleanup.
+
+        On shutdown the streams have just been cancelled and are sending CancelTask: closing the
+        connections first would cut those off.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(REMOTE_CANCEL_TIMEOUT_SECONDS + 1):
+                await self._idle.wait()
+        if self._client is not None:
+            await self._client.close()
+        await self._http.aclose()

@@ -1,0 +1,564 @@
+"""The ``acp`` backend: runs an ACP agent command as a subprocess and speaks ACP to it over stdio.
+
+ACP (research/FACTS.md section 4) is JSON-RPC 2.0, one message per line, camelCase on the wire.
+Per agent process: ``initialize``, then ``session/new`` (cwd from ``params.workspace_dir`` per spec
+11.6, else ``params.cwd``, else the configured default), then one ``session/prompt`` per Chat call,
+built from the envelope by the ACP adapters (spec section 7). The ``session/update``
+notifications of a prompt turn become events (message and thought text, tool calls; the other kinds
+pass through as ``acp.session_update``) and the prompt result the final ``Complete``.
+
+The JSON-RPC client is handwritten rather than taken from the ACP SDK: every message is read with
+``jsontext.loads``, so what reaches E2A bodies is exactly what the agent sent (big integers, key
+order), and the server does not depend on the SDK at runtime.
+
+Processes: envelopes with a ``session_id`` share one agent process and ACP session per session id
+(a bounded pool, one prompt at a time per session); without a session id, each call gets its own
+process, closed after the call. Agent requests to the client are always answered: permission
+requests by the configured policy, everything else (``fs/*``, ``terminal/*``, ...) with "method not
+found", which is also what the capabilities sent in ``initialize`` announce.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import logging
+import os
+import signal
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from e2a_grpc import jsontext
+from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, Passthrough
+from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
+from e2a_grpc.model.constants import ACP_SESSION_PROMPT, ACP_SESSION_UPDATE
+from e2a_grpc.protocols import acp, jsonrpc
+from e2a_grpc.settings import PermissionPolicy
+
+log = logging.getLogger(__name__)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("e2a-grpc")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        return "unknown"
+
+
+ACP_PROTOCOL_VERSION = 1
+#: How long a cancelled prompt turn may take to answer ``session/cancel`` before its agent is killed.
+CANCEL_GRACE_SECONDS = 1.0
+#: How long ``initialize`` and ``session/new`` may take (agents may load models or tools first).
+START_TIMEOUT_SECONDS = 30.0
+#: How long an agent may take to exit once its stdin is closed, and again after SIGTERM.
+EXIT_GRACE_SECONDS = 0.5
+#: Longest line (one JSON-RPC message) read from an agent; multimodal content makes lines large.
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+#: How much of an agent's stderr is kept to explain a crash.
+STDERR_TAIL_BYTES = 4096
+#: Server environment variables an agent must not inherit (secrets of this server).
+_PRIVATE_ENV = ("E2A_GRPC_TOKEN",)
+_CLIENT_INFO = {"name": "e2a-grpc", "title": "E2A gRPC service", "version": _version()}
+# This client implements no client-side methods: agents must not call fs/* or terminal/* (they
+# get "method not found" if they do).
+_CLIENT_CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+_PERMISSION_KINDS = {"allow": ("allow_once", "allow_always"), "deny": ("reject_once", "reject_always")}
+
+
+class AgentExited(Exception):
+    """The agent process ended (or was ended) while the client still expected an answer."""
+
+    def __init__(self, returncode: int | None, stderr_tail: str, reason: str | None) -> None:
+        super().__init__(reason or f"the ACP agent exited with status {returncode}")
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+        self.reason = reason
+
+
+@dataclass
+class _Turn:
+    """The prompt turn in progress on an agent process: where its session updates go."""
+
+    session_id: str
+    updates: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+
+
+class AgentProcess:
+    """One agent subprocess and the JSON-RPC 2.0 conversation with it (newline-delimited, stdio)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, policy: str) -> None:
+        self.process = process
+        self.pid = process.pid
+        self._policy = policy
+        self._next_id = 0
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._turn: _Turn | None = None
+        self._stderr_tail = bytearray()
+        self._exited: AgentExited | None = None
+        self._stderr_reader = asyncio.create_task(self._read_stderr(), name=f"acp-agent-{self.pid}-stderr")
+        self._reader = asyncio.create_task(self._read_stdout(), name=f"acp-agent-{self.pid}-stdout")
+
+    @classmethod
+    async def spawn(cls, command: Sequence[str], policy: str) -> AgentProcess:
+        env = {key: value for key, value in os.environ.items() if key not in _PRIVATE_ENV}
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                limit=MAX_MESSAGE_BYTES,
+                # Its own process group: closing the agent also ends what it started (shell
+                # wrappers, tools), and a Ctrl-C meant for the server does not hit it directly.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BackendError(
+                ErrorCode.AGENT_UNAVAILABLE, f"cannot start the ACP agent {command[0]!r}: {exc}"
+            ) from None
+        log.info("started ACP agent %s (pid %d)", Path(command[0]).name, process.pid)
+        return cls(process, policy)
+
+    @property
+    def alive(self) -> bool:
+        return self._exited is None
+
+    # --- sending ---------------------------------------------------------------------------------
+
+    def _write(self, message: dict[str, Any]) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        if not stdin.is_closing():
+            stdin.write(jsontext.dumps(message, "acp").encode() + b"\n")
+
+    def request(self, method: str, params: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Send a request; the future gets the response message, or AgentExited."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if self._exited is not None:
+            future.set_exception(self._exited)
+            return future
+        # A turn that was given up on (cancelled, killed) never reads its future's AgentExited;
+        # reading it here keeps asyncio from reporting it as never retrieved.
+        future.add_done_callback(_retrieve)
+        request_id = self._next_id
+        self._next_id += 1
+        self._pending[request_id] = future
+        self._write(jsonrpc.request(request_id, method, params))
+        return future
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        if self._exited is None:
+            self._write(jsonrpc.notification(method, params))
+
+    async def call(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send a request and wait for its result; failures become BackendError."""
+        future = self.request(method, params)
+        await asyncio.wait({future}, timeout=timeout)
+        if not future.done():
+            future.cancel()
+            raise BackendError(
+                ErrorCode.AGENT_UNRESPONSIVE, f"the ACP agent did not answer {method} within {timeout:g} s"
+            )
+        return response_result(method, future)
+
+    # --- turns -----------------------------------------------------------------------------------
+
+    def open_turn(self, session_id: str) -> _Turn:
+        self._turn = _Turn(session_id)
+        return self._turn
+
+    def close_turn(self) -> None:
+        self._turn = None  # updates that still arrive for it are dropped
+
+    # --- receiving -------------------------------------------------------------------------------
+
+    async def _read_stdout(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        reason = None
+        try:
+            try:
+                while line := await stdout.readline():
+                    self._dispatch(line)
+            except ValueError:  # a line over the limit: the stream cannot be resynchronised
+                reason = f"the ACP agent sent a message longer than {MAX_MESSAGE_BYTES} bytes"
+                log.warning("ACP agent %d: %s; killing it", self.pid, reason)
+                self.kill()
+            except Exception:
+                reason = "the ACP client failed to read the agent's output"
+                log.exception("ACP agent %d: %s; killing it", self.pid, reason)
+                self.kill()
+            # Its stdout is closed: the conversation is over, whether or not the process still runs.
+            try:
+                await asyncio.wait_for(self.process.wait(), EXIT_GRACE_SECONDS)
+            except TimeoutError:
+                self.kill()
+                await self.process.wait()
+            await asyncio.wait({self._stderr_reader}, timeout=EXIT_GRACE_SECONDS)
+        finally:
+            # Also when cancelled by close(): whoever waits for an answer must get AgentExited.
+            self._exited = AgentExited(self.process.returncode, self.stderr_tail(), reason)
+            log.info("ACP agent %d exited with status %s", self.pid, self.process.returncode)
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(self._exited)
+            self._pending.clear()
+            if self._turn is not None:
+                self._turn.updates.put_nowait(None)
+
+    async def _read_stderr(self) -> None:
+        stderr = self.process.stderr
+        assert stderr is not None
+        while chunk := await stderr.read(65536):
+            self._stderr_tail += chunk
+            del self._stderr_tail[:-STDERR_TAIL_BYTES]
+
+    def stderr_tail(self) -> str:
+        return self._stderr_tail.decode(errors="replace")
+
+    def _dispatch(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = jsontext.loads(line.decode(), "acp")
+        except (UnicodeDecodeError, E2AFieldError):
+            log.warning("ACP agent %d wrote a line that is not JSON text; ignored", self.pid)
+            return
+        if not isinstance(message, dict):
+            log.warning("ACP agent %d wrote JSON that is not a JSON-RPC message; ignored", self.pid)
+            return
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:
+                self._answer(message["id"], method, message.get("params"))
+            elif method == ACP_SESSION_UPDATE:
+                self._on_update(message.get("params"))
+            return
+        request_id = message.get("id")
+        if not isinstance(request_id, int) or isinstance(request_id, bool):
+            log.warning("ACP agent %d sent a response with an id this client never used; ignored", self.pid)
+            return
+        future = self._pending.pop(request_id, None)
+        if future is not None and not future.done():
+            future.set_result(message)
+
+    def _on_update(self, params: Any) -> None:
+        turn = self._turn
+        if turn is not None and isinstance(params, dict) and params.get("sessionId") == turn.session_id:
+            turn.updates.put_nowait(params)
+
+    def _answer(self, request_id: Any, method: str, params: Any) -> None:
+        """Answer a request from the agent at once: an agent waiting for an answer must get one."""
+        if method == "session/request_permission":
+            outcome = permission_outcome(params, self._policy)
+            log.info("ACP agent %d asked for permission: %s (policy %s)", self.pid, outcome, self._policy)
+            self._write(jsonrpc.result(request_id, {"outcome": outcome}))
+            return
+        log.info("ACP agent %d called %s: answered method not found", self.pid, method)
+        error = {
+            "code": jsonrpc.ErrorCode.METHOD_NOT_FOUND.value,
+            "message": "Method not found",
+            "data": {"method": method},
+        }
+        self._write(jsonrpc.error(request_id, error))
+
+    # --- closing ---------------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """SIGKILL the agent's process group: the agent and whatever it started."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+    async def close(self) -> None:
+        """End the agent: EOF on its stdin, then SIGTERM, then SIGKILL, each after a short grace.
+
+        The kill in ``finally`` is synchronous, so the process ends even when this is cancelled.
+        It goes to the whole process group even after the agent exited, for what the agent left
+        running (which would also keep its stdout open).
+        """
+        try:
+            if self.process.returncode is None:
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+                await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
+            if self.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGTERM)
+                await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
+        finally:
+            self.kill()
+        await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
+        # A descendant that left the process group can keep the pipes open: stop reading them.
+        for task in (self._reader, self._stderr_reader):
+            task.cancel()
+        await asyncio.gather(self._reader, self._stderr_reader, return_exceptions=True)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def permission_outcome(params: Any, policy: str) -> dict[str, Any]:
+    """The answer to ``session/request_permission``: the first option of a kind the policy picks.
+
+    Without such an option the answer is ``cancelled``, the one outcome that needs no option.
+    """
+    options = params.get("options") if isinstance(params, dict) else None
+    for kind in _PERMISSION_KINDS[policy]:
+        for option in options if isinstance(options, list) else ():
+            if isinstance(option, dict) and option.get("kind") == kind and isinstance(option.get("optionId"), str):
+                return {"outcome": "selected", "optionId": option["optionId"]}
+    return {"outcome": "cancelled"}
+
+
+def response_result(method: str, future: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+    """The result of a settled request, or the BackendError that says why there is none."""
+    try:
+        message = future.result()
+    except AgentExited as exc:
+        details: dict[str, Any] = {"exit_status": exc.returncode, "acp_method": method}
+        if exc.stderr_tail:
+            details["stderr_tail"] = exc.stderr_tail
+        reason = exc.reason or f"the ACP agent exited with status {exc.returncode} during {method}"
+        raise BackendError(ErrorCode.AGENT_CRASHED, reason, details) from None
+    if "error" in message:
+        error = message["error"]
+        if not isinstance(error, dict) or not isinstance(error.get("code"), int) or isinstance(error["code"], bool):
+            raise BackendError(
+                ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} with a malformed error"
+            )
+        error_details: dict[str, Any] = {"acp_method": method}
+        if "data" in error:
+            error_details["data"] = error["data"]
+        error_message = error.get("message")
+        raise BackendError(
+            error["code"],
+            error_message if isinstance(error_message, str) else f"{method} failed",
+            error_details,
+            {"protocol": SourceProtocol.ACP, "type": "jsonrpc_error", "payload": error},
+        )
+    result = message.get("result")
+    if not isinstance(result, dict):
+        raise BackendError(ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} without a result object")
+    return result
+
+
+def event_for(params: dict[str, Any], text: list[str]) -> Event:
+    """The event for one ``session/update``; message text is also appended to ``text``."""
+    update = params.get("update")
+    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+    if kind in ("agent_message_chunk", "agent_thought_chunk"):
+        assert isinstance(update, dict)
+        content = update.get("content")
+        if isinstance(content, dict) and content.get("type") == "text" and isinstance(content.get("text"), str):
+            if kind == "agent_message_chunk":
+                text.append(content["text"])
+                return Delta(DeltaKind.TEXT, content["text"])
+            return Delta(DeltaKind.REASONING, content["text"])
+        if isinstance(content, dict):
+            mime_type = content.get("mimeType")
+            return Delta(DeltaKind.CUSTOM, content, mime_type if isinstance(mime_type, str) else None)
+    if kind in ("tool_call", "tool_call_update"):
+        assert isinstance(update, dict)
+        return Delta(DeltaKind.TOOL, update)
+    return Passthrough(ResponseKind.ACP_SESSION_UPDATE, params)
+
+
+@dataclass
+class _Session:
+    """A pooled agent process with its ACP session, for one E2A session id."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    agent: AgentProcess | None = None
+    acp_session_id: str = ""
+    cwd: str = ""
+
+
+class AcpBackend:
+    """Chat through an ACP agent subprocess."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        default_cwd: Path | None = None,
+        permission_policy: str = "deny",
+        max_sessions: int = 16,
+    ) -> None:
+        if not command:
+            raise ValueError("the acp backend needs an agent command")
+        permission_policy = PermissionPolicy(permission_policy)
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.info = BackendInfo(name="acp", source_protocol=SourceProtocol.ACP)
+        self._command = tuple(command)
+        self._default_cwd = (default_cwd or Path.cwd()).resolve()
+        self._policy = permission_policy
+        self._max_sessions = max_sessions
+        # Least recently used first: the pool evicts from the front.
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._agents: set[AgentProcess] = set()
+        self._closed = False
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        prompt = prompt_params(envelope)
+        cwd = self._session_cwd(envelope.params)
+        if envelope.session_id is None:
+            agent, session_id = await self._start_agent(cwd)
+            try:
+                async for event in self._turn(agent, session_id, prompt):
+                    yield event
+            finally:
+                await self._close_agent(agent)
+            return
+        session = await self._pooled_session(envelope.session_id)
+        async with session.lock:
+            if session.agent is None or not session.agent.alive:
+                if session.agent is not None:
+                    await self._close_agent(session.agent)
+                    session.agent = None
+                session.agent, session.acp_session_id = await self._start_agent(cwd)
+                session.cwd = cwd
+            elif session.cwd != cwd:
+                # An ACP session's cwd is fixed by session/new: another workspace needs a new session.
+                session.acp_session_id = await self._new_session(session.agent, cwd)
+                session.cwd = cwd
+            async for event in self._turn(session.agent, session.acp_session_id, prompt):
+                yield event
+
+    async def _turn(self, agent: AgentProcess, session_id: str, prompt: dict[str, Any]) -> AsyncGenerator[Event, None]:
+        """One ``session/prompt``: its updates as events, then Complete (or BackendError).
+
+        If the caller stops early (cancel, deadline, shutdown), the agent gets ``session/cancel``
+        and a second to answer the prompt; an agent that does not is killed.
+        """
+        turn = agent.open_turn(session_id)
+        response = agent.request("session/prompt", {**prompt, "sessionId": session_id})
+        response.add_done_callback(lambda _: turn.updates.put_nowait(None))
+        text: list[str] = []
+        try:
+            while (update := await turn.updates.get()) is not None:
+                yield event_for(update, text)
+            result = response_result("session/prompt", response)
+        finally:
+            agent.close_turn()
+            if not response.done():
+                await self._cancel_turn(agent, session_id, response)
+        yield Complete({"content": "".join(text), "stop_reason": result.get("stopReason")})
+
+    async def _cancel_turn(self, agent: AgentProcess, session_id: str, response: asyncio.Future[Any]) -> None:
+        agent.notify("session/cancel", {"sessionId": session_id})
+        await asyncio.wait({response}, timeout=CANCEL_GRACE_SECONDS)
+        if not response.done():
+            log.warning(
+                "ACP agent %d did not answer session/cancel within %g s; killing it", agent.pid, CANCEL_GRACE_SECONDS
+            )
+            agent.kill()
+            await self._close_agent(agent)
+
+    async def _start_agent(self, cwd: str) -> tuple[AgentProcess, str]:
+        """A new agent process, initialized, with a new ACP session in ``cwd``."""
+        if self._closed:
+            raise BackendError(ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down")
+        agent = await AgentProcess.spawn(self._command, self._policy)
+        self._agents.add(agent)
+        try:
+            if self._closed:  # aclose ran while the process started
+                raise BackendError(ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down")
+            initialized = await agent.call(
+                "initialize",
+                {
+                    "protocolVersion": ACP_PROTOCOL_VERSION,
+                    "clientCapabilities": _CLIENT_CAPABILITIES,
+                    "clientInfo": _CLIENT_INFO,
+                },
+                START_TIMEOUT_SECONDS,
+            )
+            if initialized.get("protocolVersion") != ACP_PROTOCOL_VERSION:
+                raise BackendError(
+                    ErrorCode.AGENT_UNSUPPORTED,
+                    f"the ACP agent speaks protocol version {initialized.get('protocolVersion')!r}, "
+                    f"this client {ACP_PROTOCOL_VERSION}",
+                )
+            return agent, await self._new_session(agent, cwd)
+        except BaseException:
+            await self._close_agent(agent)
+            raise
+
+    async def _new_session(self, agent: AgentProcess, cwd: str) -> str:
+        result = await agent.call("session/new", {"cwd": cwd, "mcpServers": []}, START_TIMEOUT_SECONDS)
+        session_id = result.get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            raise BackendError(ErrorCode.AGENT_PROTOCOL_ERROR, "the ACP agent answered session/new without a sessionId")
+        return session_id
+
+    async def _close_agent(self, agent: AgentProcess) -> None:
+        try:
+            await agent.close()
+        finally:
+            self._agents.discard(agent)
+
+    async def _pooled_session(self, session_id: str) -> _Session:
+        """The pool entry for an E2A session id; a new one may evict the least recently used idle one."""
+        session = self._sessions.get(session_id)
+        if session is not None:
+            self._sessions.move_to_end(session_id)
+            return session
+        if len(self._sessions) >= self._max_sessions:
+            idle = next((key for key, entry in self._sessions.items() if not entry.lock.locked()), None)
+            if idle is None:
+                raise BackendError(
+                    ErrorCode.AGENT_BUSY,
+                    f"all {self._max_sessions} ACP sessions are busy; retry later or without session_id",
+                )
+            evicted = self._sessions.pop(idle)
+            if evicted.agent is not None:
+                await self._close_agent(evicted.agent)
+            # Closing may have let another call create this session id meanwhile.
+            if session_id in self._sessions:
+                return await self._pooled_session(session_id)
+        session = self._sessions[session_id] = _Session()
+        return session
+
+    def _session_cwd(self, params: dict[str, Any]) -> str:
+        """The session cwd (spec 11.6): ``workspace_dir`` (created), else ``cwd``, else the default."""
+        workspace = params.get("workspace_dir")
+        if isinstance(workspace, str) and workspace:
+            path = Path(workspace).resolve()
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                return str(path)
+            except OSError as exc:
+                log.warning("workspace_dir %s is unusable (%s); using cwd or the default", path, exc.strerror)
+        cwd = params.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            return str(Path(cwd).resolve())
+        return str(self._default_cwd)
+
+    async def aclose(self) -> None:
+        """Close every agent process (server shutdown); new calls fail from now on."""
+        self._closed = True
+        self._sessions.clear()
+        await asyncio.gather(*(self._close_agent(agent) for agent in list(self._agents)), return_exceptions=True)
+
+
+def prompt_params(envelope: E2AEnvelope) -> dict[str, Any]:
+    """The wire ``session/prompt`` params for an envelope, without the ACP ``sessionId`` (set per agent).
+
+    The envelope's method is whatever Chat accepted (``chat.send`` or ``session/prompt``), so it is
+    mapped to ``session/prompt``; the placeholder session id only satisfies the converter.
+    """
+    placeholder = replace(envelope, method=ACP_SESSION_PROMPT, session_id=envelope.session_id or "-")
+    try:
+        call = acp.wire_request(acp.envelope_to_acp_jsonrpc_call(placeholder))
+    except E2AFieldError as exc:
+        raise BackendError(ErrorCode.INVALID_PROMPT, str(exc)) from None
+    params: dict[str, Any] = call["params"]
+    return params

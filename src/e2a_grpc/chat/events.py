@@ -1,0 +1,98 @@
+"""What a Chat backend produces: the events of one agent turn, and the interface every backend has.
+
+A backend turns one request envelope into a stream of events; the Chat servicer turns those into
+E2AResponse frames with the section 12 invariants (sequence, ids, final frame), so no backend has
+to know about frames. Cancellation reaches a backend as ``asyncio.CancelledError`` at its current
+``await``: its ``finally`` blocks must release what the request holds (processes, HTTP streams).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode
+
+
+@dataclass(slots=True)
+class Delta:
+    """Part of the answer: becomes an ``e2a.chunk`` frame."""
+
+    delta_kind: DeltaKind
+    delta: str | dict[str, Any] | list[Any]
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Passthrough:
+    """A protocol-specific record (``acp.session_update``, ``a2a.stream_event``) passed on as a frame."""
+
+    response_kind: str  # a ResponseKind, or a kind this version does not know
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Complete:
+    """The answer is complete: becomes the final ``e2a.complete`` frame with ``body.result``."""
+
+    result: dict[str, Any]
+
+
+Event = Delta | Passthrough | Complete
+
+
+class BackendError(Exception):
+    """The agent failed: becomes the final ``e2a.error`` frame (``code``, ``message``, ``details``)."""
+
+    def __init__(
+        self,
+        code: ErrorCode | int,
+        message: str,
+        details: dict[str, Any] | None = None,
+        external: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+        self.external = external
+
+
+@dataclass
+class BackendInfo:
+    """What frames produced by a backend say about their origin (``provenance``)."""
+
+    name: str
+    source_protocol: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentBackend(Protocol):
+    info: BackendInfo
+
+    def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        """Events for one request, ending with ``Complete`` (or raising ``BackendError``)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release everything the backend keeps between requests (server shutdown)."""
+        ...
+
+
+def prompt_text(envelope: E2AEnvelope) -> str:
+    """The user's text: text blocks of ``prompt`` / ``content_blocks``, else ``text`` / ``content`` / ``query``."""
+    params = envelope.params
+    for key in ("prompt", "content_blocks"):
+        blocks = params.get(key)
+        if isinstance(blocks, list) and blocks:
+            return "".join(
+                block["text"]
+                for block in blocks
+                if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+            )
+    for key in ("text", "content", "query"):
+        value = params.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""

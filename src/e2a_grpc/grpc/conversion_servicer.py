@@ -1,0 +1,106 @@
+"""The ConversionService servicer: thin translations between request messages and ``e2a_grpc.conversion``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf.message import Message
+
+from e2a.v1 import conversion_service_pb2 as pb
+from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
+from e2a.v1 import e2a_pb2
+from e2a_grpc import conversion, jsontext
+from e2a_grpc.conversion.acp_fast_path import envelope_message_to_acp_json
+from e2a_grpc.errors import E2AFieldError, E2AValueError
+from e2a_grpc.grpc.status import unary
+from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin
+from e2a_grpc.model.fields import Kind
+from e2a_grpc.model.proto import DECODERS
+
+
+def _origin(value: int) -> IdentityOrigin:
+    """A request's ``identity_origin``: unset (UNSPECIFIED) reads as ``user``, as in an envelope."""
+    origin: IdentityOrigin = DECODERS[Kind.ORIGIN](value or e2a_pb2.IDENTITY_ORIGIN_USER, "identity_origin")
+    return origin
+
+
+def _source_of(request: Message, field: str) -> str:
+    source = request.WhichOneof(field)
+    if source is None:
+        names = ", ".join(f.name for f in request.DESCRIPTOR.oneofs_by_name[field].fields)
+        raise E2AValueError(field, f"set one of {names}")
+    return str(source)
+
+
+def _answer(reply_type: Any, result: dict[str, Any] | conversion.NotApplicable, field: str) -> Any:
+    if isinstance(result, conversion.NotApplicable):
+        return reply_type(not_applicable=pb.NotApplicable(reason=result.reason))
+    # Every value in a result was read from protobuf JSON text or JSON text by our parsers.
+    return reply_type(**{field: jsontext.dumps_document(result, parsed=True)})
+
+
+# How each oneof case of a request's ``source`` is read.
+_RECORD_READERS: dict[str, Callable[[Any], E2AEnvelope | E2AResponse]] = {
+    "envelope": E2AEnvelope.from_proto,
+    "response": E2AResponse.from_proto,
+    "envelope_json": E2AEnvelope.from_json,
+    "response_json": E2AResponse.from_json,
+}
+
+
+class ConversionServicer(pb_grpc.ConversionServiceServicer):
+    """e2a.v1.ConversionService."""
+
+    @unary
+    def ToACP(self, request: pb.ToACPRequest) -> pb.ToACPResponse:
+        source = _source_of(request, "source")
+        methods = request.session_prompt_methods
+        options: dict[str, Any] = {
+            "session_prompt_methods": tuple(methods) if methods else (),
+            "wire": request.dialect == pb.ACP_DIALECT_WIRE,
+        }
+        try:
+            if source == "envelope":
+                # The hot path: straight from the message to JSON text.
+                return pb.ToACPResponse(jsonrpc=envelope_message_to_acp_json(request.envelope, **options))
+            record = _RECORD_READERS[source](getattr(request, source))
+            result = conversion.to_acp(record, **options)
+        except E2AFieldError as exc:
+            raise exc.under(source) from None
+        return _answer(pb.ToACPResponse, result, "jsonrpc")
+
+    @unary
+    def FromACP(self, request: pb.FromACPRequest) -> pb.FromACPResponse:
+        records = conversion.from_acp(
+            request.json,
+            channel=request.channel if request.HasField("channel") else None,
+            identity_origin=_origin(request.identity_origin),
+        )
+        return pb.FromACPResponse(
+            records=[
+                pb.FromACPRecord(envelope=record.to_proto())
+                if isinstance(record, E2AEnvelope)
+                else pb.FromACPRecord(response=record.to_proto())
+                for record in records
+            ]
+        )
+
+    @unary
+    def ToA2AStream(self, request: pb.ToA2AStreamRequest) -> pb.ToA2AStreamResponse:
+        source = _source_of(request, "source")
+        try:
+            record = _RECORD_READERS[source](getattr(request, source))
+            result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
+        except E2AFieldError as exc:
+            raise exc.under(source) from None
+        return _answer(pb.ToA2AStreamResponse, result, "stream_response")
+
+    @unary
+    def FromA2A(self, request: pb.FromA2ARequest) -> pb.FromA2AResponse:
+        envelope = conversion.from_a2a(
+            request.json,
+            channel=request.channel if request.HasField("channel") else None,
+            identity_origin=_origin(request.identity_origin),
+        )
+        return pb.FromA2AResponse(envelope=envelope.to_proto())

@@ -1,0 +1,241 @@
+"""The E2A records: request ``E2AEnvelope`` and response ``E2AResponse`` (spec sections 4 and 12).
+
+The classes keep the dict semantics of the protocol document (``params`` and ``body`` are plain
+dicts) and read the legacy shapes of its sections 9-11 in ``from_dict``. Values whose JSON type the
+protocol does not allow raise an ``E2ATypeError`` / ``E2AValueError`` naming the field, instead of
+being coerced into something else.
+
+Each dataclass is the one declaration of its fields: ``FIELDS`` (see ``model.fields``) is derived
+from it and from the protobuf descriptor, and ``to_dict``, ``from_dict`` and the protobuf codec
+work from that table. Only the legacy readers (``LEGACY_READERS``) are written per field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Self
+
+from e2a.v1 import e2a_pb2
+from e2a_grpc import jsontext
+from e2a_grpc.errors import E2AValueError
+from e2a_grpc.model import legacy, proto, readers
+from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
+from e2a_grpc.model.enums import IdentityOrigin, ResponseStatus
+from e2a_grpc.model.fields import Kind, RecordField, record_fields
+from e2a_grpc.model.parts import E2AAuth, E2AProvenance
+from e2a_grpc.model.readers import JsonRpcIdValue
+
+
+def utc_now_iso() -> str:
+    """The current UTC time as an RFC 3339 string."""
+    return datetime.now(UTC).isoformat()
+
+
+# How ``from_dict`` reads a present key of each kind (an absent key gets the field's default).
+_READERS: dict[Kind, Callable[[Any, str], Any]] = {
+    Kind.TEXT: readers.text,
+    Kind.PLAIN_TEXT: readers.required_text,
+    Kind.FLAG: readers.flag,
+    Kind.INTEGER: readers.integer,
+    Kind.TEXT_LIST: readers.text_list,
+    Kind.OBJECT: readers.json_object,
+    Kind.OPTIONAL_OBJECT: readers.optional_json_object,
+    Kind.JSONRPC_ID: readers.jsonrpc_id,
+    Kind.ORIGIN: readers.identity_origin,
+    Kind.PROVENANCE: lambda value, path: E2AProvenance.from_dict(value, path),
+    Kind.AUTH: lambda value, path: None if value is None else E2AAuth.from_dict(value, path),
+}
+# How ``to_dict`` copies an attribute of each kind into the plain-dict form; other kinds are immutable.
+_COPIERS: dict[Kind, Callable[[Any], Any]] = {
+    Kind.TEXT_LIST: list,
+    Kind.OBJECT: dict,
+    Kind.OPTIONAL_OBJECT: lambda value: None if value is None else dict(value),
+    Kind.ORIGIN: lambda origin: origin.value if isinstance(origin, IdentityOrigin) else origin,
+    Kind.PROVENANCE: lambda provenance: provenance.to_dict(),
+    Kind.AUTH: lambda auth: None if auth is None else auth.to_dict(),
+}
+
+LegacyReader = Callable[[dict[str, Any]], Any]
+
+
+class _Record:
+    """Everything envelopes and responses do alike, from their field table."""
+
+    timestamp: str | None
+    FIELDS: ClassVar[tuple[RecordField, ...]]
+    #: Fields read from the whole input dict (current key, then legacy keys) instead of one key.
+    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {}
+    _NAMES: ClassVar[tuple[str, ...]]
+    _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
+    _FROM_DICT: ClassVar[tuple[tuple[str, Any, LegacyReader | None], ...]]
+    #: How the attributes become the protobuf message and back.
+    CODEC: ClassVar[proto.Codec]
+    #: What an error about the whole input calls it.
+    _DOCUMENT: ClassVar[str]
+
+    @classmethod
+    def _bind(cls, message_type: type[e2a_pb2.E2AEnvelope] | type[e2a_pb2.E2AResponse]) -> None:
+        """Derive the class's tables from its dataclass fields and its message type."""
+        cls.FIELDS = record_fields(cls, message_type.DESCRIPTOR)
+        cls._NAMES = tuple(item.name for item in cls.FIELDS)
+        cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
+        cls._FROM_DICT = tuple((item.name, item, cls.LEGACY_READERS.get(item.name)) for item in cls.FIELDS)
+        cls.CODEC = proto.codec(message_type, cls.FIELDS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field in protocol order, as plain JSON values (nested records as dicts)."""
+        attributes = self.__dict__
+        values = {name: attributes[name] for name in self._NAMES}
+        for name, copy in self._COPIED:
+            values[name] = copy(values[name])
+        return values
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Read a record dict, including the legacy keys of spec sections 9-11."""
+        readers.require_object(data, cls._DOCUMENT)
+        values = {}
+        for name, item, legacy_reader in cls._FROM_DICT:
+            if legacy_reader is not None:
+                values[name] = legacy_reader(data)
+            elif name in data:
+                values[name] = _read_present(item, data[name])
+            else:
+                values[name] = item.default_value()
+        return cls(**values)
+
+    def to_proto(self) -> Any:
+        """The protobuf message (``e2a.v1.E2AEnvelope`` / ``e2a.v1.E2AResponse``)."""
+        return proto.encode(self.__dict__, self.CODEC)
+
+    @classmethod
+    def from_proto(cls, message: Any) -> Self:
+        # The codec yields the attributes already typed and in field order: no re-validation.
+        record = cls.__new__(cls)
+        record.__dict__.update(proto.decode(message, cls.CODEC))
+        return record
+
+    def to_bytes(self) -> bytes:
+        """Binary protobuf encoding of ``to_proto()``."""
+        return self.to_proto().SerializeToString()  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Self:
+        return cls.from_proto(proto.parse(cls.CODEC.message_type, data))
+
+    def to_json(self) -> str:
+        """The E2A wire JSON: ``to_dict()`` as compact JSON text."""
+        return jsontext.dumps_document(self.to_dict())
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Self:
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = text.decode()
+            except UnicodeDecodeError as exc:
+                raise E2AValueError("$", f"JSON text is not UTF-8: {exc}") from None
+        return cls.from_dict(jsontext.loads(text, "$"))
+
+    def ensure_timestamp(self) -> None:
+        """Set ``timestamp`` to now (RFC 3339 UTC) if it is unset."""
+        if self.timestamp is None:
+            self.timestamp = utc_now_iso()
+
+
+def _read_present(item: RecordField, value: Any) -> Any:
+    return _READERS[item.kind](value, item.name)
+
+
+@dataclass
+class E2AEnvelope(_Record):
+    """A request from the gateway to an agent server (spec section 4)."""
+
+    protocol_version: str | None = E2A_PROTOCOL_VERSION
+    provenance: E2AProvenance = field(default_factory=E2AProvenance)
+    request_id: str | None = None
+    jsonrpc_id: JsonRpcIdValue = None
+    correlation_id: str | None = None
+    task_id: str | None = None
+    context_id: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+    timestamp: str | None = None
+    identity_origin: IdentityOrigin = IdentityOrigin.USER
+    channel: str | None = None
+    user_id: str | None = None
+    agent_ref: dict[str, Any] | None = None
+    chat_id: str | None = None
+    source_agent_id: str | None = None
+    agent_id: str | None = None
+    service_id: str | None = None
+    workspace_key: str | None = None
+    method: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    ext_method: str | None = None
+    session_update_kind: str | None = None
+    is_stream: bool = False
+    expected_output_modes: list[str] = field(default_factory=list)
+    auth: E2AAuth | None = None
+    channel_context: dict[str, Any] = field(default_factory=dict)
+    a2a_metadata: dict[str, Any] = field(default_factory=dict)
+    acp_meta: dict[str, Any] = field(default_factory=dict)
+
+    _DOCUMENT: ClassVar[str] = "envelope"
+    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
+        "provenance": legacy.provenance,
+        "timestamp": legacy.timestamp,
+        "channel": legacy.channel,
+        "agent_id": legacy.agent_id,
+        "service_id": legacy.service_id,
+        "workspace_key": legacy.workspace_key,
+        "method": legacy.method,
+        "params": legacy.params,
+        "channel_context": legacy.channel_context,
+    }
+
+
+@dataclass
+class E2AResponse(_Record):
+    """One outbound record from an agent; each streaming frame is one (spec section 12)."""
+
+    protocol_version: str | None = E2A_PROTOCOL_VERSION
+    response_id: str | None = None
+    request_id: str | None = None
+    sequence: int = 0
+    is_final: bool = False
+    status: str = ResponseStatus.IN_PROGRESS.value
+    response_kind: str = ""
+    timestamp: str | None = None
+    provenance: E2AProvenance = field(default_factory=E2AProvenance)
+    body: dict[str, Any] = field(default_factory=dict)
+    jsonrpc_id: JsonRpcIdValue = None
+    correlation_id: str | None = None
+    task_id: str | None = None
+    context_id: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+    is_stream: bool = False
+    identity_origin: IdentityOrigin = IdentityOrigin.AGENT
+    channel: str | None = None
+    user_id: str | None = None
+    agent_ref: dict[str, Any] | None = None
+    source_agent_id: str | None = None
+    method: str | None = None
+    projections: dict[str, Any] = field(default_factory=dict)
+    channel_context: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    a2a_metadata: dict[str, Any] = field(default_factory=dict)
+    acp_meta: dict[str, Any] = field(default_factory=dict)
+
+    _DOCUMENT: ClassVar[str] = "response"
+    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
+        "response_kind": legacy.response_kind,
+        "timestamp": legacy.timestamp,
+        "channel": legacy.channel,
+    }
+
+
+E2AEnvelope._bind(e2a_pb2.E2AEnvelope)
+E2AResponse._bind(e2a_pb2.E2AResponse)

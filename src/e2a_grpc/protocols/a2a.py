@@ -1,0 +1,155 @@
+"""A2A and E2A: the reference adapters (spec section 8) and the A2A projections of E2A's own kinds.
+
+An A2A SendMessage becomes an ``E2AEnvelope``; an ``a2a.stream_event`` response becomes the A2A
+``StreamResponse`` JSON it carries; ``e2a.chunk`` / ``e2a.complete`` / ``e2a.error`` frames project
+to an artifact update or a final status update. The Chat A2A backend and ToA2AStream share these,
+so they agree by construction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
+from e2a_grpc.model import readers
+from e2a_grpc.model.constants import ACP_SESSION_PROMPT
+from e2a_grpc.model.enums import A2AStreamBranch, IdentityOrigin, ResponseKind, SourceProtocol
+from e2a_grpc.model.parts import E2AProvenance
+from e2a_grpc.model.records import E2AEnvelope, E2AResponse, utc_now_iso
+from e2a_grpc.protocols.acp import optional_object
+
+_CONVERTER_FROM_A2A = "e2a_grpc.protocols.a2a:envelope_from_a2a_send_message"
+
+#: JSON-RPC methods that carry SendMessage params (A2A 0.3 names, then A2A 1.0 names).
+SEND_METHODS = ("message/send", "message/stream", "SendMessage", "SendStreamingMessage")
+
+#: E2A ``a2a.stream_event`` branch -> key of the A2A ``StreamResponse`` JSON.
+STREAM_RESPONSE_KEYS: dict[str, str] = {
+    A2AStreamBranch.TASK: "task",
+    A2AStreamBranch.MESSAGE: "message",
+    A2AStreamBranch.STATUS_UPDATE: "statusUpdate",
+    A2AStreamBranch.ARTIFACT_UPDATE: "artifactUpdate",
+}
+
+
+def envelope_from_a2a_send_message(
+    *,
+    task_id: str | None,
+    context_id: str | None,
+    message_body: dict[str, Any],
+    metadata: dict[str, Any] | None = None,
+    configuration: dict[str, Any] | None = None,
+    channel: str | None = None,
+    identity_origin: IdentityOrigin | str = IdentityOrigin.USER,
+    converter: str | None = None,
+    extra_provenance_details: dict[str, Any] | None = None,
+) -> E2AEnvelope:
+    """A2A SendMessage as an envelope: method ``session/prompt``, message and configuration in params.
+
+    ``metadata`` is the A2A request's metadata and lands in ``a2a_metadata`` (not ``channel_context``).
+    """
+    config = optional_object(configuration, "configuration")
+    accepted = config.get("acceptedOutputModes")
+    details: dict[str, Any] = {"kind": "a2a_send_message", "abstract_operation": "SendMessage"}
+    details.update(optional_object(extra_provenance_details, "extra_provenance_details"))
+    return E2AEnvelope.from_dict(
+        {
+            "provenance": E2AProvenance(
+                source_protocol=SourceProtocol.A2A,
+                converter=converter or _CONVERTER_FROM_A2A,
+                converted_at=utc_now_iso(),
+                details=details,
+            ),
+            "method": ACP_SESSION_PROMPT,
+            "task_id": task_id,
+            "context_id": context_id,
+            "channel": channel,
+            "identity_origin": readers.identity_origin(identity_origin, "identity_origin"),
+            "expected_output_modes": [str(mode) for mode in accepted] if isinstance(accepted, list) else [],
+            "params": {"message": message_body, "configuration": config},
+            "a2a_metadata": optional_object(metadata, "metadata"),
+        }
+    )
+
+
+def e2a_response_to_a2a_stream_payload(response: E2AResponse) -> dict[str, Any] | None:
+    """The A2A ``StreamResponse`` JSON (one of task / message / statusUpdate / artifactUpdate) of an
+    ``a2a.stream_event`` response, or ``None`` if not applicable.
+    """
+    if response.response_kind != ResponseKind.A2A_STREAM_EVENT:
+        return None
+    projection = response.projections.get("a2a")
+    if (
+        isinstance(projection, dict)
+        and len(projection) == 1
+        and next(iter(projection)) in STREAM_RESPONSE_KEYS.values()
+    ):
+        return dict(projection)
+    branch = response.body.get("branch")
+    payload = response.body.get("payload")
+    key = STREAM_RESPONSE_KEYS.get(branch) if isinstance(branch, str) else None
+    if key is None or not isinstance(payload, dict):
+        return None
+    return {key: payload}
+
+
+# --- projections of E2A's own kinds --------------------------------------------------------------
+
+
+def _task_ids(response: E2AResponse) -> dict[str, str]:
+    task_id = response.task_id or response.request_id
+    if not task_id:
+        raise E2AValueError("task_id", "an A2A event needs a task id: set task_id (or request_id)")
+    return {"taskId": task_id, "contextId": response.context_id or response.session_id or task_id}
+
+
+def artifact_update(response: E2AResponse) -> dict[str, Any]:
+    """An ``e2a.chunk`` frame as an A2A artifact update (one artifact per delta kind)."""
+    body = response.body
+    delta_kind = body.get("delta_kind")
+    delta = body.get("delta")
+    if isinstance(delta, str):
+        part: dict[str, Any] = {"text": delta}
+    elif isinstance(delta, (dict, list)):
+        part = {"data": delta}
+    else:
+        raise E2ATypeError("body.delta", f"an e2a.chunk delta is a string or structured JSON, got {type_name(delta)}")
+    if isinstance(body.get("mime_type"), str):
+        part["mediaType"] = body["mime_type"]
+    if isinstance(delta_kind, str):
+        part["metadata"] = {"e2a_delta_kind": delta_kind}
+    artifact_id = f"e2a-{delta_kind}" if isinstance(delta_kind, str) and delta_kind else "e2a-output"
+    return {
+        "artifactUpdate": {
+            **_task_ids(response),
+            "artifact": {"artifactId": artifact_id, "parts": [part]},
+            "append": response.sequence > 0,
+            "lastChunk": False,
+        }
+    }
+
+
+def final_status_update(response: E2AResponse) -> dict[str, Any]:
+    """An ``e2a.complete`` / ``e2a.error`` frame as the A2A status update that ends the task."""
+    ids = _task_ids(response)
+    body = response.body
+    status: dict[str, Any]
+    if response.response_kind == ResponseKind.E2A_COMPLETE:
+        status = {"state": "TASK_STATE_COMPLETED"}
+        metadata = {"e2a_result": body.get("result")}
+    else:
+        text = body.get("message")
+        status = {
+            "state": "TASK_STATE_FAILED",
+            "message": {
+                "messageId": response.response_id or str(uuid.uuid4()),
+                **ids,
+                "role": "ROLE_AGENT",
+                "parts": [{"text": text if isinstance(text, str) else ""}],
+            },
+        }
+        metadata = {"e2a_error": {"code": body.get("code"), "details": body.get("details")}}
+    if response.timestamp:
+        status["timestamp"] = response.timestamp
+    return {"statusUpdate": {**ids, "status": status, "metadata": metadata}}

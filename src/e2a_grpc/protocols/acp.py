@@ -1,0 +1,219 @@
+"""ACP (Agent Client Protocol) and E2A: the reference adapters (spec sections 7, 8 and 12.6) and the
+wire dialect.
+
+The reference adapters turn an ACP JSON-RPC request into an ``E2AEnvelope`` (``provenance`` saying
+it came from ACP), an envelope into an ACP JSON-RPC call, and a response into an ACP JSON-RPC
+response (or ``None`` when that does not apply). Their output keeps E2A's snake_case keys; the wire
+dialect (``wire_request``, ``camel_keys``) gives the camelCase ACP that real agents expect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
+from e2a_grpc.model import readers
+from e2a_grpc.model.constants import ACP_SESSION_PROMPT
+from e2a_grpc.model.enums import IdentityOrigin, ResponseKind, SourceProtocol
+from e2a_grpc.model.parts import E2AProvenance
+from e2a_grpc.model.readers import JsonRpcIdValue
+from e2a_grpc.model.records import E2AEnvelope, E2AResponse, utc_now_iso
+from e2a_grpc.protocols import jsonrpc
+
+_CONVERTER_FROM_ACP = "e2a_grpc.protocols.acp:envelope_from_acp_jsonrpc"
+#: The fields of ACP's PromptRequest (schema v1); wire-dialect session/prompt params keep only these.
+_PROMPT_REQUEST_KEYS = ("sessionId", "prompt", "_meta")
+
+
+def optional_object(value: Any, field: str) -> dict[str, Any]:
+    """An adapter argument that is an object or null, copied (null reads as ``{}``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise E2ATypeError(field, f"expected an object or null, got {type_name(value)}")
+    return dict(value)
+
+
+# --- ACP -> E2A ----------------------------------------------------------------------------------
+
+
+def envelope_from_acp_jsonrpc(
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    jsonrpc_id: JsonRpcIdValue = None,
+    session_id: str | None = None,
+    channel: str | None = None,
+    identity_origin: IdentityOrigin | str = IdentityOrigin.USER,
+    converter: str | None = None,
+    extra_provenance_details: dict[str, Any] | None = None,
+) -> E2AEnvelope:
+    """An ACP JSON-RPC request (method + params) as an envelope with ``source_protocol`` "acp"."""
+    if not isinstance(method, str):
+        raise E2ATypeError("method", f"expected a string, got {type_name(method)}")
+    copied = optional_object(params, "params")
+    resolved_session = session_id or copied.get("session_id")
+    details: dict[str, Any] = {"kind": "jsonrpc_request", "jsonrpc_method": method}
+    if jsonrpc_id is not None:
+        details["jsonrpc_id"] = jsonrpc_id
+    details.update(optional_object(extra_provenance_details, "extra_provenance_details"))
+    return E2AEnvelope.from_dict(
+        {
+            "provenance": E2AProvenance(
+                source_protocol=SourceProtocol.ACP,
+                converter=converter or _CONVERTER_FROM_ACP,
+                converted_at=utc_now_iso(),
+                details=details,
+            ),
+            "jsonrpc_id": jsonrpc_id,
+            "method": method,
+            "params": copied,
+            "session_id": resolved_session if isinstance(resolved_session, str) else None,
+            "channel": channel,
+            "identity_origin": readers.identity_origin(identity_origin, "identity_origin"),
+        }
+    )
+
+
+# --- E2A -> ACP ----------------------------------------------------------------------------------
+
+
+def params_unchanged(method: str | None, params: dict[str, Any]) -> bool:
+    """Whether ``merge_params_to_acp_prompt`` gives ``params`` as they are: for every method but a
+    ``session/prompt`` whose params have no ``prompt`` yet.
+    """
+    return method != ACP_SESSION_PROMPT or "prompt" in params
+
+
+def merge_params_to_acp_prompt(envelope: E2AEnvelope) -> dict[str, Any]:
+    """The ACP ``session/prompt`` params for an envelope (spec section 7); ``envelope`` is not changed.
+
+    Only for ``method == "session/prompt"``: fill ``prompt`` from ``content_blocks`` or the first
+    non-empty of ``text`` / ``content`` / ``query`` unless ``prompt`` is there, add ``session_id``
+    and merge ``acp_meta`` into ``_meta``. Any other method gets a shallow copy of ``params``.
+    """
+    params = dict(envelope.params)
+    if params_unchanged(envelope.method, params):
+        return params
+    blocks = params.get("content_blocks")
+    if isinstance(blocks, list) and blocks:
+        params["prompt"] = list(blocks)
+    else:
+        text = params.get("text") or params.get("content") or params.get("query")
+        if isinstance(text, str) and text:
+            params["prompt"] = [{"type": "text", "text": text}]
+    if envelope.session_id and "session_id" not in params:
+        params["session_id"] = envelope.session_id
+    if envelope.acp_meta:
+        meta = params.get("_meta", {})
+        if not isinstance(meta, dict):
+            raise E2ATypeError("params._meta", f"expected an object to merge acp_meta into, got {type_name(meta)}")
+        params["_meta"] = {**meta, **envelope.acp_meta}
+    return params
+
+
+def call_method(method: str | None, ext_method: str | None) -> str | None:
+    """The JSON-RPC method of an envelope's ACP call: ``ext_method`` stands in for ``"ext"``."""
+    return ext_method if method == "ext" and ext_method else method
+
+
+def envelope_to_acp_jsonrpc_call(envelope: E2AEnvelope) -> dict[str, Any]:
+    """The envelope as one JSON-RPC 2.0 call. ``provenance`` is not changed.
+
+    A gateway method such as ``chat.send`` is passed through as it is (spec section 2): map it to
+    an ACP method first when the peer is a pure ACP agent.
+    """
+    return jsonrpc.request(
+        envelope.jsonrpc_id,
+        call_method(envelope.method, envelope.ext_method),
+        merge_params_to_acp_prompt(envelope),
+    )
+
+
+def e2a_response_to_acp_jsonrpc_response(response: E2AResponse) -> dict[str, Any] | None:
+    """One JSON-RPC 2.0 response (``result`` or ``error``) for a response, or ``None`` if not applicable.
+
+    A complete ``projections.acp`` response wins; otherwise ``acp.prompt_result`` gives ``result`` =
+    body, ``acp.jsonrpc_error`` gives ``error`` = body, and ``e2a.error`` gives a JSON-RPC error
+    (non-integer codes become -32603 with the original in ``data.e2a_code``).
+    """
+    projection = response.projections.get("acp")
+    if jsonrpc.is_response(projection):
+        out = dict(projection)
+        out.setdefault("id", response.jsonrpc_id)
+        return out
+
+    kind = response.response_kind
+    body = dict(response.body)
+    if kind == ResponseKind.ACP_PROMPT_RESULT:
+        return jsonrpc.result(response.jsonrpc_id, body)
+    if kind == ResponseKind.ACP_JSONRPC_ERROR:
+        return jsonrpc.error(response.jsonrpc_id, body)
+    if kind != ResponseKind.E2A_ERROR:
+        return None
+
+    raw_code = body.get("code")
+    code_is_int = isinstance(raw_code, int)
+    data: dict[str, Any] = {}
+    if body.get("details") is not None:
+        data["details"] = body["details"]
+    if body.get("external") is not None:
+        data["external"] = body["external"]
+    if raw_code is not None and not code_is_int:
+        data["e2a_code"] = raw_code
+    error: dict[str, Any] = {
+        "code": raw_code if code_is_int else jsonrpc.ErrorCode.INTERNAL_ERROR.value,
+        "message": _message_text(body.get("message")),
+    }
+    if data:
+        error["data"] = data
+    return jsonrpc.error(response.jsonrpc_id, error)
+
+
+def _message_text(message: Any) -> str:
+    if not message:
+        return ""
+    return message if isinstance(message, str) else str(message)
+
+
+# --- the wire dialect ----------------------------------------------------------------------------
+
+
+def _camel(key: str) -> str:
+    if key.startswith("_") or "_" not in key:
+        return key
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def camel_keys(values: dict[str, Any]) -> dict[str, Any]:
+    """An object's top-level keys in ACP's camelCase (``session_id`` -> ``sessionId``; ``_meta`` stays)."""
+    return {_camel(key): value for key, value in values.items()}
+
+
+def _wire_content_block(block: Any, path: str) -> dict[str, Any]:
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        raise E2ATypeError(path, "an ACP content block is an object with a string 'type'")
+    out = camel_keys(block)
+    if isinstance(out.get("resource"), dict):
+        out["resource"] = camel_keys(out["resource"])
+    return out
+
+
+def wire_request(call: dict[str, Any]) -> dict[str, Any]:
+    """A reference-shape ACP call (``envelope_to_acp_jsonrpc_call``) as an agent expects it on the wire."""
+    method = call["method"]
+    if not isinstance(method, str) or not method:
+        raise E2AValueError("method", "a wire ACP request needs a method")
+    params = camel_keys(call["params"])
+    if method == ACP_SESSION_PROMPT:
+        if not isinstance(params.get("sessionId"), str) or not params["sessionId"]:
+            raise E2AValueError("session_id", "ACP session/prompt needs a session id (session_id or params)")
+        prompt = params.get("prompt")
+        if not isinstance(prompt, list) or not prompt:
+            raise E2AValueError("params", "ACP session/prompt needs a prompt: give prompt, content_blocks or text")
+        params["prompt"] = [_wire_content_block(block, f"params.prompt[{i}]") for i, block in enumerate(prompt)]
+        params = {key: params[key] for key in _PROMPT_REQUEST_KEYS if key in params}
+    if call["id"] is None:
+        return jsonrpc.notification(method, params)
+    return jsonrpc.request(call["id"], method, params)
