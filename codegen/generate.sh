@@ -7,11 +7,13 @@ PYTHON=${PYTHON:-.venv/bin/python}
 out=src
 protos=$(find proto -name '*.proto' | LC_ALL=C sort)
 
-# Python messages, .pyi stubs and grpcio stubs. Old output is removed first so that a deleted
-# .proto leaves no stale module behind.
+# Python messages, .pyi stubs and grpcio stubs, plus typed .pyi stubs for the (untyped) grpcio
+# stubs from mypy-protobuf's protoc-gen-mypy_grpc (a dev dependency, installed next to $PYTHON).
+# Old output is removed first so that a deleted .proto leaves no stale module behind.
 rm -rf "$out/e2a"
 "$PYTHON" -m grpc_tools.protoc -I proto \
-  --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" $protos
+  --plugin=protoc-gen-mypy_grpc="$(dirname "$PYTHON")/protoc-gen-mypy_grpc" \
+  --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" --mypy_grpc_out="$out" $protos
 
 # ---------------------------------------------------------------------------------------------
 # TypeScript/JavaScript (protobuf-es) into gen/ts, through buf with the local plugin that
