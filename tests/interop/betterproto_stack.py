@@ -37,7 +37,7 @@ import betterproto2
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROTO_DIR = REPO_ROOT / "proto"
 # The generated modules live in this package (``<PACKAGE>.e2a.v1``), so they cannot clash with the
-# grpcio-generated ``e2a.v1`` that ``import e2a_grpc._gen`` puts on sys.path.
+# grpcio-generated ``e2a.v1`` package.
 PACKAGE = "e2a_betterproto_gen"
 PLUGIN = "protoc-gen-python_betterproto2"
 

@@ -15,7 +15,6 @@ import json
 import re
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -33,14 +32,13 @@ from e2a.v1 import e2a_pb2
 from e2a_grpc import (
     E2AEnvelope,
     E2AResponse,
-    _gen,  # noqa: F401  (makes the grpcio-generated ``e2a.v1`` modules importable)
 )
-from tests import vectors
 from tests.conftest import VECTORS_DIR
 from tests.interop import betterproto_stack
 from tests.interop.betterproto_stack import same_fields, to_betterproto
-from tests.vectors import RFC3339_UTC
-from tests.wellformed import envelope_well_typed, response_well_typed
+from tests.support import vectors
+from tests.support.vectors import RFC3339_UTC
+from tests.support.wellformed import envelope_well_typed, response_well_typed
 
 
 @pytest.fixture(scope="session")

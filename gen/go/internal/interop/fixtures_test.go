@@ -70,7 +70,7 @@ func newMessage(typeName string) (proto.Message, error) {
 // it; Python decodes the Go bytes to the same to_dict() JSON, byte for byte.
 func TestPythonBytesRoundTripThroughGo(t *testing.T) {
 	dir := t.TempDir()
-	runPython(t, "-m", "tests.tools.go_fixtures", "write", dir)
+	runPython(t, "-m", "tests.support.tools.go_fixtures", "write", dir)
 
 	var cases []struct{ Name, Type string }
 	readJSON(t, filepath.Join(dir, "cases.json"), &cases)
@@ -122,7 +122,7 @@ func TestPythonBytesRoundTripThroughGo(t *testing.T) {
 	}
 	t.Logf("%d cases (%v); Go's encoding is byte-identical to Python's for %d", len(cases), counts, identical)
 
-	runPython(t, "-m", "tests.tools.go_fixtures", "decode", dir)
+	runPython(t, "-m", "tests.support.tools.go_fixtures", "decode", dir)
 	for _, c := range cases {
 		want := readFile(t, filepath.Join(dir, c.Name+".json"))
 		got := readFile(t, filepath.Join(dir, c.Name+".go.json"))
@@ -135,7 +135,7 @@ func TestPythonBytesRoundTripThroughGo(t *testing.T) {
 // The hand-made records reach Go with their values exact (checked here on the Go side alone).
 func TestLosslessValuesInGo(t *testing.T) {
 	dir := t.TempDir()
-	runPython(t, "-m", "tests.tools.go_fixtures", "write", dir)
+	runPython(t, "-m", "tests.support.tools.go_fixtures", "write", dir)
 	var env e2av1.E2AEnvelope
 	if err := proto.Unmarshal(readFile(t, filepath.Join(dir, "extra_envelope_lossless.bin")), &env); err != nil {
 		t.Fatal(err)

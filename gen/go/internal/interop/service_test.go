@@ -266,7 +266,7 @@ func chatFrames(ctx context.Context, client e2av1.AgentServiceClient, request *e
 	}
 }
 
-// pythonLine is one line printed by tests/tools/go_client.py.
+// pythonLine is one line printed by tests/support/tools/go_client.py.
 type pythonLine struct {
 	Name   string   `json:"name"`
 	Reply  string   `json:"reply"`
@@ -337,7 +337,7 @@ func TestGoClientGetsThePythonClientsResults(t *testing.T) {
 	}
 	writeFile(t, casesFile, lines.Bytes())
 	printed := map[string]pythonLine{}
-	scanner := bufio.NewScanner(bytes.NewReader(runPython(t, "-m", "tests.tools.go_client", address, casesFile)))
+	scanner := bufio.NewScanner(bytes.NewReader(runPython(t, "-m", "tests.support.tools.go_client", address, casesFile)))
 	scanner.Buffer(nil, 64<<20)
 	for scanner.Scan() {
 		var line pythonLine

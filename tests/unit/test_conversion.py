@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from e2a_grpc import E2AEnvelope, conversion, jsontext
 from e2a_grpc.conversion.acp_fast_path import envelope_message_to_acp_json
-from e2a_grpc.model import proto
 from e2a_grpc.errors import E2AFieldError
-from tests.strategies import assert_identical, canonical_envelopes
+from e2a_grpc.model import proto
+from tests.support.strategies import assert_identical, canonical_envelopes
 
 PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -85,9 +85,7 @@ def test_prompt_merge_and_wire_dialect_are_applied() -> None:
         "session_id": "s1",
         "_meta": {"k": 1},
     }
-    wire = json.loads(
-        envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",), wire=True)
-    )
+    wire = json.loads(envelope_message_to_acp_json(message, session_prompt_methods=("chat.send",), wire=True))
     assert wire["params"] == {"sessionId": "s1", "prompt": [{"type": "text", "text": "hello"}], "_meta": {"k": 1}}
 
 

@@ -1,6 +1,6 @@
 """The Python client's side of the Go client test (gen/go/internal/interop/service_test.go).
 
-    python -m tests.tools.go_client ADDRESS CASES_FILE
+    python -m tests.support.tools.go_client ADDRESS CASES_FILE
 
 CASES_FILE has one JSON object a line, {"name", "rpc", "request"}: the rpc is ToACP, FromACP,
 ToA2AStream or Chat, the request the base64 of the binary request message the Go client sent.

@@ -17,8 +17,8 @@ from e2a_grpc import (
     envelope_to_acp_jsonrpc_call,
     merge_params_to_acp_prompt,
 )
-from tests import vectors
-from tests.wellformed import envelope_well_typed, response_well_typed
+from tests.support import vectors
+from tests.support.wellformed import envelope_well_typed, response_well_typed
 
 
 def _roundtrip(data: dict[str, Any]) -> dict[str, Any]:

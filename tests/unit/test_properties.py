@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 
 from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.model import proto
-from tests.strategies import (
+from tests.support.strategies import (
     assert_identical,
     canonical_envelopes,
     canonical_responses,

@@ -1,5 +1,5 @@
 """The acp Chat backend end to end: a real ``e2a-grpc serve --backend acp`` subprocess running real
-ACP agent subprocesses built with the official ACP SDK (tests/agents/acp_agent.py).
+ACP agent subprocesses built with the official ACP SDK (tests/support/agents/acp_agent.py).
 
 Every stream is read with ``chat_client.chat`` (or, for streams the test cancels, its
 StreamChecker), so the spec section 12 invariants are checked on each. Process checks read /proc:
@@ -34,7 +34,7 @@ from tests.conftest import ServerAddress, open_fds, running_server
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
 
-AGENT = Path(__file__).parent / "agents" / "acp_agent.py"
+AGENT = Path(__file__).parents[1] / "support" / "agents" / "acp_agent.py"
 TIMEOUT = 30.0
 
 

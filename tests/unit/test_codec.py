@@ -20,7 +20,7 @@ from e2a_grpc import (
 )
 from e2a_grpc.jsontext import MAX_DEPTH
 from e2a_grpc.model import proto
-from tests.strategies import assert_identical
+from tests.support.strategies import assert_identical
 
 
 def _through_bytes(envelope: E2AEnvelope) -> E2AEnvelope:

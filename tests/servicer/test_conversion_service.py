@@ -27,9 +27,9 @@ from e2a_grpc import (
     envelope_to_acp_jsonrpc_call,
     jsontext,
 )
-from tests import vectors
 from tests.conftest import REPO_ROOT, _wait_serving, free_port, running_server, stop_process
-from tests.wellformed import envelope_well_typed
+from tests.support import vectors
+from tests.support.wellformed import envelope_well_typed
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +224,7 @@ def test_to_a2a_stream_output_is_accepted_by_the_a2a_sdk(stub: Any) -> None:
     plain = stub.ToA2AStream(pb.ToA2AStreamRequest(response=A2A_EVENTS[2].to_proto()))
     assert plain.WhichOneof("result") == "not_applicable"
     verdicts = subprocess.run(
-        [sys.executable, "-m", "tests.tools.a2a_validate"],
+        [sys.executable, "-m", "tests.support.tools.a2a_validate"],
         input="\n".join(outputs) + "\n",
         capture_output=True,
         text=True,
@@ -241,7 +241,7 @@ def test_the_a2a_validator_rejects_invalid_events() -> None:
         {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "NOPE"}}},
     ]
     verdicts = subprocess.run(
-        [sys.executable, "-m", "tests.tools.a2a_validate"],
+        [sys.executable, "-m", "tests.support.tools.a2a_validate"],
         input="\n".join(json.dumps(b) for b in bad) + "\n",
         capture_output=True,
         text=True,

@@ -1,7 +1,7 @@
 """Binary E2AEnvelope / E2AResponse fixtures for the Go tests (gen/go/internal/interop), made at test time.
 
-    python -m tests.tools.go_fixtures write DIR    # DIR/cases.json, DIR/<name>.bin, DIR/<name>.json
-    python -m tests.tools.go_fixtures decode DIR   # DIR/<name>.go.bin -> DIR/<name>.go.json
+    python -m tests.support.tools.go_fixtures write DIR    # DIR/cases.json, DIR/<name>.bin, DIR/<name>.json
+    python -m tests.support.tools.go_fixtures decode DIR   # DIR/<name>.go.bin -> DIR/<name>.go.json
 
 ``write`` takes the ``ok`` outputs of the E2AEnvelope.from_dict / E2AResponse.from_dict conformance
 vectors (testdata/vectors) plus a few hand-made
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from e2a_grpc import E2AEnvelope, E2AResponse
-from tests import vectors
 from tests.conftest import VECTORS_DIR
+from tests.support import vectors
 
 TYPES: dict[str, type[E2AEnvelope] | type[E2AResponse]] = {"E2AEnvelope": E2AEnvelope, "E2AResponse": E2AResponse}
 

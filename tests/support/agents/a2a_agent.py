@@ -1,6 +1,6 @@
 """A scripted A2A agent built on the official a2a-sdk (JSON-RPC over HTTP + SSE), for the a2a backend tests.
 
-Run as ``python -m tests.agents.a2a_agent --port PORT --log FILE``. It serves its agent card at
+Run as ``python -m tests.support.agents.a2a_agent --port PORT --log FILE``. It serves its agent card at
 ``/.well-known/agent-card.json`` and JSON-RPC at ``/``. What it does depends on the user's text:
 
 * ``fail``  - a task that works, produces a partial artifact, then ends ``TASK_STATE_FAILED``;

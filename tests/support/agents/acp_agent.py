@@ -1,6 +1,6 @@
 """A scripted ACP agent for the acp backend tests, built on the official ACP Python SDK (``acp``).
 
-Run as a real stdio subprocess: ``python tests/agents/acp_agent.py [--events FILE]``. By default a
+Run as a real stdio subprocess: ``python tests/support/agents/acp_agent.py [--events FILE]``. By default a
 prompt turn streams a thought, a plan, a tool call and its update, then the prompt text back word by
 word, and ends with ``end_turn``. Words in the prompt change that:
 

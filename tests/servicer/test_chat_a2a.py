@@ -1,5 +1,5 @@
 """The Chat RPC on the a2a backend, end to end: a real ``e2a-grpc serve --backend a2a`` forwarding to a
-real a2a-sdk agent (tests/agents/a2a_agent.py), both subprocesses on free loopback ports.
+real a2a-sdk agent (tests/support/agents/a2a_agent.py), both subprocesses on free loopback ports.
 
 What the agent sent is read from its log and compared with what reached the E2A client.
 """
@@ -107,7 +107,7 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
     log = tmp_path_factory.mktemp("a2a") / "agent.jsonl"
     log.touch()
     url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "tests.agents.a2a_agent", "--port", str(port), "--log", str(log)]
+    command = [sys.executable, "-m", "tests.support.agents.a2a_agent", "--port", str(port), "--log", str(log)]
     with _subprocess(command) as (process, output):
 
         def card_served() -> bool:

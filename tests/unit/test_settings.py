@@ -1,0 +1,134 @@
+"""Settings: command line over environment over defaults, built only by the command that uses them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from e2a_grpc import cli
+from e2a_grpc.settings import ClientSettings, ServerSettings, env_var
+
+ENVELOPE = {"method": "chat.send", "session_id": "s1", "params": {"text": "hi"}}
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests set the variables they need; none leak in from the shell running them."""
+    for name in os.environ:
+        if name.startswith("E2A_GRPC_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
+    """The settings ``serve`` would start a server with (no server is started)."""
+    configs: list[ServerSettings] = []
+
+    async def capture(config: ServerSettings) -> None:
+        configs.append(config)
+
+    monkeypatch.setattr(cli, "serve", capture)
+    return configs
+
+
+def test_env_overrides_default(monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]) -> None:
+    monkeypatch.setenv("E2A_GRPC_PORT", "6000")
+    monkeypatch.setenv("E2A_GRPC_ACP_COMMAND", "python 'my agent.py'")
+    assert cli.main(["serve"]) == 0
+    [config] = served
+    assert config.port == 6000
+    assert config.host == "127.0.0.1"  # the default
+    assert config.acp_argv == ("python", "my agent.py")
+
+
+def test_command_line_overrides_env(monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]) -> None:
+    monkeypatch.setenv("E2A_GRPC_PORT", "6000")
+    monkeypatch.setenv("E2A_GRPC_BACKEND", "acp")
+    assert cli.main(["serve", "--port", "7000", "--backend", "echo"]) == 0
+    [config] = served
+    assert (config.port, config.backend) == (7000, "echo")
+
+
+def test_a_bad_setting_of_serve_does_not_affect_convert(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("E2A_GRPC_PORT", "abc")
+    monkeypatch.setenv("E2A_GRPC_BACKEND", "nonsense")
+    source = tmp_path / "envelope.json"
+    source.write_text(json.dumps(ENVELOPE))
+    assert cli.main(["convert", "to-acp", str(source)]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "chat.send"
+
+
+def test_a_bad_port_stops_serve_with_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], served: list[ServerSettings]
+) -> None:
+    monkeypatch.setenv("E2A_GRPC_PORT", "abc")
+    assert cli.main(["serve"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: E2A_GRPC_PORT: ") and "integer" in line
+    assert cli.main(["serve", "--port", "70000"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: --port: ")  # the command line's value is the one named
+    assert served == []
+
+
+@pytest.mark.parametrize("content", ["", " \n\t\n"])
+def test_an_empty_token_file_refuses_to_start(
+    content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], served: list[ServerSettings]
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(content)
+    assert cli.main(["serve", "--token-file", str(token_file)]) == 2
+    error = capsys.readouterr().err
+    assert "--token-file" in error and "empty" in error
+    assert served == []
+
+
+def test_the_token_comes_from_the_file_and_stays_secret(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("E2A_GRPC_TOKEN", "from-env")
+    token_file = tmp_path / "token"
+    token_file.write_text("from-file-123\n")
+    settings = ServerSettings(token_file=token_file)
+    assert settings.token is not None and settings.token.get_secret_value() == "from-file-123"
+    assert "from-file-123" not in repr(settings) and "from-file-123" not in str(settings.model_dump())
+
+
+def test_backends_need_their_target(capsys: pytest.CaptureFixture[str], served: list[ServerSettings]) -> None:
+    assert cli.main(["serve", "--backend", "acp"]) == 2
+    assert capsys.readouterr().err == "error: --backend acp needs --acp-command (or E2A_GRPC_ACP_COMMAND)\n"
+    with pytest.raises(ValidationError, match="--a2a-url"):
+        ServerSettings(backend="a2a")
+    assert served == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("port", -1), ("max_message_bytes", 0), ("a2a_timeout_seconds", 0), ("acp_max_sessions", 0)],
+)
+def test_out_of_range_values_are_refused(field: str, value: int) -> None:
+    with pytest.raises(ValidationError, match=field):
+        ServerSettings(**{field: value})
+
+
+def test_serve_help_lists_defaults_and_env_vars(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["serve", "--help"])
+    assert exit_info.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines anywhere between words
+    for name in ServerSettings.model_fields:
+        assert env_var(name) in help_text
+    assert "--port PORT port; 0 picks a free one (default: 50051) [E2A_GRPC_PORT]" in help_text
+    assert "(default: echo) [E2A_GRPC_BACKEND]" in help_text
+
+
+def test_client_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ClientSettings().server == "127.0.0.1:50051"
+    monkeypatch.setenv("E2A_GRPC_SERVER", "10.0.0.1:443")
+    monkeypatch.setenv("MY_TOKEN", "t0k")
+    settings = ClientSettings(token_env="MY_TOKEN")
+    assert (settings.server, settings.bearer_token()) == ("10.0.0.1:443", "t0k")
