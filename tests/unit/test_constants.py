@@ -7,6 +7,7 @@ from datetime import datetime
 
 import e2a_grpc
 from e2a_grpc.model import constants
+from tests.conftest import REPO_ROOT
 
 KINDS = (
     "e2a.complete", "e2a.chunk", "e2a.error", "acp.session_update", "acp.prompt_result", "acp.jsonrpc_error",
@@ -83,3 +84,9 @@ def test_timestamps() -> None:
     kept = e2a_grpc.E2AResponse(timestamp="2026-01-01T00:00:00Z")
     kept.ensure_timestamp()
     assert kept.timestamp == "2026-01-01T00:00:00Z"
+
+
+def test_readme_lists_every_error_code() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `([a-z0-9_]+)` \| ", readme, re.M)
+    assert [code for code in listed if code in set(e2a_grpc.ErrorCode)] == [code.value for code in e2a_grpc.ErrorCode]

@@ -108,9 +108,11 @@ class ErrorCode(StrEnum):
     A2A_AGENT_ERROR = "a2a_agent_error"
     #: The remote A2A agent's card offers no transport this client speaks.
     A2A_UNSUPPORTED_AGENT = "a2a_unsupported_agent"
-    #: The A2A task ended failed, rejected or canceled.
+    #: The A2A task ended in the failed state.
     A2A_TASK_FAILED = "a2a_task_failed"
+    #: The A2A agent rejected the task.
     A2A_TASK_REJECTED = "a2a_task_rejected"
+    #: The A2A task was canceled (by the agent or another client).
     A2A_TASK_CANCELED = "a2a_task_canceled"
     #: The A2A stream ended before the task reached a final or interrupted state.
     A2A_STREAM_ENDED_EARLY = "a2a_stream_ended_early"
