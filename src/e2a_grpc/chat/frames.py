@@ -94,7 +94,9 @@ class FrameBuilder:
         shared.response.response_kind = ResponseKind.E2A_CHUNK
         self._chunk = shared.SerializeToString()
 
-    def _frame(self, template: bytes, body: str, kind: str = "", status: str = "", final: bool = False) -> Any:
+    def _frame(
+        self, template: bytes, body: str, kind: str = "", status: str = "", final: bool = False
+    ) -> agent_service_pb2.ChatResponse:
         if self.finished:
             raise RuntimeError("a stream has exactly one final frame, and it is the last")
         message = agent_service_pb2.ChatResponse.FromString(template)
@@ -125,7 +127,7 @@ class FrameBuilder:
             )
         return message
 
-    def delta(self, event: Delta) -> Any:
+    def delta(self, event: Delta) -> agent_service_pb2.ChatResponse:
         if event.delta_kind is DeltaKind.TEXT and event.mime_type is None and type(event.delta) is str:
             try:  # the common case, without building a dict: the same bytes jsontext.dumps writes
                 return self._frame(
@@ -138,11 +140,11 @@ class FrameBuilder:
             body["mime_type"] = event.mime_type
         return self._frame(self._chunk, jsontext.dumps(body, "body"))
 
-    def passthrough(self, event: Passthrough) -> Any:
+    def passthrough(self, event: Passthrough) -> agent_service_pb2.ChatResponse:
         body = jsontext.dumps(event.body, "body") if event.body else ""
         return self._frame(self._shared, body, event.response_kind, ResponseStatus.IN_PROGRESS)
 
-    def complete(self, result: dict[str, Any]) -> Any:
+    def complete(self, result: dict[str, Any]) -> agent_service_pb2.ChatResponse:
         body = jsontext.dumps({"result": result}, "body")
         return self._frame(self._shared, body, ResponseKind.E2A_COMPLETE, ResponseStatus.SUCCEEDED, True)
 
@@ -152,7 +154,7 @@ class FrameBuilder:
         message: str,
         details: dict[str, Any] | None = None,
         external: dict[str, Any] | None = None,
-    ) -> Any:
+    ) -> agent_service_pb2.ChatResponse:
         body: dict[str, Any] = {"code": code, "message": message, "details": details or {}}
         if external is not None:
             body["external"] = external

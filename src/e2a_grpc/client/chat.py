@@ -20,7 +20,7 @@ def chat(
     metadata: tuple[tuple[str, str], ...] = (),
 ) -> Iterator[E2AResponse]:
     """Call Chat and yield each frame, checking the invariants; raises StreamInvariantError."""
-    stub = pb_grpc.AgentServiceStub(channel)  # type: ignore[no-untyped-call]
+    stub = pb_grpc.AgentServiceStub(channel)
     checker = StreamChecker(envelope)
     for reply in stub.Chat(pb.ChatRequest(envelope=envelope.to_proto()), timeout=timeout, metadata=metadata):
         frame = E2AResponse.from_proto(reply.response)
@@ -37,7 +37,7 @@ async def achat(
     metadata: tuple[tuple[str, str], ...] = (),
 ) -> AsyncIterator[E2AResponse]:
     """``chat`` for grpc.aio channels."""
-    stub: Any = pb_grpc.AgentServiceStub(channel)  # type: ignore[no-untyped-call]
+    stub = pb_grpc.AgentServiceStub(channel)
     checker = StreamChecker(envelope)
     async for reply in stub.Chat(pb.ChatRequest(envelope=envelope.to_proto()), timeout=timeout, metadata=metadata):
         frame = E2AResponse.from_proto(reply.response)

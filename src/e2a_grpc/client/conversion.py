@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TypeVar
 
 import grpc
 from google.rpc import error_details_pb2
@@ -14,6 +14,9 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc.conversion import NotApplicable
 from e2a_grpc.model import E2AEnvelope, E2AResponse
+
+Request = TypeVar("Request")
+Reply = TypeVar("Reply")
 
 
 class ServiceError(Exception):
@@ -27,7 +30,9 @@ class ServiceError(Exception):
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> ServiceError:
         violations: list[tuple[str, str]] = []
-        status = rpc_status.from_call(error)
+        # types-grpcio types RpcError without grpc.Call, but what a sync call raises is both (and
+        # from_call only reads code(), details() and trailing_metadata()).
+        status = rpc_status.from_call(error)  # type: ignore[arg-type]
         for detail in status.details if status else ():
             bad_request = error_details_pb2.BadRequest()
             if detail.Unpack(bad_request):
@@ -47,7 +52,7 @@ class ConversionClient:
 
     def __init__(self, channel: grpc.Channel, token: str | None = None, timeout: float = 30.0) -> None:
         self._channel = channel
-        self._stub = pb_grpc.ConversionServiceStub(channel)  # type: ignore[no-untyped-call]
+        self._stub = pb_grpc.ConversionServiceStub(channel)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout = timeout
 
@@ -75,9 +80,9 @@ class ConversionClient:
     def close(self) -> None:
         self._channel.close()
 
-    def _call(self, method: str, request: Any) -> Any:
+    def _call(self, method: grpc.UnaryUnaryMultiCallable[Request, Reply], request: Request) -> Reply:
         try:
-            return getattr(self._stub, method)(request, timeout=self._timeout, metadata=self._metadata)
+            return method(request, timeout=self._timeout, metadata=self._metadata)
         except grpc.RpcError as error:
             raise ServiceError.from_rpc_error(error) from None
 
@@ -98,10 +103,10 @@ class ConversionClient:
             request.response_json = e2a_json
         else:
             request.envelope_json = e2a_json
-        return _text_or_not_applicable(self._call("ToACP", request), "jsonrpc")
+        return _text_or_not_applicable(self._call(self._stub.ToACP, request), "jsonrpc")
 
     def from_acp(self, acp_json: str, *, channel: str | None = None) -> list[E2AEnvelope | E2AResponse]:
-        reply = self._call("FromACP", pb.FromACPRequest(json=acp_json, channel=channel))
+        reply = self._call(self._stub.FromACP, pb.FromACPRequest(json=acp_json, channel=channel))
         return [
             E2AEnvelope.from_proto(record.envelope)
             if record.WhichOneof("record") == "envelope"
@@ -111,14 +116,14 @@ class ConversionClient:
 
     def to_a2a_stream_json(self, response_json: str, *, project_native_kinds: bool = False) -> str | NotApplicable:
         request = pb.ToA2AStreamRequest(response_json=response_json, project_native_kinds=project_native_kinds)
-        return _text_or_not_applicable(self._call("ToA2AStream", request), "stream_response")
+        return _text_or_not_applicable(self._call(self._stub.ToA2AStream, request), "stream_response")
 
     def from_a2a(self, a2a_json: str, *, channel: str | None = None) -> E2AEnvelope:
-        reply = self._call("FromA2A", pb.FromA2ARequest(json=a2a_json, channel=channel))
+        reply = self._call(self._stub.FromA2A, pb.FromA2ARequest(json=a2a_json, channel=channel))
         return E2AEnvelope.from_proto(reply.envelope)
 
 
-def _text_or_not_applicable(reply: Any, field: str) -> str | NotApplicable:
+def _text_or_not_applicable(reply: pb.ToACPResponse | pb.ToA2AStreamResponse, field: str) -> str | NotApplicable:
     if reply.WhichOneof("result") == "not_applicable":
         return NotApplicable(reply.not_applicable.reason)
     return str(getattr(reply, field))

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import grpc
+
+Request = TypeVar("Request")
+Response = TypeVar("Response")
 
 _HEALTH_PREFIX = "/grpc.health.v1.Health/"
 
 
-class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type stubs
+class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
     """Requires ``authorization: Bearer <token>`` on every call except health checks."""
 
     def __init__(self, token: str) -> None:
@@ -19,9 +22,9 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc] 
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Request, Response] | None]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[Request, Response] | None:
         handler = await continuation(handler_call_details)
         if handler is None or handler_call_details.method.startswith(_HEALTH_PREFIX):
             return handler
@@ -31,22 +34,22 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc] 
         return _deny(handler)
 
 
-def _deny(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-    async def abort(request: Any, context: grpc.aio.ServicerContext) -> None:
+def _deny(handler: grpc.RpcMethodHandler[Request, Response]) -> grpc.RpcMethodHandler[Request, Response]:
+    # ``request`` is a message, or an iterator of them for a client stream: neither is looked at.
+    async def abort(request: object, context: grpc.aio.ServicerContext[Request, Response]) -> None:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
 
-    async def abort_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def abort_stream(
+        request: object, context: grpc.aio.ServicerContext[Request, Response]
+    ) -> AsyncIterator[Response]:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
         yield  # pragma: no cover - makes this an async generator, as streaming handlers are
 
-    kwargs = {
-        "request_deserializer": handler.request_deserializer,
-        "response_serializer": handler.response_serializer,
-    }
+    deserializer, serializer = handler.request_deserializer, handler.response_serializer
     if handler.response_streaming:
         if handler.request_streaming:
-            return grpc.stream_stream_rpc_method_handler(abort_stream, **kwargs)
-        return grpc.unary_stream_rpc_method_handler(abort_stream, **kwargs)
+            return grpc.stream_stream_rpc_method_handler(abort_stream, deserializer, serializer)
+        return grpc.unary_stream_rpc_method_handler(abort_stream, deserializer, serializer)
     if handler.request_streaming:
-        return grpc.stream_unary_rpc_method_handler(abort, **kwargs)
-    return grpc.unary_unary_rpc_method_handler(abort, **kwargs)
+        return grpc.stream_unary_rpc_method_handler(abort, deserializer, serializer)
+    return grpc.unary_unary_rpc_method_handler(abort, deserializer, serializer)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
@@ -33,19 +33,25 @@ def _source_of(request: Message, field: str) -> str:
     return str(source)
 
 
-def _answer(reply_type: Any, result: dict[str, Any] | conversion.NotApplicable, field: str) -> Any:
+Reply = TypeVar("Reply", bound=Message)
+
+
+def _answer(reply_type: Callable[..., Reply], result: dict[str, Any] | conversion.NotApplicable, field: str) -> Reply:
     if isinstance(result, conversion.NotApplicable):
         return reply_type(not_applicable=pb.NotApplicable(reason=result.reason))
     # Every value in a result was read from protobuf JSON text or JSON text by our parsers.
     return reply_type(**{field: jsontext.dumps_document(result, parsed=True)})
 
 
-# How each oneof case of a request's ``source`` is read.
+# How each oneof case of a request's ``source`` is read (ToA2AStream's cases are responses only).
+_RESPONSE_READERS: dict[str, Callable[[Any], E2AResponse]] = {
+    "response": E2AResponse.from_proto,
+    "response_json": E2AResponse.from_json,
+}
 _RECORD_READERS: dict[str, Callable[[Any], E2AEnvelope | E2AResponse]] = {
     "envelope": E2AEnvelope.from_proto,
-    "response": E2AResponse.from_proto,
     "envelope_json": E2AEnvelope.from_json,
-    "response_json": E2AResponse.from_json,
+    **_RESPONSE_READERS,
 }
 
 
@@ -90,7 +96,7 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
     def ToA2AStream(self, request: pb.ToA2AStreamRequest) -> pb.ToA2AStreamResponse:
         source = _source_of(request, "source")
         try:
-            record = _RECORD_READERS[source](getattr(request, source))
+            record = _RESPONSE_READERS[source](getattr(request, source))
             result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
         except E2AFieldError as exc:
             raise exc.under(source) from None

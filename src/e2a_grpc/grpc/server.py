@@ -37,9 +37,9 @@ class E2AServer:
         ]
         interceptors = [BearerTokenInterceptor(config.token)] if config.token else []
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
-        conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)  # type: ignore[no-untyped-call]
+        conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)
         self.chat = ChatServicer(make_backend(config), log_frames=config.log_frames)
-        agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)  # type: ignore[no-untyped-call]
+        agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 from google.protobuf import any_pb2
@@ -16,6 +16,7 @@ from e2a_grpc.errors import E2AFieldError
 
 log = logging.getLogger(__name__)
 
+Servicer = TypeVar("Servicer")
 Request = TypeVar("Request")
 Reply = TypeVar("Reply")
 
@@ -45,12 +46,12 @@ def status_for(exc: BaseException) -> grpc.Status:
 
 
 def unary(
-    handler: Callable[[Any, Request], Reply],
-) -> Callable[[Any, Request, grpc.aio.ServicerContext], Awaitable[Reply]]:
+    handler: Callable[[Servicer, Request], Reply],
+) -> Callable[[Servicer, Request, grpc.aio.ServicerContext[Request, Reply]], Awaitable[Reply]]:
     """Wrap a pure ``(servicer, request) -> reply`` function as an aio unary handler with error mapping."""
 
     @functools.wraps(handler)
-    async def call(self: Any, request: Request, context: grpc.aio.ServicerContext) -> Reply:
+    async def call(self: Servicer, request: Request, context: grpc.aio.ServicerContext[Request, Reply]) -> Reply:
         try:
             return handler(self, request)
         except E2AFieldError as exc:

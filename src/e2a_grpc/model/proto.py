@@ -317,7 +317,8 @@ def build(message_type: type[M], fields: dict[str, Any], parent: str) -> M:
                 descriptor = message_type.DESCRIPTOR.fields_by_name.get(key)
                 if descriptor is None:
                     raise E2AValueError(path, f"is not a field of {message_type.DESCRIPTOR.full_name}") from None
-                raise _field_error(path, descriptor, value, field_exc) from None
+                # A upb FieldDescriptor is a descriptor.FieldDescriptor at runtime (see records._bind).
+                raise _field_error(path, descriptor, value, field_exc) from None  # type: ignore[arg-type]
         raise E2AValueError(parent or "$", str(exc)) from None
 
 

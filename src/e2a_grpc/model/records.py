@@ -78,7 +78,9 @@ class _Record:
     @classmethod
     def _bind(cls, message_type: type[e2a_pb2.E2AEnvelope] | type[e2a_pb2.E2AResponse]) -> None:
         """Derive the class's tables from its dataclass fields and its message type."""
-        cls.FIELDS = record_fields(cls, message_type.DESCRIPTOR)
+        # types-protobuf types DESCRIPTOR as the python or the upb Descriptor; the upb one is a
+        # descriptor.Descriptor at runtime (isinstance holds, through DescriptorMetaclass).
+        cls.FIELDS = record_fields(cls, message_type.DESCRIPTOR)  # type: ignore[arg-type]
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
         cls._FROM_DICT = tuple((item.name, item, cls.LEGACY_READERS.get(item.name)) for item in cls.FIELDS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeGuard
 
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import readers
@@ -40,7 +40,7 @@ def error(rpc_id: JsonRpcIdValue, value: Any) -> dict[str, Any]:
     return {"jsonrpc": VERSION, "id": rpc_id, "error": value}
 
 
-def is_response(message: Any) -> bool:
+def is_response(message: object) -> TypeGuard[dict[str, Any]]:
     """Whether ``message`` is a JSON-RPC 2.0 response (a result or an error)."""
     return (
         isinstance(message, dict) and message.get("jsonrpc") == VERSION and ("result" in message or "error" in message)
