@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import random
 from collections.abc import Sequence
-from typing import Any
 
 import grpc
 
@@ -63,7 +62,9 @@ async def echo_frames(chat: ChatServicer, request: pb.ChatRequest) -> list[pb.Ch
 def add_bare_stream(server: grpc.aio.Server, frames: Sequence[pb.ChatResponse]) -> None:
     """Register the bare stream, parsing and serializing with the message classes ``Chat`` uses."""
 
-    async def bare_chat(request: Any, context: grpc.aio.ServicerContext) -> None:
+    async def bare_chat(
+        request: pb.ChatRequest, context: grpc.aio.ServicerContext[pb.ChatRequest, pb.ChatResponse]
+    ) -> None:
         for frame in frames:
             await context.write(frame)
 

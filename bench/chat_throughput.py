@@ -45,7 +45,7 @@ _STREAM_TIMEOUT_SECONDS = 30.0
 
 
 async def _round(
-    call: grpc.aio.UnaryStreamMultiCallable, request: bytes, streams: int, seconds: float, server_pid: int
+    call: grpc.aio.UnaryStreamMultiCallable[bytes, bytes], request: bytes, streams: int, seconds: float, server_pid: int
 ) -> paired.Round:
     """Keep ``streams`` streams in flight for ``seconds``; frames/s counts the frames received by then.
 
@@ -91,7 +91,8 @@ async def _check(channel: grpc.aio.Channel, request: bytes) -> Stream:
         checker = StreamChecker(envelope)
         frames: list[E2AResponse] = []
         sizes[rpc] = []
-        async for data in channel.unary_stream(method)(request, timeout=_STREAM_TIMEOUT_SECONDS):
+        call: grpc.aio.UnaryStreamMultiCallable[bytes, bytes] = channel.unary_stream(method)  # no deserializer: bytes
+        async for data in call(request, timeout=_STREAM_TIMEOUT_SECONDS):
             frame = E2AResponse.from_proto(pb.ChatResponse.FromString(data).response)
             checker.check(frame)  # section 12: request_id, sequence, unique ids, one final frame last
             frames.append(frame)
@@ -109,7 +110,11 @@ async def _check(channel: grpc.aio.Channel, request: bytes) -> Stream:
 
 
 async def _measure_mode(
-    calls: dict[str, grpc.aio.UnaryStreamMultiCallable], request: bytes, server_pid: int, mode: str, streams: int
+    calls: dict[str, grpc.aio.UnaryStreamMultiCallable[bytes, bytes]],
+    request: bytes,
+    server_pid: int,
+    mode: str,
+    streams: int,
 ) -> paired.Paired:
     async def run_round(rpc: str) -> paired.Round:
         return await _round(calls[rpc], request, streams, ROUND_SECONDS, server_pid)
@@ -126,7 +131,9 @@ async def _measure(
         stream = await _check(channel, request)
         # No deserializers: the client keeps each frame's bytes, so it spends the same (minimal) CPU
         # per frame on both RPCs and the comparison is about the server.
-        calls = {rpc: channel.unary_stream(method) for rpc, method in _RPCS.items()}
+        calls: dict[str, grpc.aio.UnaryStreamMultiCallable[bytes, bytes]] = {
+            rpc: channel.unary_stream(method) for rpc, method in _RPCS.items()
+        }
         for call in calls.values():
             await _round(call, request, max(MODES.values()), WARMUP_SECONDS, process.pid)
         measured = [await _measure_mode(calls, request, process.pid, mode, n) for mode, n in MODES.items()]

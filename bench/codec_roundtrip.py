@@ -121,7 +121,7 @@ class Workload:
 
 def _dict_to_bytes(model: type[E2AEnvelope] | type[E2AResponse]) -> Callable[[Mapping[str, Any]], bytes]:
     codec = model.CODEC
-    return lambda canon: proto.encode(canon, codec).SerializeToString()  # type: ignore[no-any-return]
+    return lambda canon: proto.encode(canon, codec).SerializeToString()
 
 
 def _dict_from_bytes(model: type[E2AEnvelope] | type[E2AResponse]) -> Callable[[bytes], dict[str, Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 import grpc
 
@@ -24,7 +23,9 @@ ECHO_SERVICE = "e2a.bench.v1.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
 
 
-async def _echo(request: Any, context: grpc.aio.ServicerContext) -> Any:
+async def _echo(
+    request: pb.ToACPRequest, context: grpc.aio.ServicerContext[pb.ToACPRequest, pb.ToACPRequest]
+) -> pb.ToACPRequest:
     return request
 
 

@@ -46,7 +46,7 @@ WORKLOADS: dict[str, dict[str, Any]] = {
 
 
 async def _round(
-    call: grpc.aio.UnaryUnaryMultiCallable, request: bytes, seconds: float, server_pid: int
+    call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes], request: bytes, seconds: float, server_pid: int
 ) -> paired.Round:
     """Keep exactly ``IN_FLIGHT`` calls outstanding for ``seconds``; calls/s counts calls done by then.
 
@@ -76,10 +76,13 @@ async def _round(
 async def _check(channel: grpc.aio.Channel, request: pb.ToACPRequest) -> dict[str, int]:
     """Refuse to time RPCs that do not do their job; returns each RPC's reply size in bytes."""
     data = request.SerializeToString()
-    toacp = await channel.unary_unary(TOACP_METHOD)(data, timeout=_CALL_TIMEOUT_SECONDS)
+    # No serializers (here and below): requests and replies are bytes.
+    toacp_rpc: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(TOACP_METHOD)
+    toacp = await toacp_rpc(data, timeout=_CALL_TIMEOUT_SECONDS)
     if pb.ToACPResponse.FromString(toacp).WhichOneof("result") != "jsonrpc":
         raise RuntimeError("ToACP did not return a jsonrpc result")
-    echo = await channel.unary_unary(ECHO_METHOD)(data, timeout=_CALL_TIMEOUT_SECONDS)
+    echo_rpc: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(ECHO_METHOD)
+    echo = await echo_rpc(data, timeout=_CALL_TIMEOUT_SECONDS)
     # Compared parsed: re-serializing the params Struct's map need not give the same bytes.
     if pb.ToACPRequest.FromString(echo) != request:
         raise RuntimeError("the echo RPC did not return its request")
@@ -94,7 +97,10 @@ async def _measure_workload(
     sizes[name] = {"request": len(data), **await _check(channel, request)}
     # No serializers: the client sends the same pre-serialized bytes and keeps the reply bytes, so it
     # spends the same (minimal) CPU per call on both RPCs and the comparison is about the server.
-    calls = {ECHO: channel.unary_unary(ECHO_METHOD), TOACP: channel.unary_unary(TOACP_METHOD)}
+    calls: dict[str, grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]] = {
+        ECHO: channel.unary_unary(ECHO_METHOD),
+        TOACP: channel.unary_unary(TOACP_METHOD),
+    }
     for call in calls.values():
         await _round(call, data, WARMUP_SECONDS, server_pid)
 
