@@ -234,7 +234,7 @@ def _sizes_table(work: list[Workload]) -> str:
             workload.name,
             str(len(workload.to_bytes(workload.canon))),
             str(len(json.dumps(workload.canon).encode())),
-            str(len(jsontext.dumps_document(workload.canon).encode())),
+            str(len(jsontext.dumps(workload.canon).encode())),
         ]
         for workload in work
     ]

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
-import shlex
 import sys
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import grpc
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings
 
 from e2a_grpc import conversion, jsontext
 from e2a_grpc.chat.frames import frame_log
@@ -21,16 +23,7 @@ from e2a_grpc.client import ConversionClient, ServiceError, chat
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.server import serve
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin, ResponseKind, ResponseStatus
-from e2a_grpc.settings import (
-    DEFAULT_A2A_TIMEOUT_SECONDS,
-    DEFAULT_GRACE_SECONDS,
-    DEFAULT_HOST,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_PORT,
-    BackendName,
-    PermissionPolicy,
-    ServerConfig,
-)
+from e2a_grpc.settings import BackendName, ClientSettings, ServerSettings, env_var
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the server failed or could not be reached
@@ -51,120 +44,78 @@ Exit codes: 0 ok, 1 server error, 2 bad input, 3 the conversion does not apply t
 """
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(name, default)
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+#: Server settings with no command-line option: a command line shows in ``ps`` and shell history.
+_ENV_ONLY_SETTINGS = frozenset({"token"})
+
+
+def _option(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def _shown_default(value: object) -> str:
+    if value is None or value == "":
+        return "unset"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def _setting_help(settings_class: type[BaseSettings], name: str) -> str:
+    field = settings_class.model_fields[name]
+    return f"{field.description} (default: {_shown_default(field.default)}) [{env_var(name)}]"
+
+
+def _add_setting_options(parser: argparse.ArgumentParser, settings_class: type[BaseSettings], *names: str) -> None:
+    """Options for settings fields. Not given, an option is absent from the namespace, so that the
+    environment and then the field's default apply when the settings are built."""
+    for name in names:
+        annotation = settings_class.model_fields[name].annotation
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _setting_help(settings_class, name)}
+        if annotation is bool:
+            kwargs["action"] = "store_true"
+        elif isinstance(annotation, type) and issubclass(annotation, StrEnum):
+            kwargs["choices"] = list(annotation)
+        parser.add_argument(_option(name), **kwargs)
+
+
+def _settings(settings_class: type[SettingsT], args: argparse.Namespace) -> SettingsT:
+    """The settings, with the options given on the command line over the environment and defaults.
+
+    Built only by the command that uses them, so that a bad value for another command does not matter.
+    """
+    options = {name: value for name, value in vars(args).items() if name in settings_class.model_fields}
+    return settings_class(**options)
+
+
+def _settings_error(error: ErrorDetails, args: argparse.Namespace) -> str:
+    """One line for a settings error, naming where the bad value came from."""
+    message = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+    if not error["loc"]:
+        return message  # a rule across settings: its message names them
+    name = str(error["loc"][0])
+    return f"{_option(name) if name in vars(args) else env_var(name)}: {message}"
 
 
 def _add_serve(commands: Any) -> None:
+    token = ServerSettings.model_fields["token"]
     parser = commands.add_parser(
         "serve",
         help="run the gRPC service",
         description="Run the E2A gRPC service (ConversionService, health, reflection) until SIGTERM/SIGINT. "
         "Every option can also be set with the environment variable shown.",
+        epilog=f"{env_var('token')}: {token.description} (environment only: a command line shows in ps).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging")
-    parser.add_argument("--host", default=_env("E2A_GRPC_HOST", DEFAULT_HOST), help="address to bind [E2A_GRPC_HOST]")
-    parser.add_argument(
-        "--port", type=int, default=int(_env("E2A_GRPC_PORT", str(DEFAULT_PORT)) or DEFAULT_PORT),
-        help="port; 0 picks a free one [E2A_GRPC_PORT]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--max-message-bytes", type=int,
-        default=int(_env("E2A_GRPC_MAX_MESSAGE_BYTES", str(DEFAULT_MAX_MESSAGE_BYTES)) or DEFAULT_MAX_MESSAGE_BYTES),
-        help="largest request or reply; bigger ones get RESOURCE_EXHAUSTED [E2A_GRPC_MAX_MESSAGE_BYTES]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--grace-seconds", type=float,
-        default=float(_env("E2A_GRPC_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)) or DEFAULT_GRACE_SECONDS),
-        help="on SIGTERM/SIGINT, how long in-flight calls may finish [E2A_GRPC_GRACE_SECONDS]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--tls-cert", type=Path, default=_env("E2A_GRPC_TLS_CERT"), help="PEM certificate [E2A_GRPC_TLS_CERT]"
-    )
-    parser.add_argument(
-        "--tls-key", type=Path, default=_env("E2A_GRPC_TLS_KEY"), help="PEM private key [E2A_GRPC_TLS_KEY]"
-    )
-    parser.add_argument(
-        "--token-file", type=Path, default=_env("E2A_GRPC_TOKEN_FILE"),
-        help="require 'authorization: Bearer <token>' with the token in this file [E2A_GRPC_TOKEN_FILE]; "
-        "or set E2A_GRPC_TOKEN. Health checks stay open.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--backend", type=BackendName, choices=list(BackendName), default=_env("E2A_GRPC_BACKEND", "echo"),
-        help="agent backend of the Chat RPC; echo is a deterministic demo/test backend [E2A_GRPC_BACKEND]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--echo-delay-seconds", type=float, default=float(_env("E2A_GRPC_ECHO_DELAY_SECONDS", "0") or 0),
-        help="echo backend: pause before each word (demos and tests) [E2A_GRPC_ECHO_DELAY_SECONDS]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--log-frames", action="store_true", default=_env("E2A_GRPC_LOG_FRAMES", "") not in ("", "0"),
-        help="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets) [E2A_GRPC_LOG_FRAMES]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--acp-command", type=shlex.split, default=_env("E2A_GRPC_ACP_COMMAND", ""),
-        metavar="COMMAND",
-        help="acp backend: the ACP agent to run, as a shell-style command line, e.g. 'python agent.py' "
-        "(needed with --backend acp) [E2A_GRPC_ACP_COMMAND]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--acp-cwd", type=Path, default=_env("E2A_GRPC_ACP_CWD"),
-        help="acp backend: session cwd when a request gives no params.workspace_dir or params.cwd; "
-        "default: the server's cwd [E2A_GRPC_ACP_CWD]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--acp-permission-policy", type=PermissionPolicy, choices=list(PermissionPolicy),
-        default=_env("E2A_GRPC_ACP_PERMISSION_POLICY", "deny"),
-        help="acp backend: how the agent's session/request_permission is answered [E2A_GRPC_ACP_PERMISSION_POLICY]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--acp-max-sessions", type=int, default=int(_env("E2A_GRPC_ACP_MAX_SESSIONS", "16") or 16),
-        help="acp backend: agent processes kept for requests with a session_id; the least recently used "
-        "idle one is closed to make room [E2A_GRPC_ACP_MAX_SESSIONS]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--a2a-url", default=_env("E2A_GRPC_A2A_URL"), metavar="URL",
-        help="a2a backend: base URL of the remote A2A agent, where its agent card is served "
-        "(needed with --backend a2a) [E2A_GRPC_A2A_URL]",
-    )  # fmt: skip
-    parser.add_argument(
-        "--a2a-timeout-seconds", type=float,
-        default=float(_env("E2A_GRPC_A2A_TIMEOUT_SECONDS") or DEFAULT_A2A_TIMEOUT_SECONDS),
-        help="a2a backend: longest silence on the agent's stream, and the connect timeout "
-        "[E2A_GRPC_A2A_TIMEOUT_SECONDS]",
-    )  # fmt: skip
+    options = [name for name in ServerSettings.model_fields if name not in _ENV_ONLY_SETTINGS]
+    _add_setting_options(parser, ServerSettings, *options)
     parser.set_defaults(run=_run_serve)
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    token = _env("E2A_GRPC_TOKEN")
-    if args.token_file:
-        token = args.token_file.read_text(encoding="utf-8").strip()
-    config = ServerConfig(
-        host=args.host,
-        port=args.port,
-        max_message_bytes=args.max_message_bytes,
-        grace_seconds=args.grace_seconds,
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        token=token or None,
-        backend=args.backend,
-        echo_delay_seconds=args.echo_delay_seconds,
-        log_frames=args.log_frames,
-        acp_command=tuple(args.acp_command),
-        acp_cwd=args.acp_cwd,
-        acp_permission_policy=args.acp_permission_policy,
-        acp_max_sessions=args.acp_max_sessions,
-        a2a_url=args.a2a_url,
-        a2a_timeout_seconds=args.a2a_timeout_seconds,
-    )
-    if config.backend == "acp" and not config.acp_command:
-        print("error: --backend acp needs --acp-command (or E2A_GRPC_ACP_COMMAND)", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if config.backend == "a2a":
-        if not config.a2a_url:
-            print("error: --backend a2a needs --a2a-url (or E2A_GRPC_A2A_URL)", file=sys.stderr)
-            return EXIT_BAD_INPUT
+    config = _settings(ServerSettings, args)
+    if config.backend is BackendName.A2A:
         try:  # a2a-sdk is optional: say so now, not with a traceback from inside the server
             import e2a_grpc.backends.a2a  # noqa: F401
         except ImportError as exc:
@@ -192,9 +143,7 @@ def _add_convert(commands: Any) -> None:
     common.add_argument(
         "--server", metavar="HOST:PORT", help="ask a running e2a-grpc service instead of converting here"
     )
-    common.add_argument(
-        "--token-env", metavar="VAR", default="E2A_GRPC_TOKEN", help="env var with the bearer token for --server"
-    )
+    _add_setting_options(common, ClientSettings, "token_env")
     common.add_argument("--tls-ca", type=Path, help="CA certificate (PEM) to reach --server over TLS")
 
     to_acp = kinds.add_parser("to-acp", parents=[common], help="E2A envelope or response -> ACP JSON-RPC")
@@ -225,7 +174,7 @@ def _read(file: str) -> str:
 
 
 def _print(document: Any, out: TextIO) -> None:
-    out.write(jsontext.dumps_document(document) + "\n")
+    out.write(jsontext.dumps(document) + "\n")
 
 
 def _is_response(document: Any) -> bool:
@@ -244,12 +193,17 @@ def _answer(result: Any, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _connect(args: argparse.Namespace) -> ConversionClient:
+    client_settings = _settings(ClientSettings, args)
+    return ConversionClient.connect(client_settings.server, token=client_settings.bearer_token(), tls_ca=args.tls_ca)
+
+
 def _run_to_acp(args: argparse.Namespace) -> int:
     text = _read(args.file)
     document = jsontext.loads(text, "$")
     methods = tuple(args.session_prompt_method)
     if args.server:
-        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+        with _connect(args) as client:
             result = client.to_acp_json(
                 text, is_response=_is_response(document), session_prompt_methods=methods, wire=args.wire
             )
@@ -261,7 +215,7 @@ def _run_to_acp(args: argparse.Namespace) -> int:
 def _run_from_acp(args: argparse.Namespace) -> int:
     text = _read(args.file)
     if args.server:
-        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+        with _connect(args) as client:
             records = client.from_acp(text, channel=args.channel)
     else:
         records = conversion.from_acp(text, channel=args.channel, identity_origin=IdentityOrigin.USER)
@@ -273,7 +227,7 @@ def _run_from_acp(args: argparse.Namespace) -> int:
 def _run_to_a2a_stream(args: argparse.Namespace) -> int:
     text = _read(args.file)
     if args.server:
-        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+        with _connect(args) as client:
             return _answer(client.to_a2a_stream_json(text, project_native_kinds=args.native), sys.stdout)
     response = E2AResponse.from_json(text)
     return _answer(conversion.to_a2a_stream(response, project_native_kinds=args.native), sys.stdout)
@@ -282,7 +236,7 @@ def _run_to_a2a_stream(args: argparse.Namespace) -> int:
 def _run_from_a2a(args: argparse.Namespace) -> int:
     text = _read(args.file)
     if args.server:
-        with ConversionClient.connect(args.server, token=_env(args.token_env), tls_ca=args.tls_ca) as client:
+        with _connect(args) as client:
             envelope = client.from_a2a(text, channel=args.channel)
     else:
         envelope = conversion.from_a2a(text, channel=args.channel)
@@ -298,15 +252,12 @@ def _add_chat(commands: Any) -> None:
         "arrive. Every frame is checked against the E2A stream invariants (spec section 12).",
     )
     parser.add_argument("text", help="what to say")
-    parser.add_argument(
-        "--server", metavar="HOST:PORT", default=_env("E2A_GRPC_SERVER", f"{DEFAULT_HOST}:{DEFAULT_PORT}"),
-        help="the service [E2A_GRPC_SERVER] (default: %(default)s)",
-    )  # fmt: skip
+    _add_setting_options(parser, ClientSettings, "server")
     parser.add_argument("--method", default="chat.send", help="envelope method (default: %(default)s)")
     parser.add_argument("--session-id", help="session to continue")
     parser.add_argument("--json", action="store_true", help="print each frame as a line of E2A wire JSON instead")
     parser.add_argument("--timeout", type=float, help="deadline in seconds")
-    parser.add_argument("--token-env", metavar="VAR", default="E2A_GRPC_TOKEN", help="env var with the bearer token")
+    _add_setting_options(parser, ClientSettings, "token_env")
     parser.add_argument("--tls-ca", type=Path, help="CA certificate (PEM) to reach --server over TLS")
     parser.set_defaults(run=_run_chat)
 
@@ -316,10 +267,11 @@ def _run_chat(args: argparse.Namespace) -> int:
         method=args.method, session_id=args.session_id, is_stream=True, channel="cli", params={"text": args.text}
     )
     envelope.ensure_timestamp()
-    token = _env(args.token_env)
+    client_settings = _settings(ClientSettings, args)
+    token = client_settings.bearer_token()
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     final = None
-    with ConversionClient.connect(args.server, token=token, tls_ca=args.tls_ca) as client:
+    with ConversionClient.connect(client_settings.server, token=token, tls_ca=args.tls_ca) as client:
         try:
             for frame in chat(client.channel, envelope, timeout=args.timeout, metadata=metadata):
                 final = frame
@@ -359,6 +311,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
+    except ValidationError as exc:
+        for error in exc.errors():
+            print(f"error: {_settings_error(error, args)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except E2AFieldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -31,32 +32,41 @@ MAX_DEPTH = 512
 # orjson passes these Python types through to ``default`` (and so to an error) instead of silently
 # turning datetimes, dataclasses or str/int subclasses into JSON of its own choosing.
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-_STD_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+_STD_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def dumps(value: Any, field: str) -> str:
-    """Encode a JSON value as compact JSON text; raise an error naming ``field`` if it is not JSON."""
+def dumps(value: Any, field: str = "$", *, parsed: bool = False) -> str:
+    """A JSON value as compact JSON text, or an error naming the path (under ``field``) that is not JSON.
+
+    Key order is kept, non-ASCII text is written as UTF-8 and a lone surrogate (which UTF-8 cannot
+    hold) as a ``\\uXXXX`` escape, so the result always encodes as UTF-8. orjson writes it when it can;
+    the standard encoder writes what orjson cannot (integers beyond 64 bits, lone surrogates).
+    ``parsed=True`` says every float in ``value`` came from a JSON parser, which never yields NaN or
+    Infinity, so the check for them is skipped.
+    """
     try:
         text = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         # Big ints, lone surrogates, deep nesting or a non-JSON type: find and name the exact
         # problem, then let the standard encoder write what is valid.
         check_value(value, field)
-        return _std_dumps(value, field)
-    if b"null" in text and orjson.loads(text) != value:
-        # orjson wrote a NaN/Infinity as null (None != nan): the standard encoder names and rejects it.
-        return _std_dumps(value, field)
-    return text.decode()
-
-
-def _std_dumps(value: Any, field: str) -> str:
+    else:
+        # orjson writes NaN/Infinity as null (and None != nan): then the standard encoder rejects it.
+        if parsed or not (b"null" in text and orjson.loads(text) != value):
+            return text.decode()
     try:
-        return _STD_ENCODER.encode(value)
+        text = _STD_ENCODER.encode(value)
     except ValueError:
         check_value(value, field)  # names the offending path
         raise
     except RecursionError:
         raise E2AValueError(field, f"nesting deeper than {MAX_DEPTH} levels") from None
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return text
 
 
 def _reject_constant(name: str) -> Any:
@@ -88,18 +98,10 @@ def loads(text: str, field: str) -> Any:
 
 
 def loads_object(text: str, field: str) -> dict[str, Any]:
-    """``loads`` for the JSON-object slots; anything but an object is an error naming ``field``.
-
-    The common case (an object orjson reads losslessly) is checked first, without the general path.
-    """
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        value = None
-    if type(value) is not dict or orjson.dumps(value) != text.encode():
-        value = loads(text, field)
-        if not isinstance(value, dict):
-            raise E2ATypeError(field, f"expected JSON text of an object, got {type_name(value)}")
+    """``loads`` for the JSON-object slots; anything but an object is an error naming ``field``."""
+    value = loads(text, field)
+    if not isinstance(value, dict):
+        raise E2ATypeError(field, f"expected JSON text of an object, got {type_name(value)}")
     return value
 
 
@@ -143,34 +145,3 @@ def check_value(value: Any, field: str, depth: int = 0) -> None:
             check_value(item, f"{field}.{key}", depth + 1)
         return
     raise E2ATypeError(field, f"a {type(value).__name__} is not a JSON value")
-
-
-_STD_DOCUMENT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def dumps_document(value: Any, *, parsed: bool = False) -> str:
-    """A whole E2A document as compact JSON text with Unicode unescaped (the E2A wire JSON).
-
-    orjson writes it when it can (the same fast path and NaN guard as ``dumps``); otherwise the
-    standard encoder does. ``parsed=True`` says every float in ``value`` came from a JSON parser
-    (which never yields NaN or Infinity), so the NaN guard is skipped. Either way the result is
-    valid UTF-8: a document holding a lone surrogate is written with \\u escapes throughout. The
-    same document always takes the same path, so it always gives the same text.
-    """
-    try:
-        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
-    except (orjson.JSONEncodeError, TypeError):
-        pass  # big ints, lone surrogates, deep nesting or a non-JSON type
-    else:
-        if parsed or not (b"null" in text and orjson.loads(text) != value):
-            return text.decode()
-    try:
-        text_std = _STD_DOCUMENT_ENCODER.encode(value)
-    except (ValueError, TypeError, RecursionError):
-        check_value(value, "$")  # names the offending path
-        raise
-    try:
-        text_std.encode()
-    except UnicodeEncodeError:
-        return _STD_ENCODER.encode(value)
-    return text_std

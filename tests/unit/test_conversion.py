@@ -28,7 +28,7 @@ PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[Heal
 def general_path(message: Any, **options: Any) -> str:
     call = conversion.to_acp(E2AEnvelope.from_proto(message), **options)
     assert isinstance(call, dict)
-    return jsontext.dumps_document(call, parsed=True)
+    return jsontext.dumps(call, parsed=True)
 
 
 @PROPERTY

@@ -40,7 +40,7 @@ def envelope_message_to_acp_json(
     envelope = E2AEnvelope.from_proto(message)
     call = to_acp(envelope, session_prompt_methods=session_prompt_methods, wire=wire)
     # Every float in ``call`` was read by a JSON parser or from a checked double field: no NaN guard.
-    return jsontext.dumps_document(call, parsed=True)
+    return jsontext.dumps(call, parsed=True)
 
 
 def _check_object_text(text: str, field: str) -> None:

@@ -40,7 +40,7 @@ def _answer(reply_type: Callable[..., Reply], result: dict[str, Any] | conversio
     if isinstance(result, conversion.NotApplicable):
         return reply_type(not_applicable=pb.NotApplicable(reason=result.reason))
     # Every value in a result was read from protobuf JSON text or JSON text by our parsers.
-    return reply_type(**{field: jsontext.dumps_document(result, parsed=True)})
+    return reply_type(**{field: jsontext.dumps(result, parsed=True)})
 
 
 # How each oneof case of a request's ``source`` is read (ToA2AStream's cases are responses only).

@@ -129,7 +129,7 @@ class _Record:
 
     def to_json(self) -> str:
         """The E2A wire JSON: ``to_dict()`` as compact JSON text."""
-        return jsontext.dumps_document(self.to_dict())
+        return jsontext.dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Self:

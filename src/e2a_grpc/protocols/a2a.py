@@ -17,7 +17,6 @@ from e2a_grpc.model.constants import ACP_SESSION_PROMPT
 from e2a_grpc.model.enums import A2AStreamBranch, IdentityOrigin, ResponseKind, SourceProtocol
 from e2a_grpc.model.parts import E2AProvenance
 from e2a_grpc.model.records import E2AEnvelope, E2AResponse, utc_now_iso
-from e2a_grpc.protocols.acp import optional_object
 
 _CONVERTER_FROM_A2A = "e2a_grpc.protocols.a2a:envelope_from_a2a_send_message"
 
@@ -49,10 +48,10 @@ def envelope_from_a2a_send_message(
 
     ``metadata`` is the A2A request's metadata and lands in ``a2a_metadata`` (not ``channel_context``).
     """
-    config = optional_object(configuration, "configuration")
+    config = readers.json_object(configuration, "configuration")
     accepted = config.get("acceptedOutputModes")
     details: dict[str, Any] = {"kind": "a2a_send_message", "abstract_operation": "SendMessage"}
-    details.update(optional_object(extra_provenance_details, "extra_provenance_details"))
+    details.update(readers.json_object(extra_provenance_details, "extra_provenance_details"))
     return E2AEnvelope.from_dict(
         {
             "provenance": E2AProvenance(
@@ -68,7 +67,7 @@ def envelope_from_a2a_send_message(
             "identity_origin": readers.identity_origin(identity_origin, "identity_origin"),
             "expected_output_modes": [str(mode) for mode in accepted] if isinstance(accepted, list) else [],
             "params": {"message": message_body, "configuration": config},
-            "a2a_metadata": optional_object(metadata, "metadata"),
+            "a2a_metadata": readers.json_object(metadata, "metadata"),
         }
     )
 

@@ -25,15 +25,6 @@ _CONVERTER_FROM_ACP = "e2a_grpc.protocols.acp:envelope_from_acp_jsonrpc"
 _PROMPT_REQUEST_KEYS = ("sessionId", "prompt", "_meta")
 
 
-def optional_object(value: Any, field: str) -> dict[str, Any]:
-    """An adapter argument that is an object or null, copied (null reads as ``{}``)."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise E2ATypeError(field, f"expected an object or null, got {type_name(value)}")
-    return dict(value)
-
-
 # --- ACP -> E2A ----------------------------------------------------------------------------------
 
 
@@ -51,12 +42,12 @@ def envelope_from_acp_jsonrpc(
     """An ACP JSON-RPC request (method + params) as an envelope with ``source_protocol`` "acp"."""
     if not isinstance(method, str):
         raise E2ATypeError("method", f"expected a string, got {type_name(method)}")
-    copied = optional_object(params, "params")
+    copied = readers.json_object(params, "params")
     resolved_session = session_id or copied.get("session_id")
     details: dict[str, Any] = {"kind": "jsonrpc_request", "jsonrpc_method": method}
     if jsonrpc_id is not None:
         details["jsonrpc_id"] = jsonrpc_id
-    details.update(optional_object(extra_provenance_details, "extra_provenance_details"))
+    details.update(readers.json_object(extra_provenance_details, "extra_provenance_details"))
     return E2AEnvelope.from_dict(
         {
             "provenance": E2AProvenance(
