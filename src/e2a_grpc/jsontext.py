@@ -46,15 +46,15 @@ def dumps(value: Any, field: str = "$", *, parsed: bool = False) -> str:
     Infinity, so the check for them is skipped.
     """
     try:
-        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
+        encoded = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         # Big ints, lone surrogates, deep nesting or a non-JSON type: find and name the exact
         # problem, then let the standard encoder write what is valid.
         check_value(value, field)
     else:
         # orjson writes NaN/Infinity as null (and None != nan): then the standard encoder rejects it.
-        if parsed or not (b"null" in text and orjson.loads(text) != value):
-            return text.decode()
+        if parsed or not (b"null" in encoded and orjson.loads(encoded) != value):
+            return encoded.decode()
     try:
         text = _STD_ENCODER.encode(value)
     except ValueError:
