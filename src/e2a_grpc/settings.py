@@ -1,10 +1,24 @@
-"""The one source of the server's defaults and settings."""
+"""The one source of the settings' defaults and environment variables (``E2A_GRPC_*``).
+
+Values are taken, highest first, from the keyword arguments (the command line's options), the
+environment, then the defaults below; an empty environment variable counts as unset.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+import shlex
 from enum import StrEnum
 from pathlib import Path
+from typing import Self
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "E2A_GRPC_"
+_SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True)
+_DEFAULT_HOST = "127.0.0.1"  # the server's bind address and the client's default target
+_DEFAULT_PORT = 50051
 
 
 class BackendName(StrEnum):
@@ -22,34 +36,129 @@ class PermissionPolicy(StrEnum):
     ALLOW = "allow"
 
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 50051
-DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-DEFAULT_GRACE_SECONDS = 10.0
-DEFAULT_A2A_TIMEOUT_SECONDS = 300.0
+def env_var(field_name: str) -> str:
+    """The environment variable that sets a settings field."""
+    return ENV_PREFIX + field_name.upper()
 
 
-@dataclass
-class ServerConfig:
+class ServerSettings(BaseSettings):
     """How to run the server. ``token`` is a secret: it is never logged (nor shown by ``repr``)."""
 
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    grace_seconds: float = DEFAULT_GRACE_SECONDS
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    token: str | None = field(default=None, repr=False)
-    backend: BackendName = BackendName.ECHO
-    echo_delay_seconds: float = 0.0
-    log_frames: bool = False
-    #: acp backend: the agent command (argv), the default session cwd (else the server's cwd), the
-    #: answer to the agent's permission requests, and how many session-bound agents stay alive.
-    acp_command: tuple[str, ...] = ()
-    acp_cwd: Path | None = None
-    acp_permission_policy: PermissionPolicy = PermissionPolicy.DENY
-    acp_max_sessions: int = 16
-    #: a2a backend: the remote agent's base URL (its agent card is served below it), and the longest
-    #: silence on its stream (also the connect and plain-request timeout).
-    a2a_url: str | None = None
-    a2a_timeout_seconds: float = DEFAULT_A2A_TIMEOUT_SECONDS
+    model_config = _SETTINGS_CONFIG
+
+    host: str = Field(default=_DEFAULT_HOST, description="address to bind")
+    port: int = Field(default=_DEFAULT_PORT, ge=0, le=65535, description="port; 0 picks a free one")
+    max_message_bytes: int = Field(
+        default=4 * 1024 * 1024, gt=0, description="largest request or reply; bigger ones get RESOURCE_EXHAUSTED"
+    )
+    grace_seconds: float = Field(
+        default=10.0, ge=0, description="on SIGTERM/SIGINT, how long in-flight calls may finish"
+    )
+    tls_cert: Path | None = Field(default=None, description="PEM certificate; with --tls-key, serve TLS")
+    tls_key: Path | None = Field(default=None, description="PEM private key; with --tls-cert, serve TLS")
+    token_file: Path | None = Field(
+        default=None,
+        description="require 'authorization: Bearer <token>' with the token in this file (it wins over "
+        f"{env_var('token')}); health checks stay open",
+    )
+    token: SecretStr | None = Field(
+        default=None, description="the bearer token itself, when there is no token file; default: no auth"
+    )
+    backend: BackendName = Field(
+        default=BackendName.ECHO,
+        description="agent backend of the Chat RPC; echo is a deterministic demo/test backend",
+    )
+    echo_delay_seconds: float = Field(
+        default=0.0, ge=0, description="echo backend: pause before each word (demos and tests)"
+    )
+    log_frames: bool = Field(
+        default=False, description="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets)"
+    )
+    acp_command: str = Field(
+        default="",
+        description="acp backend: the ACP agent to run, as a shell-style command line, e.g. 'python agent.py' "
+        "(needed with --backend acp)",
+    )
+    acp_cwd: Path | None = Field(
+        default=None,
+        description="acp backend: session cwd when a request gives no params.workspace_dir or params.cwd; "
+        "unset: the server's cwd",
+    )
+    acp_permission_policy: PermissionPolicy = Field(
+        default=PermissionPolicy.DENY, description="acp backend: how the agent's session/request_permission is answered"
+    )
+    acp_max_sessions: int = Field(
+        default=16,
+        ge=1,
+        description="acp backend: agent processes kept for requests with a session_id; the least recently used "
+        "idle one is closed to make room",
+    )
+    a2a_url: str | None = Field(
+        default=None,
+        description="a2a backend: base URL of the remote A2A agent, where its agent card is served "
+        "(needed with --backend a2a)",
+    )
+    a2a_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="a2a backend: longest silence on the agent's stream, and the connect timeout"
+    )
+
+    @field_validator("acp_command")
+    @classmethod
+    def _shell_style(cls, command: str) -> str:
+        shlex.split(command)  # its ValueError (e.g. "No closing quotation") becomes the validation error
+        return command
+
+    @field_validator("token")
+    @classmethod
+    def _not_blank(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and not token.get_secret_value().strip():
+            raise ValueError("the token is blank")
+        return token
+
+    @model_validator(mode="after")
+    def _token_and_combinations(self) -> Self:
+        if self.token_file is not None:
+            self.token = SecretStr(_read_token(self.token_file))
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError(
+                f"TLS needs both a certificate and a key: --tls-cert and --tls-key "
+                f"(or {env_var('tls_cert')} and {env_var('tls_key')})"
+            )
+        if self.backend is BackendName.ACP and not self.acp_argv:
+            raise ValueError(f"--backend acp needs --acp-command (or {env_var('acp_command')})")
+        if self.backend is BackendName.A2A and not self.a2a_url:
+            raise ValueError(f"--backend a2a needs --a2a-url (or {env_var('a2a_url')})")
+        return self
+
+    @property
+    def acp_argv(self) -> tuple[str, ...]:
+        """The acp backend's agent command, split like a shell would."""
+        return tuple(shlex.split(self.acp_command))
+
+
+def _read_token(token_file: Path) -> str:
+    try:
+        token = token_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read the token file (--token-file / {env_var('token_file')}): {exc}") from None
+    if not token:
+        # Serving without auth because of an empty file would silently open a server meant to be closed.
+        raise ValueError(f"the token file {token_file} (--token-file / {env_var('token_file')}) is empty")
+    return token
+
+
+#: The name callers used before the settings moved to pydantic-settings.
+ServerConfig = ServerSettings
+
+
+class ClientSettings(BaseSettings):
+    """How ``chat`` (and ``convert --server``) reach a running service."""
+
+    model_config = _SETTINGS_CONFIG
+
+    server: str = Field(default=f"{_DEFAULT_HOST}:{_DEFAULT_PORT}", description="the service, HOST:PORT")
+    token_env: str = Field(default=env_var("token"), description="environment variable with the bearer token")
+
+    def bearer_token(self) -> str | None:
+        """The token from the environment variable ``token_env`` names, if it is set and not empty."""
+        return os.environ.get(self.token_env) or None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 
-def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "e2a_grpc", *args],
         input=stdin,
@@ -20,6 +21,7 @@ def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
         cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -79,3 +81,14 @@ def test_exit_codes(server_address: str, tmp_path: Path) -> None:
     assert missing.returncode == 2 and "missing.json" in missing.stderr
     unreachable = run("convert", "to-acp", "--server", "127.0.0.1:1", stdin=json.dumps(ENVELOPE))
     assert unreachable.returncode == 1 and "UNAVAILABLE" in unreachable.stderr
+
+
+def test_a_bad_environment_setting_only_stops_the_command_that_uses_it() -> None:
+    bad_port = {"E2A_GRPC_PORT": "abc"}
+    converted = run("convert", "to-acp", stdin=json.dumps(ENVELOPE), env=bad_port)
+    assert converted.returncode == 0, converted.stderr
+    refused = run("serve", env=bad_port)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        "error: E2A_GRPC_PORT: Input should be a valid integer, unable to parse string as an integer"
+    ]

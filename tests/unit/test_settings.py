@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from e2a_grpc import cli
-from e2a_grpc.settings import ClientSettings, ServerSettings, env_var
+from e2a_grpc.settings import BackendName, ClientSettings, ServerSettings, env_var
 
 ENVELOPE = {"method": "chat.send", "session_id": "s1", "params": {"text": "hi"}}
 
@@ -18,7 +18,7 @@ ENVELOPE = {"method": "chat.send", "session_id": "s1", "params": {"text": "hi"}}
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests set the variables they need; none leak in from the shell running them."""
-    for name in os.environ:
+    for name in list(os.environ):
         if name.startswith("E2A_GRPC_"):
             monkeypatch.delenv(name)
 
@@ -102,7 +102,7 @@ def test_backends_need_their_target(capsys: pytest.CaptureFixture[str], served: 
     assert cli.main(["serve", "--backend", "acp"]) == 2
     assert capsys.readouterr().err == "error: --backend acp needs --acp-command (or E2A_GRPC_ACP_COMMAND)\n"
     with pytest.raises(ValidationError, match="--a2a-url"):
-        ServerSettings(backend="a2a")
+        ServerSettings(backend=BackendName.A2A)
     assert served == []
 
 

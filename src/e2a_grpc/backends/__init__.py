@@ -9,41 +9,40 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from e2a_grpc.chat.events import AgentBackend
-from e2a_grpc.settings import BackendName, ServerConfig
+from e2a_grpc.settings import BackendName, ServerSettings
 
 
-def _echo(config: ServerConfig) -> AgentBackend:
+def _echo(config: ServerSettings) -> AgentBackend:
     from e2a_grpc.backends.echo import EchoBackend
 
     return EchoBackend(delay_seconds=config.echo_delay_seconds)
 
 
-def _acp(config: ServerConfig) -> AgentBackend:
+def _acp(config: ServerSettings) -> AgentBackend:
     from e2a_grpc.backends.acp import AcpBackend
 
     return AcpBackend(
-        config.acp_command,
+        config.acp_argv,
         default_cwd=config.acp_cwd,
         permission_policy=config.acp_permission_policy,
         max_sessions=config.acp_max_sessions,
     )
 
 
-def _a2a(config: ServerConfig) -> AgentBackend:
-    if not config.a2a_url:
-        raise ValueError("the a2a backend needs the agent's URL (--a2a-url)")
+def _a2a(config: ServerSettings) -> AgentBackend:
+    assert config.a2a_url is not None  # ServerSettings refuses the a2a backend without it
     from e2a_grpc.backends.a2a import A2ABackend  # a2a-sdk is optional: ImportError says how to install it
 
     return A2ABackend(config.a2a_url, timeout_seconds=config.a2a_timeout_seconds)
 
 
-BACKENDS: dict[BackendName, Callable[[ServerConfig], AgentBackend]] = {
+BACKENDS: dict[BackendName, Callable[[ServerSettings], AgentBackend]] = {
     BackendName.ECHO: _echo,
     BackendName.ACP: _acp,
     BackendName.A2A: _a2a,
 }
 
 
-def make_backend(config: ServerConfig) -> AgentBackend:
+def make_backend(config: ServerSettings) -> AgentBackend:
     """The Chat backend the configuration names."""
-    return BACKENDS[BackendName(config.backend)](config)
+    return BACKENDS[config.backend](config)

@@ -16,7 +16,7 @@ from e2a_grpc.backends import make_backend
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
-from e2a_grpc.settings import ServerConfig
+from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger("e2a_grpc.server")
 
@@ -29,13 +29,13 @@ SERVICE_NAMES = (
 class E2AServer:
     """A started server and what is needed to stop it gracefully."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerSettings) -> None:
         self.config = config
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
         ]
-        interceptors = [BearerTokenInterceptor(config.token)] if config.token else []
+        interceptors = [BearerTokenInterceptor(config.token.get_secret_value())] if config.token else []
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
         conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)
         self.chat = ChatServicer(make_backend(config), log_frames=config.log_frames)
@@ -47,9 +47,7 @@ class E2AServer:
             self.server,
         )
         address = f"{config.host}:{config.port}"
-        if config.tls_cert or config.tls_key:
-            if not (config.tls_cert and config.tls_key):
-                raise ValueError("TLS needs both a certificate and a key file")
+        if config.tls_cert and config.tls_key:  # ServerSettings refuses one without the other
             credentials = grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
             self.port = self.server.add_secure_port(address, credentials)
         else:
@@ -95,7 +93,7 @@ class E2AServer:
         log.info("e2a-grpc stopped")
 
 
-async def serve(config: ServerConfig) -> None:
+async def serve(config: ServerSettings) -> None:
     """Serve as this process's one job until SIGTERM or SIGINT, then shut down gracefully."""
     server = E2AServer(config)
     await server.start()
