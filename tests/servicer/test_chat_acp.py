@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import shlex
@@ -27,9 +28,11 @@ import pytest
 
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
+from e2a_grpc.backends.acp import AcpBackend
+from e2a_grpc.chat.events import BackendError, Delta, Event
 from e2a_grpc.chat.invariants import StreamChecker
 from e2a_grpc.client.chat import chat
-from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode
 from tests.conftest import ServerAddress, open_fds, running_server
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
@@ -380,3 +383,93 @@ def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:
         assert _ppid(pid) == wrapper  # the agent is the shell's child, not the server's
         call.cancel()
         assert _wait_until(lambda: not _alive(pid) and not _alive(wrapper), 3.0), "agent or wrapper still running"
+
+
+async def _events_until_error(backend: AcpBackend, request: E2AEnvelope) -> tuple[list[Event], BackendError]:
+    events: list[Event] = []
+    with pytest.raises(BackendError) as failure:
+        async for event in backend.stream(request):
+            events.append(event)
+    return events, failure.value
+
+
+@pytest.mark.asyncio
+async def test_agent_stderr_is_logged_at_debug_and_kept_for_the_crash_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="e2a_grpc.backends.acp")
+    backend = AcpBackend([sys.executable, str(AGENT)], default_cwd=tmp_path)
+    try:
+        _, error = await _events_until_error(backend, envelope("crash"))
+    finally:
+        await backend.aclose()
+    assert error.details["stderr_tail"] == "test agent: crashing on request\n"
+    (record,) = [record for record in caplog.records if record.getMessage().startswith("agent stderr")]
+    assert record.levelno == logging.DEBUG
+    assert re.fullmatch(r"agent stderr \(pid \d+\): test agent: crashing on request", record.getMessage())
+
+
+# An agent without the SDK, to write what an SDK agent cannot: for each prompt, session updates
+# with NaN, a line that is not JSON, JSON that is no message, an integer beyond 64 bits, then the
+# prompt's answer as the prompt text asks ("error": a JSON-RPC error without data, "malformed": an
+# error that is not an object).
+RAW_AGENT = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    method, request_id = request.get("method"), request.get("id")
+    if method == "initialize":
+        answer = {"result": {"protocolVersion": 1}}
+    elif method == "session/new":
+        answer = {"result": {"sessionId": "raw"}}
+    elif method == "session/prompt":
+        update = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"raw","update":%s}}'
+        tool = '{"sessionUpdate":"tool_call","toolCallId":"t","title":"T","rawInput":{"n":%s}}'
+        for n in ("NaN", "Infinity", "1e400"):
+            print(update % (tool % n))
+        print("not json")
+        print("[1, 2]")
+        print('{"jsonrpc":"2.0","id":[%d],"result":{}}' % request_id)
+        print(update % (tool % "123456789012345678901234567890123"))
+        text = request["params"]["prompt"][0]["text"]
+        answer = {"error": {"code": 7, "message": "raw failure"} if text == "error" else "malformed"}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": request_id, **answer}), flush=True)
+"""
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("text", "code", "details", "external"),
+    [
+        (
+            "error",
+            7,
+            {"acp_method": "session/prompt"},
+            {"protocol": "acp", "type": "jsonrpc_error", "payload": {"code": 7, "message": "raw failure"}},
+        ),
+        ("malformed", ErrorCode.AGENT_PROTOCOL_ERROR, {}, None),
+    ],
+)
+async def test_agent_output_is_read_strictly_and_exactly(
+    tmp_path: Path, text: str, code: Any, details: dict[str, Any], external: Any
+) -> None:
+    backend = AcpBackend([sys.executable, "-c", RAW_AGENT], default_cwd=tmp_path)
+    try:
+        events, error = await _events_until_error(backend, envelope(text))
+    finally:
+        await backend.aclose()
+    # Non-finite numbers, non-JSON and non-messages are skipped; the big integer arrives exact.
+    assert events == [
+        Delta(
+            DeltaKind.TOOL,
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t",
+                "title": "T",
+                "rawInput": {"n": 123456789012345678901234567890123},
+            },
+        )
+    ]
+    assert (error.code, error.details, error.external) == (code, details, external)

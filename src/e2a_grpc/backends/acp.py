@@ -7,9 +7,11 @@ built from the envelope by the ACP adapters (spec section 7). The ``session/upda
 notifications of a prompt turn become events (message and thought text, tool calls; the other kinds
 pass through as ``acp.session_update``) and the prompt result the final ``Complete``.
 
-The JSON-RPC client is handwritten rather than taken from the ACP SDK: every message is read with
-``jsontext.loads``, so what reaches E2A bodies is exactly what the agent sent (big integers, key
-order), and the server does not depend on the SDK at runtime.
+The JSON-RPC client is the ACP SDK's low-level ``Connection`` (request ids, pending requests,
+dispatch of the agent's messages), given raw JSON rather than the SDK's typed models so that
+updates reach E2A bodies exactly as the agent sent them. It runs on ``_LineTransport`` instead of
+the SDK's stdio transport, which decodes with the standard ``json`` module: that one accepts NaN
+and Infinity, bounds no line, and lets a line that is not a JSON-RPC message stop its receive loop.
 
 Processes: envelopes with a ``session_id`` share one agent process and ACP session per session id
 (a bounded pool, one prompt at a time per session); without a session id, each call gets its own
@@ -36,9 +38,16 @@ from e2a_grpc import jsontext
 from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, Passthrough
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
-from e2a_grpc.model.constants import ACP_SESSION_PROMPT, ACP_SESSION_UPDATE
-from e2a_grpc.protocols import acp, jsonrpc
+from e2a_grpc.protocols.acp import envelope_to_acp_jsonrpc_call, wire_request
 from e2a_grpc.settings import PermissionPolicy
+
+try:
+    from acp import AGENT_METHODS, CLIENT_METHODS, RequestError
+    from acp.connection import Connection
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        f"the acp backend needs the ACP SDK: pip install 'agent-client-protocol==0.12.*' ({exc})"
+    ) from exc
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +59,7 @@ def _version() -> str:
         return "unknown"
 
 
+#: The ACP version this client's handling of updates and results is written for.
 ACP_PROTOCOL_VERSION = 1
 #: How long a cancelled prompt turn may take to answer ``session/cancel`` before its agent is killed.
 CANCEL_GRACE_SECONDS = 1.0
@@ -69,15 +79,78 @@ _CLIENT_INFO = {"name": "e2a-grpc", "title": "E2A gRPC service", "version": _ver
 _CLIENT_CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
 _PERMISSION_KINDS = {"allow": ("allow_once", "allow_always"), "deny": ("reject_once", "reject_always")}
 
+_INITIALIZE = AGENT_METHODS["initialize"]
+_SESSION_NEW = AGENT_METHODS["session_new"]
+_SESSION_PROMPT = AGENT_METHODS["session_prompt"]
+_SESSION_CANCEL = AGENT_METHODS["session_cancel"]
+_SESSION_UPDATE = CLIENT_METHODS["session_update"]
+_REQUEST_PERMISSION = CLIENT_METHODS["session_request_permission"]
 
-class AgentExited(Exception):
-    """The agent process ended (or was ended) while the client still expected an answer."""
 
-    def __init__(self, returncode: int | None, stderr_tail: str, reason: str | None) -> None:
-        super().__init__(reason or f"the ACP agent exited with status {returncode}")
-        self.returncode = returncode
-        self.stderr_tail = stderr_tail
-        self.reason = reason
+class _LineTransport:
+    """The SDK Connection's transport: one JSON message per line on the agent's stdin and stdout.
+
+    Lines are read with ``jsontext.loads`` (no NaN or Infinity) and only well-formed JSON-RPC
+    messages reach the Connection, so nothing an agent writes can break its receive loop.
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+        self._pid = process.pid
+        #: Set when the agent's stdout ended; ``failure`` says why if that was not an end of file.
+        self.ended = asyncio.Event()
+        self.failure: str | None = None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self._stdin.is_closing():
+            raise ConnectionResetError("the ACP agent's stdin is closed")
+        self._stdin.write(jsontext.dumps(message, "acp").encode() + b"\n")
+        await self._stdin.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        try:
+            while line := await self._stdout.readline():
+                if (message := self._message(line)) is not None:
+                    return message
+        except ValueError:  # a line over the limit: the stream cannot be resynchronised
+            self.failure = f"the ACP agent sent a message longer than {MAX_MESSAGE_BYTES} bytes"
+            log.warning("ACP agent %d: %s; killing it", self._pid, self.failure)
+        self.ended.set()
+        return None
+
+    async def close(self) -> None:
+        self._stdin.close()
+
+    def _message(self, line: bytes) -> dict[str, Any] | None:
+        """The JSON-RPC message on a line, or None (logged) for one the Connection must not see."""
+        if not line.strip():
+            return None
+        try:
+            message = jsontext.loads(line.decode(), "acp")
+        except (UnicodeDecodeError, E2AFieldError):
+            log.warning("ACP agent %d wrote a line that is not JSON text; ignored", self._pid)
+            return None
+        if not isinstance(message, dict):
+            log.warning("ACP agent %d wrote JSON that is not a JSON-RPC message; ignored", self._pid)
+            return None
+        if message.get("method") is not None:
+            return message
+        request_id = message.get("id")
+        if not isinstance(request_id, int) or isinstance(request_id, bool):
+            log.warning("ACP agent %d sent a response with an id this client never used; ignored", self._pid)
+            return None
+        error = message.get("error")
+        if "error" in message and not (isinstance(error, dict) and _is_int(error.get("code"))):
+            # The Connection fails on an error that is no object and reads a missing code as
+            # -32603; a null code is what _agent_error reports as a malformed error.
+            message["error"] = {"code": None}
+        return message
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass
@@ -89,19 +162,18 @@ class _Turn:
 
 
 class AgentProcess:
-    """One agent subprocess and the JSON-RPC 2.0 conversation with it (newline-delimited, stdio)."""
+    """One agent subprocess, the SDK JSON-RPC connection over its stdio, and its stderr tail."""
 
     def __init__(self, process: asyncio.subprocess.Process, policy: str) -> None:
         self.process = process
         self.pid = process.pid
         self._policy = policy
-        self._next_id = 0
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._turn: _Turn | None = None
         self._stderr_tail = bytearray()
-        self._exited: AgentExited | None = None
         self._stderr_reader = asyncio.create_task(self._read_stderr(), name=f"acp-agent-{self.pid}-stderr")
-        self._reader = asyncio.create_task(self._read_stdout(), name=f"acp-agent-{self.pid}-stdout")
+        self._transport = _LineTransport(process)
+        self._connection = Connection(self._serve, self._transport)
+        self._ended = asyncio.create_task(self._reap(), name=f"acp-agent-{self.pid}-reaper")
 
     @classmethod
     async def spawn(cls, command: Sequence[str], policy: str) -> AgentProcess:
@@ -127,47 +199,40 @@ class AgentProcess:
 
     @property
     def alive(self) -> bool:
-        return self._exited is None
+        return not self._ended.done()
 
-    # --- sending ---------------------------------------------------------------------------------
+    # --- requests --------------------------------------------------------------------------------
 
-    def _write(self, message: dict[str, Any]) -> None:
-        stdin = self.process.stdin
-        assert stdin is not None
-        if not stdin.is_closing():
-            stdin.write(jsontext.dumps(message, "acp").encode() + b"\n")
-
-    def request(self, method: str, params: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
-        """Send a request; the future gets the response message, or AgentExited."""
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        if self._exited is not None:
-            future.set_exception(self._exited)
-            return future
-        # A turn that was given up on (cancelled, killed) never reads its future's AgentExited;
-        # reading it here keeps asyncio from reporting it as never retrieved.
-        future.add_done_callback(_retrieve)
-        request_id = self._next_id
-        self._next_id += 1
-        self._pending[request_id] = future
-        self._write(jsonrpc.request(request_id, method, params))
-        return future
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        if self._exited is None:
-            self._write(jsonrpc.notification(method, params))
-
-    async def call(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    async def call(self, method: str, params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send a request and wait for its result; failures become BackendError."""
-        future = self.request(method, params)
-        await asyncio.wait({future}, timeout=timeout)
-        if not future.done():
-            future.cancel()
+        try:
+            result = await asyncio.wait_for(self._connection.send_request(method, params), timeout)
+        except TimeoutError:
             raise BackendError(
                 ErrorCode.AGENT_UNRESPONSIVE, f"the ACP agent did not answer {method} within {timeout:g} s"
+            ) from None
+        except RequestError as exc:
+            raise _agent_error(method, exc) from None
+        except ConnectionError:  # the Connection ended: the agent exited or was closed
+            await asyncio.wait({self._ended})
+            details: dict[str, Any] = {"exit_status": self.process.returncode, "acp_method": method}
+            if tail := self.stderr_tail():
+                details["stderr_tail"] = tail
+            reason = self._transport.failure or (
+                f"the ACP agent exited with status {self.process.returncode} during {method}"
             )
-        return response_result(method, future)
+            raise BackendError(ErrorCode.AGENT_CRASHED, reason, details) from None
+        if not isinstance(result, dict):
+            raise BackendError(
+                ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} without a result object"
+            )
+        return result
 
-    # --- turns -----------------------------------------------------------------------------------
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionError):  # an agent that is gone needs no notification
+            await self._connection.send_notification(method, params)
+
+    # --- what the agent sends --------------------------------------------------------------------
 
     def open_turn(self, session_id: str) -> _Turn:
         self._turn = _Turn(session_id)
@@ -176,99 +241,56 @@ class AgentProcess:
     def close_turn(self) -> None:
         self._turn = None  # updates that still arrive for it are dropped
 
-    # --- receiving -------------------------------------------------------------------------------
-
-    async def _read_stdout(self) -> None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        reason = None
-        try:
-            try:
-                while line := await stdout.readline():
-                    self._dispatch(line)
-            except ValueError:  # a line over the limit: the stream cannot be resynchronised
-                reason = f"the ACP agent sent a message longer than {MAX_MESSAGE_BYTES} bytes"
-                log.warning("ACP agent %d: %s; killing it", self.pid, reason)
-                self.kill()
-            except Exception:
-                reason = "the ACP client failed to read the agent's output"
-                log.exception("ACP agent %d: %s; killing it", self.pid, reason)
-                self.kill()
-            # Its stdout is closed: the conversation is over, whether or not the process still runs.
-            try:
-                await asyncio.wait_for(self.process.wait(), EXIT_GRACE_SECONDS)
-            except TimeoutError:
-                self.kill()
-                await self.process.wait()
-            await asyncio.wait({self._stderr_reader}, timeout=EXIT_GRACE_SECONDS)
-        finally:
-            # Also when cancelled by close(): whoever waits for an answer must get AgentExited.
-            self._exited = AgentExited(self.process.returncode, self.stderr_tail(), reason)
-            log.info("ACP agent %d exited with status %s", self.pid, self.process.returncode)
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(self._exited)
-            self._pending.clear()
-            if self._turn is not None:
-                self._turn.updates.put_nowait(None)
+    async def _serve(self, method: str, params: Any, is_notification: bool) -> dict[str, Any] | None:
+        """The Connection's handler: takes session updates and answers the agent's requests."""
+        if is_notification:
+            turn = self._turn
+            if (
+                method == _SESSION_UPDATE
+                and turn is not None
+                and isinstance(params, dict)
+                and params.get("sessionId") == turn.session_id
+            ):
+                turn.updates.put_nowait(params)
+            return None
+        if method == _REQUEST_PERMISSION:
+            outcome = permission_outcome(params, self._policy)
+            log.info("ACP agent %d asked for permission: %s (policy %s)", self.pid, outcome, self._policy)
+            return {"outcome": outcome}
+        log.info("ACP agent %d called %s: answered method not found", self.pid, method)
+        raise RequestError.method_not_found(method)
 
     async def _read_stderr(self) -> None:
         stderr = self.process.stderr
         assert stderr is not None
-        while chunk := await stderr.read(65536):
-            self._stderr_tail += chunk
+        while True:
+            try:
+                line = await stderr.readline()
+            except ValueError:  # a line over the limit, already discarded by the reader
+                continue
+            if not line:
+                return
+            log.debug("agent stderr (pid %d): %s", self.pid, line.decode(errors="replace").rstrip("\r\n"))
+            self._stderr_tail += line
             del self._stderr_tail[:-STDERR_TAIL_BYTES]
 
     def stderr_tail(self) -> str:
         return self._stderr_tail.decode(errors="replace")
 
-    def _dispatch(self, line: bytes) -> None:
-        if not line.strip():
-            return
+    # --- ending ----------------------------------------------------------------------------------
+
+    async def _reap(self) -> None:
+        """Once the agent's stdout ended: its exit (killed if it lingers) and the rest of its stderr."""
+        await self._transport.ended.wait()
+        if self._transport.failure is not None:
+            self.kill()
         try:
-            message = jsontext.loads(line.decode(), "acp")
-        except (UnicodeDecodeError, E2AFieldError):
-            log.warning("ACP agent %d wrote a line that is not JSON text; ignored", self.pid)
-            return
-        if not isinstance(message, dict):
-            log.warning("ACP agent %d wrote JSON that is not a JSON-RPC message; ignored", self.pid)
-            return
-        method = message.get("method")
-        if isinstance(method, str):
-            if "id" in message:
-                self._answer(message["id"], method, message.get("params"))
-            elif method == ACP_SESSION_UPDATE:
-                self._on_update(message.get("params"))
-            return
-        request_id = message.get("id")
-        if not isinstance(request_id, int) or isinstance(request_id, bool):
-            log.warning("ACP agent %d sent a response with an id this client never used; ignored", self.pid)
-            return
-        future = self._pending.pop(request_id, None)
-        if future is not None and not future.done():
-            future.set_result(message)
-
-    def _on_update(self, params: Any) -> None:
-        turn = self._turn
-        if turn is not None and isinstance(params, dict) and params.get("sessionId") == turn.session_id:
-            turn.updates.put_nowait(params)
-
-    def _answer(self, request_id: Any, method: str, params: Any) -> None:
-        """Answer a request from the agent at once: an agent waiting for an answer must get one."""
-        if method == "session/request_permission":
-            outcome = permission_outcome(params, self._policy)
-            log.info("ACP agent %d asked for permission: %s (policy %s)", self.pid, outcome, self._policy)
-            self._write(jsonrpc.result(request_id, {"outcome": outcome}))
-            return
-        log.info("ACP agent %d called %s: answered method not found", self.pid, method)
-        error = {
-            "code": jsonrpc.ErrorCode.METHOD_NOT_FOUND.value,
-            "message": "Method not found",
-            "data": {"method": method},
-        }
-        self._write(jsonrpc.error(request_id, error))
-
-    # --- closing ---------------------------------------------------------------------------------
+            await asyncio.wait_for(self.process.wait(), EXIT_GRACE_SECONDS)
+        except TimeoutError:
+            self.kill()
+            await self.process.wait()
+        await asyncio.wait({self._stderr_reader}, timeout=EXIT_GRACE_SECONDS)
+        log.info("ACP agent %d exited with status %s", self.pid, self.process.returncode)
 
     def kill(self) -> None:
         """SIGKILL the agent's process group: the agent and whatever it started."""
@@ -284,25 +306,34 @@ class AgentProcess:
         """
         try:
             if self.process.returncode is None:
-                assert self.process.stdin is not None
-                self.process.stdin.close()
-                await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
+                await self._transport.close()
+                await asyncio.wait({self._ended}, timeout=EXIT_GRACE_SECONDS)
             if self.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.pid, signal.SIGTERM)
-                await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
+                await asyncio.wait({self._ended}, timeout=EXIT_GRACE_SECONDS)
         finally:
             self.kill()
-        await asyncio.wait({self._reader}, timeout=EXIT_GRACE_SECONDS)
+        await asyncio.wait({self._ended}, timeout=EXIT_GRACE_SECONDS)
         # A descendant that left the process group can keep the pipes open: stop reading them.
-        for task in (self._reader, self._stderr_reader):
+        await self._connection.close()
+        for task in (self._ended, self._stderr_reader):
             task.cancel()
-        await asyncio.gather(self._reader, self._stderr_reader, return_exceptions=True)
+        await asyncio.gather(self._ended, self._stderr_reader, return_exceptions=True)
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+def _agent_error(method: str, error: RequestError) -> BackendError:
+    """The agent's own JSON-RPC error, passed through; a malformed one is a protocol error."""
+    if not _is_int(error.code):
+        return BackendError(ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} with a malformed error")
+    # The Connection keeps code, message and data; an absent data reads as null, so null is left out.
+    payload: dict[str, Any] = {"code": error.code, "message": str(error)}
+    details: dict[str, Any] = {"acp_method": method}
+    if error.data is not None:
+        payload["data"] = details["data"] = error.data
+    return BackendError(
+        error.code, str(error), details, {"protocol": SourceProtocol.ACP, "type": "jsonrpc_error", "payload": payload}
+    )
 
 
 def permission_outcome(params: Any, policy: str) -> dict[str, Any]:
@@ -316,38 +347,6 @@ def permission_outcome(params: Any, policy: str) -> dict[str, Any]:
             if isinstance(option, dict) and option.get("kind") == kind and isinstance(option.get("optionId"), str):
                 return {"outcome": "selected", "optionId": option["optionId"]}
     return {"outcome": "cancelled"}
-
-
-def response_result(method: str, future: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
-    """The result of a settled request, or the BackendError that says why there is none."""
-    try:
-        message = future.result()
-    except AgentExited as exc:
-        details: dict[str, Any] = {"exit_status": exc.returncode, "acp_method": method}
-        if exc.stderr_tail:
-            details["stderr_tail"] = exc.stderr_tail
-        reason = exc.reason or f"the ACP agent exited with status {exc.returncode} during {method}"
-        raise BackendError(ErrorCode.AGENT_CRASHED, reason, details) from None
-    if "error" in message:
-        error = message["error"]
-        if not isinstance(error, dict) or not isinstance(error.get("code"), int) or isinstance(error["code"], bool):
-            raise BackendError(
-                ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} with a malformed error"
-            )
-        error_details: dict[str, Any] = {"acp_method": method}
-        if "data" in error:
-            error_details["data"] = error["data"]
-        error_message = error.get("message")
-        raise BackendError(
-            error["code"],
-            error_message if isinstance(error_message, str) else f"{method} failed",
-            error_details,
-            {"protocol": SourceProtocol.ACP, "type": "jsonrpc_error", "payload": error},
-        )
-    result = message.get("result")
-    if not isinstance(result, dict):
-        raise BackendError(ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} without a result object")
-    return result
 
 
 def event_for(params: dict[str, Any], text: list[str]) -> Event:
@@ -440,22 +439,26 @@ class AcpBackend:
         and a second to answer the prompt; an agent that does not is killed.
         """
         turn = agent.open_turn(session_id)
-        response = agent.request("session/prompt", {**prompt, "sessionId": session_id})
+        response = asyncio.create_task(agent.call(_SESSION_PROMPT, {**prompt, "sessionId": session_id}))
         response.add_done_callback(lambda _: turn.updates.put_nowait(None))
+        # A turn given up on (cancelled, killed) never reads its outcome: asyncio must not report it.
+        response.add_done_callback(lambda task: task.cancelled() or task.exception())
         text: list[str] = []
         try:
             while (update := await turn.updates.get()) is not None:
                 yield event_for(update, text)
-            result = response_result("session/prompt", response)
+            result = response.result()
         finally:
             agent.close_turn()
             if not response.done():
                 await self._cancel_turn(agent, session_id, response)
         yield Complete({"content": "".join(text), "stop_reason": result.get("stopReason")})
 
-    async def _cancel_turn(self, agent: AgentProcess, session_id: str, response: asyncio.Future[Any]) -> None:
-        agent.notify("session/cancel", {"sessionId": session_id})
-        await asyncio.wait({response}, timeout=CANCEL_GRACE_SECONDS)
+    async def _cancel_turn(self, agent: AgentProcess, session_id: str, response: asyncio.Task[Any]) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CANCEL_GRACE_SECONDS):
+                await agent.notify(_SESSION_CANCEL, {"sessionId": session_id})
+                await asyncio.wait({response})
         if not response.done():
             log.warning(
                 "ACP agent %d did not answer session/cancel within %g s; killing it", agent.pid, CANCEL_GRACE_SECONDS
@@ -473,7 +476,7 @@ class AcpBackend:
             if self._closed:  # aclose ran while the process started
                 raise BackendError(ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down")
             initialized = await agent.call(
-                "initialize",
+                _INITIALIZE,
                 {
                     "protocolVersion": ACP_PROTOCOL_VERSION,
                     "clientCapabilities": _CLIENT_CAPABILITIES,
@@ -493,7 +496,7 @@ class AcpBackend:
             raise
 
     async def _new_session(self, agent: AgentProcess, cwd: str) -> str:
-        result = await agent.call("session/new", {"cwd": cwd, "mcpServers": []}, START_TIMEOUT_SECONDS)
+        result = await agent.call(_SESSION_NEW, {"cwd": cwd, "mcpServers": []}, START_TIMEOUT_SECONDS)
         session_id = result.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise BackendError(ErrorCode.AGENT_PROTOCOL_ERROR, "the ACP agent answered session/new without a sessionId")
@@ -555,9 +558,9 @@ def prompt_params(envelope: E2AEnvelope) -> dict[str, Any]:
     The envelope's method is whatever Chat accepted (``chat.send`` or ``session/prompt``), so it is
     mapped to ``session/prompt``; the placeholder session id only satisfies the converter.
     """
-    placeholder = replace(envelope, method=ACP_SESSION_PROMPT, session_id=envelope.session_id or "-")
+    placeholder = replace(envelope, method=_SESSION_PROMPT, session_id=envelope.session_id or "-")
     try:
-        call = acp.wire_request(acp.envelope_to_acp_jsonrpc_call(placeholder))
+        call = wire_request(envelope_to_acp_jsonrpc_call(placeholder))
     except E2AFieldError as exc:
         raise BackendError(ErrorCode.INVALID_PROMPT, str(exc)) from None
     params: dict[str, Any] = call["params"]
