@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.message import Message
+
 from bench.report import SectionResult, Target, table
 from bench.timing import Timing, interleaved, paired_ratio
 from e2a_grpc import E2AEnvelope, E2AFileRef, E2AResponse, jsontext
@@ -120,7 +122,7 @@ class Workload:
 
 
 def _dict_to_bytes(model: type[E2AEnvelope] | type[E2AResponse]) -> Callable[[Mapping[str, Any]], bytes]:
-    codec = model.CODEC
+    codec: proto.Codec[Message] = model.CODEC
     return lambda canon: proto.encode(canon, codec).SerializeToString()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -36,6 +36,7 @@ _ORIGIN_TO_PROTO: dict[Any, int] = {
 }
 
 M = TypeVar("M", bound=Message)
+M_co = TypeVar("M_co", bound=Message, covariant=True)
 
 
 # --- JSON-RPC id ---------------------------------------------------------------------------------
@@ -243,7 +244,7 @@ _FRESH: dict[Kind, Callable[[], Any]] = {Kind.OBJECT: dict, Kind.TEXT_LIST: list
 
 
 @dataclass(frozen=True)
-class Codec:
+class Codec(Generic[M_co]):
     """How one record type's attributes become its message and back.
 
     ``encoders``: (field, encoder) for the fields that need one. ``template``: every attribute in
@@ -251,14 +252,14 @@ class Codec:
     for values used as they are). ``fresh``: the attributes whose unset value is a new object.
     """
 
-    message_type: type[Message]
+    message_type: type[M_co]
     encoders: tuple[tuple[str, Encoder], ...]
     template: dict[str, Any]
     decoders: dict[FieldDescriptor, tuple[str, Decoder | None]]
     fresh: tuple[tuple[str, Callable[[], Any]], ...]
 
 
-def codec(message_type: type[Message], fields: tuple[RecordField, ...]) -> Codec:
+def codec(message_type: type[M], fields: tuple[RecordField, ...]) -> Codec[M]:
     """The codec of a record type, from its field table."""
 
     def wire_default(field: RecordField) -> Any:
@@ -274,7 +275,7 @@ def codec(message_type: type[Message], fields: tuple[RecordField, ...]) -> Codec
     )
 
 
-def encode(values: Mapping[str, Any], codec: Codec) -> Any:
+def encode(values: Mapping[str, Any], codec: Codec[M]) -> M:
     """A record's attributes (or its canonical dict) as its message."""
     # Plain fields pass through (the constructor skips None); the encoders replace the rest.
     fields = dict(values)
@@ -283,7 +284,7 @@ def encode(values: Mapping[str, Any], codec: Codec) -> Any:
     return build(codec.message_type, fields, "")
 
 
-def decode(message: Message, codec: Codec) -> dict[str, Any]:
+def decode(message: M, codec: Codec[M]) -> dict[str, Any]:
     """A message as the attributes of its record, in field order."""
     values = codec.template.copy()
     decoders = codec.decoders

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Generic, Self, TypeVar
+
+from google.protobuf.message import Message
 
 from e2a.v1 import e2a_pb2
 from e2a_grpc import jsontext
@@ -59,9 +61,11 @@ _COPIERS: dict[Kind, Callable[[Any], Any]] = {
 
 LegacyReader = Callable[[dict[str, Any]], Any]
 
+Msg = TypeVar("Msg", bound=Message)
 
-class _Record:
-    """Everything envelopes and responses do alike, from their field table."""
+
+class _Record(Generic[Msg]):
+    """Everything envelopes and responses do alike, from their field table; ``Msg`` is the message type."""
 
     timestamp: str | None
     FIELDS: ClassVar[tuple[RecordField, ...]]
@@ -70,13 +74,14 @@ class _Record:
     _NAMES: ClassVar[tuple[str, ...]]
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     _FROM_DICT: ClassVar[tuple[tuple[str, Any, LegacyReader | None], ...]]
-    #: How the attributes become the protobuf message and back.
-    CODEC: ClassVar[proto.Codec]
+    #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
+    #: record class declares (a ClassVar cannot name a type variable).
+    CODEC: ClassVar[proto.Codec[Any]]
     #: What an error about the whole input calls it.
     _DOCUMENT: ClassVar[str]
 
     @classmethod
-    def _bind(cls, message_type: type[e2a_pb2.E2AEnvelope] | type[e2a_pb2.E2AResponse]) -> None:
+    def _bind(cls, message_type: type[Msg]) -> None:
         """Derive the class's tables from its dataclass fields and its message type."""
         # types-protobuf types DESCRIPTOR as the python or the upb Descriptor; the upb one is a
         # descriptor.Descriptor at runtime (isinstance holds, through DescriptorMetaclass).
@@ -108,12 +113,13 @@ class _Record:
                 values[name] = item.default_value()
         return cls(**values)
 
-    def to_proto(self) -> Any:
+    def to_proto(self) -> Msg:
         """The protobuf message (``e2a.v1.E2AEnvelope`` / ``e2a.v1.E2AResponse``)."""
-        return proto.encode(self.__dict__, self.CODEC)
+        message: Msg = proto.encode(self.__dict__, self.CODEC)  # CODEC is this class's Codec[Msg]
+        return message
 
     @classmethod
-    def from_proto(cls, message: Any) -> Self:
+    def from_proto(cls, message: Msg) -> Self:
         # The codec yields the attributes already typed and in field order: no re-validation.
         record = cls.__new__(cls)
         record.__dict__.update(proto.decode(message, cls.CODEC))
@@ -121,7 +127,7 @@ class _Record:
 
     def to_bytes(self) -> bytes:
         """Binary protobuf encoding of ``to_proto()``."""
-        return self.to_proto().SerializeToString()  # type: ignore[no-any-return]
+        return self.to_proto().SerializeToString()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
@@ -151,7 +157,7 @@ def _read_present(item: RecordField, value: Any) -> Any:
 
 
 @dataclass
-class E2AEnvelope(_Record):
+class E2AEnvelope(_Record[e2a_pb2.E2AEnvelope]):
     """A request from the gateway to an agent server (spec section 4)."""
 
     protocol_version: str | None = E2A_PROTOCOL_VERSION
@@ -184,6 +190,7 @@ class E2AEnvelope(_Record):
     a2a_metadata: dict[str, Any] = field(default_factory=dict)
     acp_meta: dict[str, Any] = field(default_factory=dict)
 
+    CODEC: ClassVar[proto.Codec[e2a_pb2.E2AEnvelope]]
     _DOCUMENT: ClassVar[str] = "envelope"
     LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
         "provenance": legacy.provenance,
@@ -199,7 +206,7 @@ class E2AEnvelope(_Record):
 
 
 @dataclass
-class E2AResponse(_Record):
+class E2AResponse(_Record[e2a_pb2.E2AResponse]):
     """One outbound record from an agent; each streaming frame is one (spec section 12)."""
 
     protocol_version: str | None = E2A_PROTOCOL_VERSION
@@ -231,6 +238,7 @@ class E2AResponse(_Record):
     a2a_metadata: dict[str, Any] = field(default_factory=dict)
     acp_meta: dict[str, Any] = field(default_factory=dict)
 
+    CODEC: ClassVar[proto.Codec[e2a_pb2.E2AResponse]]
     _DOCUMENT: ClassVar[str] = "response"
     LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
         "response_kind": legacy.response_kind,
