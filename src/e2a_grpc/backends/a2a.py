@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from typing import Any, cast
 
 from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Event, Passthrough, prompt_text
@@ -105,7 +105,7 @@ def send_message_request(envelope: E2AEnvelope) -> SendMessageRequest:
     )
 
 
-def _text(parts: Any) -> str:
+def _text(parts: Iterable[Part]) -> str:
     return "\n".join(part.text for part in parts if part.WhichOneof("content") == "text")
 
 

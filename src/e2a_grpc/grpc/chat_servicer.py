@@ -48,7 +48,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         self._shutting_down = False
         self._clock = UtcClock()
 
-    async def Chat(  # type: ignore[override]  # an async generator's frames are written, not yielded
+    async def Chat(  # type: ignore[override]  # frames are written with context.write, not yielded
         self,
         request: agent_service_pb2.ChatRequest,
         context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, agent_service_pb2.ChatResponse],
