@@ -8,12 +8,12 @@ out=src
 protos=$(find proto -name '*.proto' | LC_ALL=C sort)
 
 # Python messages, .pyi stubs and grpcio stubs, plus typed .pyi stubs for the (untyped) grpcio
-# stubs from mypy-protobuf's protoc-gen-mypy_grpc (a dev dependency, installed next to $PYTHON).
+# stubs from mypy-protobuf's protoc-gen-mypy_grpc (a dev dependency, so in .venv/bin).
 # Old output is removed first so that a deleted .proto leaves no stale module behind.
 rm -rf "$out/e2a"
 "$PYTHON" -m grpc_tools.protoc -I proto \
-  --plugin=protoc-gen-mypy_grpc="$(dirname "$PYTHON")/protoc-gen-mypy_grpc" \
-  --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" --mypy_grpc_out="$out" $protos
+  --plugin=protoc-gen-mypy_grpc=.venv/bin/protoc-gen-mypy_grpc \
+  --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" --mypy_grpc_out=quiet:"$out" $protos
 
 # ---------------------------------------------------------------------------------------------
 # TypeScript/JavaScript (protobuf-es) into gen/ts, through buf with the local plugin that
