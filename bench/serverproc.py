@@ -2,44 +2,23 @@
 
 Shared by the throughput sections, which run their server in its own process so that client and
 server do not compete for one interpreter; ``add_bench_rpc`` is for those server processes.
+Starting, waiting and stopping are tests/support/processes.py's, shared with the test suite.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.support.processes import free_port, logged_process, wait_serving_async
 
 STARTUP_TIMEOUT_SECONDS = 20.0
-_REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @contextlib.contextmanager
@@ -49,29 +28,13 @@ def server_process(module: str) -> Iterator[tuple[str, subprocess.Popen[bytes], 
     Its output goes to a temporary file (a full pipe would block it), shown if it fails to start.
     """
     port = free_port()
-    with tempfile.TemporaryFile() as log:
-        command = [sys.executable, "-m", module, "--port", str(port)]
-        process = subprocess.Popen(command, cwd=_REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield f"127.0.0.1:{port}", process, log
-        finally:
-            stop(process)
+    with logged_process([sys.executable, "-m", module, "--port", str(port)]) as (process, log):
+        yield f"127.0.0.1:{port}", process, log
 
 
 async def wait_serving(channel: grpc.aio.Channel, process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
     """Return once the health service answers SERVING; raise with the server's output if it died."""
-    stub = health_pb2_grpc.HealthStub(channel)
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"bench server exited with {process.returncode}:\n{log.read().decode(errors='replace')}")
-        with contextlib.suppress(grpc.aio.AioRpcError):
-            reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-            if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                return
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"bench server did not become healthy within {STARTUP_TIMEOUT_SECONDS} s")
+    await wait_serving_async(channel, process, log, STARTUP_TIMEOUT_SECONDS)
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -86,7 +49,7 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def add_bench_rpc(server: grpc.aio.Server, service: str, method: str, handler: grpc.RpcMethodHandler) -> None:
+def add_bench_rpc(server: grpc.aio.Server, service: str, method: str, handler: grpc.RpcMethodHandler[Any, Any]) -> None:
     """Register a bench-only RPC both ways the generated ``add_*Servicer_to_server`` functions
     register the service's own (generic handler plus registered method), so both are dispatched alike.
     """

@@ -1,20 +1,45 @@
-"""Shared test fixtures and helpers: the repository's test data, servers on loopback."""
+"""Shared test fixtures and helpers: the repository's test data, hypothesis profiles, servers on loopback.
+
+Two kinds of server:
+
+* ``in_process_server``: the project's ``E2AServer`` (``grpc.aio``) on 127.0.0.1, port 0, in the
+  test's event loop, optionally with a fake Chat backend (tests/support/fakes.py). The servicer
+  tests use it.
+* ``server_address``: a real ``e2a-grpc serve`` subprocess for the session (tests/support/processes.py),
+  for tests that talk to a process from outside it (CLI, buf curl, interop clients).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.grpc.server import E2AServer
+from e2a_grpc.settings import ServerConfig
+from tests.support.processes import ServerAddress, free_port, open_fds, running_server, stop_process
+
+__all__ = [
+    "REPO_ROOT",
+    "SPEC_EXAMPLES_DIR",
+    "TESTDATA",
+    "VECTORS_DIR",
+    "InProcessServer",
+    "ServerAddress",
+    "free_port",
+    "in_process_server",
+    "open_fds",
+    "running_server",
+    "server_config",
+    "stop_process",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Test data kept in the repository (testdata/README.md says where each part came from).
@@ -22,90 +47,52 @@ TESTDATA = REPO_ROOT / "testdata"
 VECTORS_DIR = TESTDATA / "vectors"
 SPEC_EXAMPLES_DIR = TESTDATA / "spec"
 
-
-def free_port() -> int:
-    """A TCP port on the loopback interface that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class ServerAddress(str):
-    """ "127.0.0.1:PORT" of a test server, which also knows the server's process id."""
-
-    pid: int
-
-    def __new__(cls, address: str, pid: int) -> ServerAddress:
-        value = super().__new__(cls, address)
-        value.pid = pid
-        return value
+# Hypothesis: "standard" (200 examples per property) unless HYPOTHESIS_PROFILE names another, e.g.
+#   HYPOTHESIS_PROFILE=thorough .venv/bin/pytest tests/unit
+# for 1000 examples per property (what every run used before the profiles; run it before a release
+# or after touching the codec). Property tests set no max_examples of their own, so the profile decides.
+_PROPERTY_SETTINGS: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("standard", max_examples=200, **_PROPERTY_SETTINGS)
+settings.register_profile("thorough", max_examples=1000, **_PROPERTY_SETTINGS)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "standard"))
 
 
-def open_fds(pid: int) -> int:
-    """How many file descriptors a process has open (for leak checks)."""
-    return len(os.listdir(f"/proc/{pid}/fd"))
+def server_config(**overrides: Any) -> ServerConfig:
+    """The one place the tests build a server configuration: loopback, a port the OS picks."""
+    return ServerConfig(host="127.0.0.1", port=0, **overrides)
 
 
-@contextlib.contextmanager
-def running_server(
-    *args: str, env: dict[str, str] | None = None, log: Path | None = None, health_tls_ca: Path | None = None
-) -> Iterator[ServerAddress]:
-    """Start ``e2a-grpc serve`` as a subprocess on a free loopback port; yield "127.0.0.1:PORT".
+@dataclass
+class InProcessServer:
+    """A started in-process server: its address, and the ``E2AServer`` (to stop it, or see its ``chat``)."""
 
-    Waits until the health service answers SERVING, and always stops the process (SIGTERM, then
-    SIGKILL). Its output goes to ``log`` (a file, so a chatty server never blocks on a full pipe).
+    server: E2AServer
+    address: str
+    stopped: bool = False
+
+    async def stop(self) -> None:
+        """The server's own graceful shutdown (what SIGTERM runs in ``e2a-grpc serve``)."""
+        self.stopped = True
+        await self.server.stop()
+
+
+@contextlib.asynccontextmanager
+async def in_process_server(backend: AgentBackend | None = None, **overrides: Any) -> AsyncIterator[InProcessServer]:
+    """The project's ``E2AServer`` wiring, started in this event loop; always stopped.
+
+    ``backend`` replaces the Chat backend the configuration names (the servicer reads it per call);
+    ``overrides`` are ``ServerConfig`` settings.
     """
-    port = free_port()
-    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
-    with contextlib.ExitStack() as stack:
-        if log is None:
-            output = stack.enter_context(tempfile.TemporaryFile("w+"))
-        else:
-            output = stack.enter_context(log.open("w+"))
-        process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=output, stderr=subprocess.STDOUT)
-        address = ServerAddress(f"127.0.0.1:{port}", process.pid)
-        try:
-            _wait_serving(address, process, output, health_tls_ca)
-            yield address
-        finally:
-            stop_process(process)
-
-
-def stop_process(process: subprocess.Popen[Any], timeout: float = 15) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_serving(
-    address: str, process: subprocess.Popen[Any], output: IO[str], tls_ca: Path | None, timeout: float = 20.0
-) -> None:
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    deadline = time.monotonic() + timeout
-    if tls_ca is None:
-        channel = grpc.insecure_channel(address)
-    else:
-        channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(tls_ca.read_bytes()))
-    with channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                output.seek(0)
-                raise RuntimeError(f"server exited with {process.returncode}:\n{output.read()}")
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.1)
-    raise TimeoutError(f"server on {address} did not become healthy within {timeout} s")
+    server = E2AServer(server_config(**overrides))
+    if backend is not None:
+        server.chat.backend = backend
+    await server.start()
+    running = InProcessServer(server, f"127.0.0.1:{server.port}")
+    try:
+        yield running
+    finally:
+        if not running.stopped:
+            await running.stop()
 
 
 @pytest.fixture(scope="session")

@@ -13,11 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,14 @@ from e2a_grpc.client.chat import chat
 from e2a_grpc.client.conversion import ConversionClient
 from e2a_grpc.conversion import to_a2a_stream
 from e2a_grpc.model.constants import E2A_A2A_STREAM_BRANCHES
-from tests.conftest import REPO_ROOT, _wait_serving, free_port, open_fds, stop_process
+from tests.support.processes import (
+    free_port,
+    logged_process,
+    open_fds,
+    process_output,
+    running_server_process,
+    wait_until,
+)
 
 #: The budget for stopping the agent's work after a client cancel or deadline.
 CANCEL_BUDGET_SECONDS = 1.0
@@ -58,7 +64,7 @@ class Agent:
         return [record["event"] for record in self.records("event", context_id)]
 
     def wait_for(self, kind: str, context_id: str, timeout: float = 3) -> list[dict[str, Any]]:
-        _wait_until(lambda: bool(self.records(kind, context_id)), timeout)
+        wait_until(lambda: bool(self.records(kind, context_id)), timeout)
         return self.records(kind, context_id)
 
     def streams_closed(self) -> bool:
@@ -72,33 +78,10 @@ class Server:
     process: subprocess.Popen[Any]
 
 
-def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
-@contextlib.contextmanager
-def _subprocess(command: list[str]) -> Iterator[tuple[subprocess.Popen[Any], Any]]:
-    """A subprocess whose output goes to a temporary file; always stopped (SIGTERM, then SIGKILL)."""
-    with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, env=os.environ)
-        try:
-            yield process, output
-        finally:
-            stop_process(process)
-
-
 @contextlib.contextmanager
 def _serve(*args: str) -> Iterator[Server]:
-    port = free_port()
-    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
-    with _subprocess(command) as (process, output):
-        _wait_serving(f"127.0.0.1:{port}", process, output, None)
-        yield Server(f"127.0.0.1:{port}", process)
+    with running_server_process(*args) as (address, process, _):
+        yield Server(address, process)
 
 
 @pytest.fixture(scope="module")
@@ -108,12 +91,11 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
     log.touch()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "tests.support.agents.a2a_agent", "--port", str(port), "--log", str(log)]
-    with _subprocess(command) as (process, output):
+    with logged_process(command) as (process, output):
 
         def card_served() -> bool:
             if process.poll() is not None:
-                output.seek(0)
-                raise RuntimeError(f"the test agent exited with {process.returncode}:\n{output.read()}")
+                raise RuntimeError(f"the test agent exited with {process.returncode}:\n{process_output(output)}")
             with (
                 contextlib.suppress(OSError),
                 urllib.request.urlopen(f"{url}/.well-known/agent-card.json", timeout=1) as reply,
@@ -121,7 +103,7 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
                 return bool(reply.status == 200)
             return False
 
-        assert _wait_until(card_served, 30), "the test agent did not serve its card within 30 s"
+        assert wait_until(card_served, 30), "the test agent did not serve its card within 30 s"
         yield Agent(url, log)
 
 
@@ -266,7 +248,7 @@ def test_client_cancel_closes_the_a2a_stream_and_cancels_the_task(server: Server
     with grpc.insecure_channel(server.address) as channel:
         # Warm up: the server's connection pool to the agent holds one idle keep-alive connection.
         _cancel_after_three_frames(channel, _envelope("slow warm-up"))
-        assert _wait_until(agent.streams_closed, 5)
+        assert wait_until(agent.streams_closed, 5)
         baseline = open_fds(server.process.pid)
         for index in range(5):
             envelope = _envelope(f"slow {index}")
@@ -275,13 +257,13 @@ def test_client_cancel_closes_the_a2a_stream_and_cancels_the_task(server: Server
             (stopped,) = agent.wait_for("execute_cancelled", envelope.context_id)
             assert stopped["at"] - cancelled_at < CANCEL_BUDGET_SECONDS
             assert len(agent.records("cancel_called", envelope.context_id)) == 1
-            assert _wait_until(agent.streams_closed, 3)
+            assert wait_until(agent.streams_closed, 3)
             assert agent.records("sse_closed")[-1]["at"] - cancelled_at < CANCEL_BUDGET_SECONDS
             produced = len(agent.events(envelope.context_id))
             time.sleep(0.3)  # three chunk periods: a still-running agent would have produced more
             assert len(agent.events(envelope.context_id)) == produced
         # Nothing the cancelled requests opened is left open (each leaked stream would be a socket).
-        assert _wait_until(lambda: open_fds(server.process.pid) <= baseline, 3), (
+        assert wait_until(lambda: open_fds(server.process.pid) <= baseline, 3), (
             open_fds(server.process.pid),
             baseline,
         )

@@ -1,17 +1,20 @@
-"""End-to-end tests of the ConversionService against a real server on a free loopback port."""
+"""The ConversionService in process: the project's ``E2AServer`` on 127.0.0.1 (tests/conftest.py,
+``in_process_server``), one per module, called through a ``grpc.aio`` channel.
+
+TLS and bearer-token auth through the CLI run against a real process: tests/e2e/test_server_process.py.
+"""
 
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
+import pytest_asyncio
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
@@ -20,28 +23,42 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a.v1 import e2a_pb2
 from e2a_grpc import (
-    E2AAuth,
     E2AEnvelope,
+    E2AFieldError,
     E2AResponse,
     e2a_response_to_acp_jsonrpc_response,
     envelope_to_acp_jsonrpc_call,
     jsontext,
 )
-from tests.conftest import REPO_ROOT, _wait_serving, free_port, running_server, stop_process
+from tests.conftest import REPO_ROOT, InProcessServer, in_process_server
 from tests.support import vectors
-from tests.support.wellformed import envelope_well_typed
+from tests.support.wellformed import envelope_well_typed, response_well_typed
+
+#: Every async test here runs in the module's event loop, where the module's server runs.
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server() -> AsyncIterator[InProcessServer]:
+    async with in_process_server() as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(server.address) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")
-def stub(server_address: str) -> Iterator[Any]:
-    with grpc.insecure_channel(server_address) as channel:
-        yield pb_grpc.ConversionServiceStub(channel)
+def stub(channel: grpc.aio.Channel) -> pb_grpc.ConversionServiceAsyncStub:
+    return pb_grpc.ConversionServiceStub(channel)
 
 
-def _bad_request(error: grpc.RpcError) -> list[str]:
-    status = rpc_status.from_call(error)
+def _bad_request(error: grpc.aio.AioRpcError) -> list[str]:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]  # an AioRpcError carries the same trailers
     assert status is not None, "INVALID_ARGUMENT must carry rich status details"
-    fields = []
+    fields: list[str] = []
     for detail in status.details:
         bad_request = error_details_pb2.BadRequest()
         assert detail.Unpack(bad_request)
@@ -49,44 +66,111 @@ def _bad_request(error: grpc.RpcError) -> list[str]:
     return fields
 
 
+def _model_error(model: type[E2AEnvelope] | type[E2AResponse], document: Any) -> E2AFieldError | None:
+    """The error ``model.from_dict`` raises on this vector input, or None if it reads it."""
+    try:
+        model.from_dict(document)
+    except E2AFieldError as exc:
+        return exc
+    return None
+
+
+def _split_by_model(name: str, model: type[E2AEnvelope] | type[E2AResponse], key: str) -> tuple[list[Any], list[Any]]:
+    """A vector file's cases as (those the model reads, those it rejects), by the input document at
+    ``key``: every case is in exactly one list, and each list has its own test, so no case can drop
+    out unseen.
+    """
+    cases = vectors.load(name)
+    read = [pytest.param(case, id=str(case["i"])) for case in cases if _model_error(model, case["input"][key]) is None]
+    rejected = [
+        pytest.param(case, id=str(case["i"])) for case in cases if _model_error(model, case["input"][key]) is not None
+    ]
+    assert len(read) + len(rejected) == len(cases) and read and rejected, name
+    return read, rejected
+
+
+async def _assert_rejected_like_the_model(
+    call: Any, request: Any, model: type[E2AEnvelope] | type[E2AResponse], document: Any, request_field: str
+) -> None:
+    """The service rejects the vector input sent as JSON text, naming the field the model names."""
+    error = _model_error(model, document)
+    well_typed = envelope_well_typed if model is E2AEnvelope else response_well_typed
+    assert error is not None and not well_typed(document)  # only ill-typed input may be rejected
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call(request, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
+    assert _bad_request(caught.value) == [f"{request_field}.{error.field}"]
+
+
 # --- ToACP -----------------------------------------------------------------------------------------
 
 
-WELL_TYPED_TO_ACP_CASES = [
-    case
-    for case in vectors.load("envelope_to_acp_jsonrpc_call")
-    if "ok" in case["output"] and envelope_well_typed(case["input"]["envelope_dict"])
-]
+TO_ACP_READ, TO_ACP_REJECTED = _split_by_model("envelope_to_acp_jsonrpc_call", E2AEnvelope, "envelope_dict")
 
 
-@pytest.mark.parametrize("case", WELL_TYPED_TO_ACP_CASES, ids=lambda c: str(c["i"]))
-def test_to_acp_envelope_matches_the_reference(stub: Any, case: dict[str, Any]) -> None:
+@in_module_loop
+@pytest.mark.parametrize("case", TO_ACP_READ)
+async def test_to_acp_envelope_matches_the_local_conversion_and_the_reference(
+    stub: pb_grpc.ConversionServiceAsyncStub, case: dict[str, Any]
+) -> None:
     envelope = E2AEnvelope.from_dict(case["input"]["envelope_dict"])
-    reply = stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto()))
+    reply = await stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto()))
     assert reply.WhichOneof("result") == "jsonrpc"
-    assert reply.jsonrpc == jsontext.dumps_document(envelope_to_acp_jsonrpc_call(envelope))
-    vectors.assert_matches(json.loads(reply.jsonrpc), case["output"]["ok"], [])
+    assert reply.jsonrpc == jsontext.dumps(envelope_to_acp_jsonrpc_call(envelope))
+    # The reference's output binds only for well-typed input (testdata/README.md): an ill-typed
+    # input this model still reads is checked against the local conversion above only.
+    if envelope_well_typed(case["input"]["envelope_dict"]):
+        vectors.assert_matches(json.loads(reply.jsonrpc), case["output"]["ok"], [])
 
 
-def test_to_acp_response_and_not_applicable(stub: Any) -> None:
-    for case in vectors.load("e2a_response_to_acp_jsonrpc_response"):
-        try:
-            response = E2AResponse.from_dict(case["input"]["response_dict"])
-        except (TypeError, ValueError):
-            continue
-        reply = stub.ToACP(pb.ToACPRequest(response=response.to_proto()))
-        expected = e2a_response_to_acp_jsonrpc_response(response)
-        if expected is None:
-            assert reply.WhichOneof("result") == "not_applicable" and reply.not_applicable.reason
-        else:
-            assert json.loads(reply.jsonrpc) == expected
+@in_module_loop
+@pytest.mark.parametrize("case", TO_ACP_REJECTED)
+async def test_to_acp_rejects_the_envelopes_the_model_rejects(
+    stub: pb_grpc.ConversionServiceAsyncStub, case: dict[str, Any]
+) -> None:
+    envelope_dict = case["input"]["envelope_dict"]
+    request = pb.ToACPRequest(envelope_json=json.dumps(envelope_dict))
+    await _assert_rejected_like_the_model(stub.ToACP, request, E2AEnvelope, envelope_dict, "envelope_json")
 
 
-def test_to_acp_keeps_json_lossless(stub: Any) -> None:
+TO_ACP_RESPONSE_READ, TO_ACP_RESPONSE_REJECTED = _split_by_model(
+    "e2a_response_to_acp_jsonrpc_response", E2AResponse, "response_dict"
+)
+
+
+@in_module_loop
+@pytest.mark.parametrize("case", TO_ACP_RESPONSE_READ)
+async def test_to_acp_response_matches_the_local_conversion_and_the_reference(
+    stub: pb_grpc.ConversionServiceAsyncStub, case: dict[str, Any]
+) -> None:
+    response = E2AResponse.from_dict(case["input"]["response_dict"])
+    reply = await stub.ToACP(pb.ToACPRequest(response=response.to_proto()))
+    expected = e2a_response_to_acp_jsonrpc_response(response)
+    if expected is None:
+        assert reply.WhichOneof("result") == "not_applicable" and reply.not_applicable.reason
+    else:
+        assert json.loads(reply.jsonrpc) == expected
+    if response_well_typed(case["input"]["response_dict"]):  # the reference binds for well-typed input
+        actual = None if expected is None else json.loads(reply.jsonrpc)
+        vectors.assert_matches(actual, case["output"]["ok"], [])
+
+
+@in_module_loop
+@pytest.mark.parametrize("case", TO_ACP_RESPONSE_REJECTED)
+async def test_to_acp_rejects_the_responses_the_model_rejects(
+    stub: pb_grpc.ConversionServiceAsyncStub, case: dict[str, Any]
+) -> None:
+    response_dict = case["input"]["response_dict"]
+    request = pb.ToACPRequest(response_json=json.dumps(response_dict))
+    await _assert_rejected_like_the_model(stub.ToACP, request, E2AResponse, response_dict, "response_json")
+
+
+@in_module_loop
+async def test_to_acp_keeps_json_lossless(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
     envelope = E2AEnvelope(
         method="session/prompt", jsonrpc_id=2**70, params={"big": 2**80, "f": 1.0, "z": -0.0, "u": "é🌍\ud800", "a": 1}
     )
-    reply = stub.ToACP(pb.ToACPRequest(envelope_json=envelope.to_json()))
+    reply = await stub.ToACP(pb.ToACPRequest(envelope_json=envelope.to_json()))
     assert reply.jsonrpc.startswith('{"jsonrpc":"2.0","id":1180591620717411303424,')
     params = json.loads(reply.jsonrpc)["params"]
     assert list(params) == ["big", "f", "z", "u", "a"]
@@ -94,7 +178,8 @@ def test_to_acp_keeps_json_lossless(stub: Any) -> None:
     assert params["u"] == "é🌍\ud800"
 
 
-def test_to_acp_maps_chat_send_and_emits_wire_acp(stub: Any) -> None:
+@in_module_loop
+async def test_to_acp_maps_chat_send_and_emits_wire_acp(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
     envelope = E2AEnvelope(
         method="chat.send",
         session_id="s1",
@@ -106,14 +191,14 @@ def test_to_acp_maps_chat_send_and_emits_wire_acp(stub: Any) -> None:
         },
         acp_meta={"trace": "t"},
     )
-    default = stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto()))
+    default = await stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto()))
     assert json.loads(default.jsonrpc)["method"] == "chat.send"  # the reference shape: passed through
 
-    mapped = stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto(), session_prompt_methods=["chat.send"]))
+    mapped = await stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto(), session_prompt_methods=["chat.send"]))
     reference = json.loads(mapped.jsonrpc)
     assert reference["method"] == "session/prompt" and reference["params"]["session_id"] == "s1"
 
-    wire = stub.ToACP(
+    wire = await stub.ToACP(
         pb.ToACPRequest(envelope=envelope.to_proto(), session_prompt_methods=["chat.send"], dialect=pb.ACP_DIALECT_WIRE)
     )
     assert json.loads(wire.jsonrpc) == {
@@ -128,18 +213,20 @@ def test_to_acp_maps_chat_send_and_emits_wire_acp(stub: Any) -> None:
     }
 
 
-def test_wire_acp_prompt_result_is_camel_case(stub: Any) -> None:
+@in_module_loop
+async def test_wire_acp_prompt_result_is_camel_case(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
     response = E2AResponse(response_kind="acp.prompt_result", jsonrpc_id="7", body={"stop_reason": "end_turn"})
-    reply = stub.ToACP(pb.ToACPRequest(response=response.to_proto(), dialect=pb.ACP_DIALECT_WIRE))
+    reply = await stub.ToACP(pb.ToACPRequest(response=response.to_proto(), dialect=pb.ACP_DIALECT_WIRE))
     assert json.loads(reply.jsonrpc) == {"jsonrpc": "2.0", "id": "7", "result": {"stopReason": "end_turn"}}
 
 
 # --- FromACP ---------------------------------------------------------------------------------------
 
 
-def test_from_acp_request_reads_camel_case_session_id(stub: Any) -> None:
+@in_module_loop
+async def test_from_acp_request_reads_camel_case_session_id(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
     text = '{"jsonrpc":"2.0","id":42,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}}'
-    reply = stub.FromACP(pb.FromACPRequest(json=text, channel="ide"))
+    reply = await stub.FromACP(pb.FromACPRequest(json=text, channel="ide"))
     (record,) = reply.records
     envelope = E2AEnvelope.from_proto(record.envelope)
     assert (envelope.method, envelope.jsonrpc_id, envelope.session_id, envelope.channel) == (
@@ -152,15 +239,16 @@ def test_from_acp_request_reads_camel_case_session_id(stub: Any) -> None:
     assert envelope.params == json.loads(text)["params"]
 
 
-def test_from_acp_agent_direction_and_batch(stub: Any) -> None:
-    batch = [
+@in_module_loop
+async def test_from_acp_agent_direction_and_batch(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
+    batch: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "he"}}}},
         {"jsonrpc": "2.0", "id": "1.0", "result": {"stopReason": "end_turn"}},
         {"jsonrpc": "2.0", "id": 1.0, "error": {"code": -32603, "message": "boom", "data": {"n": 2**70}}},
         {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s1"}},
     ]  # fmt: skip
     text = json.dumps(batch)
-    records = stub.FromACP(pb.FromACPRequest(json=text)).records
+    records = (await stub.FromACP(pb.FromACPRequest(json=text))).records
     assert [r.WhichOneof("record") for r in records] == ["response", "response", "response", "envelope"]
     update, result, error = (E2AResponse.from_proto(r.response) for r in records[:3])
     assert (update.response_kind, update.session_id, update.is_final, update.status) == (
@@ -184,18 +272,30 @@ def test_from_acp_agent_direction_and_batch(stub: Any) -> None:
 
 # --- ToA2AStream ---------------------------------------------------------------------------------
 
+TO_A2A_READ, TO_A2A_REJECTED = _split_by_model("e2a_response_to_a2a_stream_payload", E2AResponse, "response_dict")
 
-def test_to_a2a_stream_matches_the_reference(stub: Any) -> None:
-    for case in vectors.load("e2a_response_to_a2a_stream_payload"):
-        try:
-            response = E2AResponse.from_dict(case["input"]["response_dict"])
-        except (TypeError, ValueError):
-            continue
-        reply = stub.ToA2AStream(pb.ToA2AStreamRequest(response=response.to_proto()))
-        if case["output"]["ok"] is None:
-            assert reply.WhichOneof("result") == "not_applicable"
-        else:
-            vectors.assert_matches(json.loads(reply.stream_response), case["output"]["ok"], [])
+
+@in_module_loop
+@pytest.mark.parametrize("case", TO_A2A_READ)
+async def test_to_a2a_stream_matches_the_reference(
+    stub: pb_grpc.ConversionServiceAsyncStub, case: dict[str, Any]
+) -> None:
+    response = E2AResponse.from_dict(case["input"]["response_dict"])
+    reply = await stub.ToA2AStream(pb.ToA2AStreamRequest(response=response.to_proto()))
+    if case["output"]["ok"] is None:
+        assert reply.WhichOneof("result") == "not_applicable"
+    else:
+        vectors.assert_matches(json.loads(reply.stream_response), case["output"]["ok"], [])
+
+
+@in_module_loop
+@pytest.mark.parametrize("case", TO_A2A_REJECTED)
+async def test_to_a2a_stream_rejects_the_responses_the_model_rejects(
+    stub: pb_grpc.ConversionServiceAsyncStub, case: dict[str, Any]
+) -> None:
+    response_dict = case["input"]["response_dict"]
+    request = pb.ToA2AStreamRequest(response_json=json.dumps(response_dict))
+    await _assert_rejected_like_the_model(stub.ToA2AStream, request, E2AResponse, response_dict, "response_json")
 
 
 A2A_EVENTS = [
@@ -212,26 +312,32 @@ A2A_EVENTS = [
 ]  # fmt: skip
 
 
-def test_to_a2a_stream_output_is_accepted_by_the_a2a_sdk(stub: Any) -> None:
-    outputs = []
-    for response in A2A_EVENTS:
-        reply = stub.ToA2AStream(pb.ToA2AStreamRequest(response=response.to_proto(), project_native_kinds=True))
-        assert reply.WhichOneof("result") == "stream_response", response.response_kind
-        document = json.loads(reply.stream_response)
-        assert len(document) == 1 and next(iter(document)) in {"task", "message", "statusUpdate", "artifactUpdate"}
-        outputs.append(reply.stream_response)
-    # Native kinds are not projected unless asked for.
-    plain = stub.ToA2AStream(pb.ToA2AStreamRequest(response=A2A_EVENTS[2].to_proto()))
-    assert plain.WhichOneof("result") == "not_applicable"
-    verdicts = subprocess.run(
+def _a2a_verdicts(lines: list[str]) -> list[str]:
+    """The a2a-sdk's verdict on each StreamResponse JSON line (tests/support/tools/a2a_validate.py)."""
+    return subprocess.run(
         [sys.executable, "-m", "tests.support.tools.a2a_validate"],
-        input="\n".join(outputs) + "\n",
+        input="\n".join(lines) + "\n",
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
         timeout=120,
         check=True,
     ).stdout.splitlines()
+
+
+@in_module_loop
+async def test_to_a2a_stream_output_is_accepted_by_the_a2a_sdk(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
+    outputs = []
+    for response in A2A_EVENTS:
+        reply = await stub.ToA2AStream(pb.ToA2AStreamRequest(response=response.to_proto(), project_native_kinds=True))
+        assert reply.WhichOneof("result") == "stream_response", response.response_kind
+        document = json.loads(reply.stream_response)
+        assert len(document) == 1 and next(iter(document)) in {"task", "message", "statusUpdate", "artifactUpdate"}
+        outputs.append(reply.stream_response)
+    # Native kinds are not projected unless asked for.
+    plain = await stub.ToA2AStream(pb.ToA2AStreamRequest(response=A2A_EVENTS[2].to_proto()))
+    assert plain.WhichOneof("result") == "not_applicable"
+    verdicts = _a2a_verdicts(outputs)
     assert verdicts == ["ok"] * len(outputs), list(zip(outputs, verdicts, strict=True))
 
 
@@ -240,22 +346,15 @@ def test_the_a2a_validator_rejects_invalid_events() -> None:
         {"artifactUpdate": {"taskId": "t"}},
         {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "NOPE"}}},
     ]
-    verdicts = subprocess.run(
-        [sys.executable, "-m", "tests.support.tools.a2a_validate"],
-        input="\n".join(json.dumps(b) for b in bad) + "\n",
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=True,
-    ).stdout.splitlines()
+    verdicts = _a2a_verdicts([json.dumps(b) for b in bad])
     assert all(v.startswith("error:") for v in verdicts) and len(verdicts) == 2
 
 
 # --- FromA2A -------------------------------------------------------------------------------------
 
 
-def test_from_a2a_params_and_jsonrpc_request(stub: Any) -> None:
+@in_module_loop
+async def test_from_a2a_params_and_jsonrpc_request(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
     params = {
         "message": {
             "messageId": "m1",
@@ -267,7 +366,7 @@ def test_from_a2a_params_and_jsonrpc_request(stub: Any) -> None:
         "configuration": {"acceptedOutputModes": ["text/plain"]},
         "metadata": {"k": 2**70},
     }
-    envelope = E2AEnvelope.from_proto(stub.FromA2A(pb.FromA2ARequest(json=json.dumps(params))).envelope)
+    envelope = E2AEnvelope.from_proto((await stub.FromA2A(pb.FromA2ARequest(json=json.dumps(params)))).envelope)
     assert (envelope.method, envelope.task_id, envelope.context_id, envelope.message_id) == (
         "session/prompt",
         "t1",
@@ -277,7 +376,7 @@ def test_from_a2a_params_and_jsonrpc_request(stub: Any) -> None:
     assert envelope.expected_output_modes == ["text/plain"] and envelope.a2a_metadata == {"k": 2**70}
     assert envelope.params == {"message": params["message"], "configuration": params["configuration"]}
     request = {"jsonrpc": "2.0", "id": 5, "method": "message/send", "params": params}
-    wrapped = E2AEnvelope.from_proto(stub.FromA2A(pb.FromA2ARequest(json=json.dumps(request))).envelope)
+    wrapped = E2AEnvelope.from_proto((await stub.FromA2A(pb.FromA2ARequest(json=json.dumps(request)))).envelope)
     assert wrapped.jsonrpc_id == 5 and wrapped.provenance.details["rpc"] == "message/send"
 
 
@@ -306,111 +405,47 @@ BAD_REQUESTS = [
 ]  # fmt: skip
 
 
+@in_module_loop
 @pytest.mark.parametrize(
     ("method", "request_message", "field"), BAD_REQUESTS, ids=[f"{m}-{f}" for m, _, f in BAD_REQUESTS]
 )
-def test_bad_input_is_invalid_argument_naming_the_field(
-    stub: Any, server_address: str, method: str, request_message: Any, field: str
+async def test_bad_input_is_invalid_argument_naming_the_field(
+    stub: pb_grpc.ConversionServiceAsyncStub, channel: grpc.aio.Channel, method: str, request_message: Any, field: str
 ) -> None:
-    with pytest.raises(grpc.RpcError) as caught:
-        getattr(stub, method)(request_message, timeout=10)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await getattr(stub, method)(request_message, timeout=10)
     error = caught.value
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
-    assert field in error.details()
+    assert field in str(error.details())
     assert field in _bad_request(error)
-    with grpc.insecure_channel(server_address) as channel:  # and the server is still fine
-        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
-        assert health.status == health_pb2.HealthCheckResponse.SERVING
+    health_stub = health_pb2_grpc.HealthStub(channel)
+    health = await health_stub.Check(health_pb2.HealthCheckRequest(), timeout=5)  # type: ignore[attr-defined]  # the stubs list no methods
+    assert health.status == health_pb2.HealthCheckResponse.SERVING  # and the server is still fine
 
 
-def test_unknown_oneof_case_is_invalid_argument(server_address: str) -> None:
+@in_module_loop
+async def test_unknown_oneof_case_is_invalid_argument(channel: grpc.aio.Channel) -> None:
     """A newer client may set a oneof case this server does not know: field 99 reaches us as unknown."""
     unknown_case = bytes([0x9A, 0x06, 2]) + b"{}"  # varint tag of field 99, wire type 2; 2 bytes
-    with grpc.insecure_channel(server_address) as channel:
-        call = channel.unary_unary("/e2a.v1.ConversionService/ToACP", response_deserializer=pb.ToACPResponse.FromString)
-        with pytest.raises(grpc.RpcError) as caught:
-            call(unknown_case, timeout=10)
+    call: grpc.aio.UnaryUnaryMultiCallable[bytes, pb.ToACPResponse] = channel.unary_unary(
+        "/e2a.v1.ConversionService/ToACP", response_deserializer=pb.ToACPResponse.FromString
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call(unknown_case, timeout=10)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert _bad_request(caught.value) == ["source"]
 
 
-def test_oversize_message_is_resource_exhausted() -> None:
-    with running_server("--max-message-bytes", "2048") as address, grpc.insecure_channel(address) as channel:
-        stub = pb_grpc.ConversionServiceStub(channel)
-        small = stub.FromACP(pb.FromACPRequest(json='{"jsonrpc":"2.0","id":1,"method":"initialize"}'), timeout=10)
-        assert len(small.records) == 1
-        with pytest.raises(grpc.RpcError) as caught:
-            stub.FromACP(
-                pb.FromACPRequest(json=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x" * 5000})), timeout=10
-            )
-        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-
-
-# --- security, health, shutdown ------------------------------------------------------------------
-
-
-def test_bearer_token_is_required_except_for_health(tmp_path: Path) -> None:
-    token = "s3cret-token-value"
-    log = tmp_path / "server.log"
-    request = pb.FromACPRequest(json='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
-    with (
-        running_server("-v", env={"E2A_GRPC_TOKEN": token}, log=log) as address,
-        grpc.insecure_channel(address) as channel,
+@in_module_loop
+async def test_oversize_message_is_resource_exhausted() -> None:
+    async with (
+        in_process_server(max_message_bytes=2048) as small_server,
+        grpc.aio.insecure_channel(small_server.address) as channel,
     ):
         stub = pb_grpc.ConversionServiceStub(channel)
-        for metadata in [(), (("authorization", "Bearer wrong"),), (("authorization", token),)]:
-            with pytest.raises(grpc.RpcError) as caught:
-                stub.FromACP(request, metadata=metadata, timeout=10)
-            assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        assert stub.FromACP(request, metadata=(("authorization", f"Bearer {token}"),), timeout=10).records
-        # A credential inside the converted record is not logged either, also when the call fails.
-        envelope = E2AEnvelope(
-            method="session/prompt", params={"text": "hi"}, auth=E2AAuth(bearer_token="envelope-token-789")
-        )
-        authorized = (("authorization", f"Bearer {token}"),)
-        assert stub.ToACP(pb.ToACPRequest(envelope=envelope.to_proto()), metadata=authorized, timeout=10).jsonrpc
-        bad = pb.ToACPRequest(envelope_json='{"auth": {"bearer_token": "envelope-token-789"}, "params": 1}')
-        with pytest.raises(grpc.RpcError):
-            stub.ToACP(bad, metadata=authorized, timeout=10)
-        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
-        assert health.status == health_pb2.HealthCheckResponse.SERVING
-    text = log.read_text()
-    assert "listening on" in text and "auth=bearer token" in text
-    assert token not in text and "envelope-token-789" not in text
-
-
-def test_sigterm_shuts_down_gracefully(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    port = free_port()
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "e2a_grpc", "serve", "--port", str(port), "--grace-seconds", "2"],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            _wait_serving(f"127.0.0.1:{port}", process, output, None)
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=10) == 0
-        finally:
-            stop_process(process)
-    text = log.read_text()
-    assert "shutting down" in text and "stopped" in text
-
-
-def test_tls(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    with running_server("--tls-cert", str(cert), "--tls-key", str(key), health_tls_ca=cert) as address:
-        credentials = grpc.ssl_channel_credentials(cert.read_bytes())
-        with grpc.secure_channel(address, credentials) as channel:
-            reply = pb_grpc.ConversionServiceStub(channel).FromACP(
-                pb.FromACPRequest(json='{"jsonrpc":"2.0","id":1,"method":"initialize"}'), timeout=10
-            )
-            assert len(reply.records) == 1
-        with grpc.insecure_channel(address) as plain, pytest.raises(grpc.RpcError):
-            pb_grpc.ConversionServiceStub(plain).FromACP(pb.FromACPRequest(json="{}"), timeout=3)
+        small = await stub.FromACP(pb.FromACPRequest(json='{"jsonrpc":"2.0","id":1,"method":"initialize"}'), timeout=10)
+        assert len(small.records) == 1
+        oversize = pb.FromACPRequest(json=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x" * 5000}))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.FromACP(oversize, timeout=10)
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

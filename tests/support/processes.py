@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_SECONDS = 20.0
 STOP_TIMEOUT_SECONDS = 15.0
+_HEALTH_WATCH = "/grpc.health.v1.Health/Watch"
 #: How long one health Watch waits before the helper checks again that the process is still alive.
 _WATCH_SLICE_SECONDS = 0.5
 #: Reconnect quickly while the server is still starting (gRPC's default first backoff is 1 s).
@@ -132,10 +133,14 @@ def wait_serving(
         credentials = grpc.ssl_channel_credentials(tls_ca.read_bytes())
         channel = grpc.secure_channel(address, credentials, options=_FAST_RECONNECT)
     with channel:
-        stub = health_pb2_grpc.HealthStub(channel)
+        watch = channel.unary_stream(
+            _HEALTH_WATCH,
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
         while time.monotonic() < deadline:
             _raise_if_exited(process, output)
-            call = stub.Watch(health_pb2.HealthCheckRequest(), timeout=_WATCH_SLICE_SECONDS, wait_for_ready=True)
+            call = watch(health_pb2.HealthCheckRequest(), timeout=_WATCH_SLICE_SECONDS, wait_for_ready=True)
             try:
                 if any(_is_serving(reply) for reply in call):
                     return
@@ -155,10 +160,14 @@ async def wait_serving_async(
 ) -> None:
     """``wait_serving`` on the caller's ``grpc.aio`` channel (which it also connects)."""
     deadline = time.monotonic() + timeout
-    stub = health_pb2_grpc.HealthStub(channel)
+    watch = channel.unary_stream(
+        _HEALTH_WATCH,
+        request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+        response_deserializer=health_pb2.HealthCheckResponse.FromString,
+    )
     while time.monotonic() < deadline:
         _raise_if_exited(process, output)
-        call = stub.Watch(health_pb2.HealthCheckRequest(), timeout=_WATCH_SLICE_SECONDS, wait_for_ready=True)
+        call = watch(health_pb2.HealthCheckRequest(), timeout=_WATCH_SLICE_SECONDS, wait_for_ready=True)
         try:
             async for reply in call:
                 if _is_serving(reply):

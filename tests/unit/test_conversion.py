@@ -22,7 +22,8 @@ from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import proto
 from tests.support.strategies import assert_identical, canonical_envelopes
 
-PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# How many examples: the hypothesis profile (tests/conftest.py; HYPOTHESIS_PROFILE=thorough for 1000).
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def general_path(message: Any, **options: Any) -> str:

@@ -16,7 +16,8 @@ from tests.support.strategies import (
     json_values,
 )
 
-PROPERTY = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# How many examples: the hypothesis profile (tests/conftest.py; HYPOTHESIS_PROFILE=thorough for 1000).
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

@@ -1,0 +1,128 @@
+"""Fake Chat backends for in-process servicer tests, driven by ``asyncio.Event`` objects the test holds.
+
+They implement the backend interface of ``e2a_grpc.chat.events`` (``info``, ``stream(envelope)``,
+``aclose()``), so a test can wait for "the backend is now waiting", then cancel, let a deadline
+pass or shut the server down, and wait for "the backend stopped": no sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+
+from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event
+from e2a_grpc.model import DeltaKind, E2AEnvelope
+
+FAKE_INFO = BackendInfo(name="fake", source_protocol="e2a", details={"fake": True})
+
+
+@dataclass
+class Turn:
+    """One request as the fake backend saw it."""
+
+    envelope: E2AEnvelope
+    #: Every event before the wait has been yielded (and so written): the backend awaits ``release``.
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    #: ``asyncio.CancelledError`` reached the backend at its ``await`` (client cancel, deadline, shutdown).
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The stream's generator has ended, however it ended.
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Events yielded so far.
+    yielded: list[Event] = field(default_factory=list)
+
+
+class ControlledBackend:
+    """Yields ``before`` as text deltas, then waits for ``release``; then yields ``after`` and either
+    raises ``error`` or completes with the whole text.
+
+    ``release`` is shared by all turns; ``turns`` lists every request in arrival order.
+    """
+
+    def __init__(
+        self,
+        before: Sequence[str | Event] = ("first ",),
+        after: Sequence[str | Event] = ("last",),
+        error: BackendError | None = None,
+    ) -> None:
+        self.info = FAKE_INFO
+        self.before = list(before)
+        self.after = list(after)
+        self.error = error
+        self.release = asyncio.Event()
+        self.closed = asyncio.Event()
+        self.turns: list[Turn] = []
+        self._changed = asyncio.Condition()
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        turn = Turn(envelope)
+        self.turns.append(turn)
+        try:
+            for item in self.before:
+                event = _event(item)
+                turn.yielded.append(event)
+                yield event
+            turn.waiting.set()
+            await self._notify()
+            await self.release.wait()
+            for item in self.after:
+                event = _event(item)
+                turn.yielded.append(event)
+                yield event
+            if self.error is not None:
+                raise self.error
+            text = "".join(item for item in (*self.before, *self.after) if isinstance(item, str))
+            complete = Complete({"content": text})
+            turn.yielded.append(complete)
+            yield complete
+        except asyncio.CancelledError:
+            turn.cancelled.set()
+            raise
+        finally:
+            turn.finished.set()
+            await self._notify()
+
+    async def waiting_turns(self, count: int) -> list[Turn]:
+        """Return once ``count`` turns wait for ``release`` (the test bounds this with a timeout)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: sum(turn.waiting.is_set() for turn in self.turns) >= count)
+        return [turn for turn in self.turns if turn.waiting.is_set()]
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def aclose(self) -> None:
+        self.closed.set()
+
+
+class FloodBackend:
+    """Yields ``limit`` text deltas of ``delta_bytes`` each as fast as the servicer takes them.
+
+    The servicer asks for the next event only once it has written the previous one, so ``written``
+    counts deltas written to the call; ``first_written`` and ``all_written`` are set as that happens.
+    A server that respects flow control stops writing when the client stops reading.
+    """
+
+    def __init__(self, delta_bytes: int, limit: int) -> None:
+        self.info = FAKE_INFO
+        self.delta = "w" * delta_bytes
+        self.limit = limit
+        self.written = 0
+        self.first_written = asyncio.Event()
+        self.all_written = asyncio.Event()
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        for _ in range(self.limit):
+            yield Delta(DeltaKind.TEXT, self.delta)
+            self.written += 1
+            self.first_written.set()
+        self.all_written.set()
+        yield Complete({"content": ""})
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _event(item: str | Event) -> Event:
+    return Delta(DeltaKind.TEXT, item) if isinstance(item, str) else item
