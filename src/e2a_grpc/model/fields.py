@@ -48,9 +48,6 @@ class RecordField:
     factory: Callable[[], Any] | None
     descriptor: FieldDescriptor
 
-    def default_value(self) -> Any:
-        return self.factory() if self.factory is not None else self.default
-
 
 def _kind(descriptor: FieldDescriptor, annotation: str) -> Kind:
     if descriptor.message_type is not None:

@@ -54,8 +54,8 @@ _COPIERS: dict[Kind, Callable[[Any], Any]] = {
     Kind.TEXT_LIST: list,
     Kind.OBJECT: dict,
     Kind.OPTIONAL_OBJECT: lambda value: None if value is None else dict(value),
-    Kind.ORIGIN: lambda origin: origin.value if isinstance(origin, IdentityOrigin) else origin,
-    Kind.PROVENANCE: lambda provenance: provenance.to_dict(),
+    Kind.ORIGIN: str,  # an IdentityOrigin member (or its value) as the plain string
+    Kind.PROVENANCE: E2AProvenance.to_dict,
     Kind.AUTH: lambda auth: None if auth is None else auth.to_dict(),
 }
 
@@ -73,7 +73,8 @@ class _Record(Generic[Msg]):
     LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {}
     _NAMES: ClassVar[tuple[str, ...]]
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
-    _FROM_DICT: ClassVar[tuple[tuple[str, Any, LegacyReader | None], ...]]
+    # Per field: name, legacy reader or None, reader of a present key, default, default factory or None.
+    _FROM_DICT: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
     CODEC: ClassVar[proto.Codec[Any]]
@@ -88,13 +89,17 @@ class _Record(Generic[Msg]):
         cls.FIELDS = record_fields(cls, message_type.DESCRIPTOR)  # type: ignore[arg-type]
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
-        cls._FROM_DICT = tuple((item.name, item, cls.LEGACY_READERS.get(item.name)) for item in cls.FIELDS)
+        cls._FROM_DICT = tuple(
+            (item.name, cls.LEGACY_READERS.get(item.name), _READERS[item.kind], item.default, item.factory)
+            for item in cls.FIELDS
+        )
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field in protocol order, as plain JSON values (nested records as dicts)."""
-        attributes = self.__dict__
-        values = {name: attributes[name] for name in self._NAMES}
+        values = self.__dict__.copy()  # the attributes, in field order: __init__ and from_proto set them so
+        if len(values) != len(self._NAMES):  # an attribute set on the instance besides the fields
+            values = {name: values[name] for name in self._NAMES}
         for name, copy in self._COPIED:
             values[name] = copy(values[name])
         return values
@@ -104,14 +109,17 @@ class _Record(Generic[Msg]):
         """Read a record dict, including the legacy keys of spec sections 9-11."""
         readers.require_object(data, cls._DOCUMENT)
         values = {}
-        for name, item, legacy_reader in cls._FROM_DICT:
+        for name, legacy_reader, reader, default, factory in cls._FROM_DICT:
             if legacy_reader is not None:
                 values[name] = legacy_reader(data)
             elif name in data:
-                values[name] = _read_present(item, data[name])
+                values[name] = reader(data[name], name)
             else:
-                values[name] = item.default_value()
-        return cls(**values)
+                values[name] = default if factory is None else factory()
+        # Every field is set, in field order: what __init__ would do, without its 29 keyword arguments.
+        record = cls.__new__(cls)
+        record.__dict__.update(values)
+        return record
 
     def to_proto(self) -> Msg:
         """The protobuf message (``e2a.v1.E2AEnvelope`` / ``e2a.v1.E2AResponse``)."""
@@ -150,10 +158,6 @@ class _Record(Generic[Msg]):
         """Set ``timestamp`` to now (RFC 3339 UTC) if it is unset."""
         if self.timestamp is None:
             self.timestamp = utc_now_iso()
-
-
-def _read_present(item: RecordField, value: Any) -> Any:
-    return _READERS[item.kind](value, item.name)
 
 
 @dataclass
