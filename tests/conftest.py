@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, settings
 
 from e2a_grpc.chat.events import AgentBackend
 from e2a_grpc.grpc.server import E2AServer
-from e2a_grpc.settings import ServerConfig
+from e2a_grpc.settings import ServerSettings
 from tests.support.processes import ServerAddress, free_port, open_fds, running_server, stop_process
 
 __all__ = [
@@ -57,9 +57,9 @@ settings.register_profile("thorough", max_examples=1000, **_PROPERTY_SETTINGS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "standard"))
 
 
-def server_config(**overrides: Any) -> ServerConfig:
+def server_config(**overrides: Any) -> ServerSettings:
     """The one place the tests build a server configuration: loopback, a port the OS picks."""
-    return ServerConfig(host="127.0.0.1", port=0, **overrides)
+    return ServerSettings(host="127.0.0.1", port=0, **overrides)
 
 
 @dataclass
@@ -81,7 +81,7 @@ async def in_process_server(backend: AgentBackend | None = None, **overrides: An
     """The project's ``E2AServer`` wiring, started in this event loop; always stopped.
 
     ``backend`` replaces the Chat backend the configuration names (the servicer reads it per call);
-    ``overrides`` are ``ServerConfig`` settings.
+    ``overrides`` are ``ServerSettings`` fields.
     """
     server = E2AServer(server_config(**overrides))
     if backend is not None:
