@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,9 +62,10 @@ def test_offline_and_server_agree(server_address: str) -> None:
     offline = run("convert", "from-acp", "--channel", "ide", stdin=batch)
     online = run("convert", "from-acp", "--channel", "ide", "--server", server_address, stdin=batch)
     assert offline.returncode == online.returncode == 0
-    strip = lambda records: [  # noqa: E731 - the volatile fields differ per call
-        {k: v for k, v in r.items() if k not in ("provenance", "response_id", "timestamp")} for r in records
-    ]
+
+    def strip(records: list[dict[str, Any]]) -> list[dict[str, Any]]:  # the volatile fields differ per call
+        return [{k: v for k, v in r.items() if k not in ("provenance", "response_id", "timestamp")} for r in records]
+
     assert strip(json.loads(offline.stdout)) == strip(json.loads(online.stdout))
 
 

@@ -20,7 +20,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -210,7 +210,7 @@ def envelope_from_fields(fields: dict[str, Any]) -> e2a_pb2.E2AEnvelope:
         method=fields["method"],
         session_id=fields["session_id"],
         channel=fields["channel"],
-        identity_origin=e2a_pb2.IdentityOrigin.Value(f"IDENTITY_ORIGIN_{fields['identity_origin']}"),
+        identity_origin=e2a_pb2.IdentityOrigin.Value(f"IDENTITY_ORIGIN_{fields['identity_origin']}"),  # type: ignore[arg-type]
         jsonrpc_id=e2a_pb2.JsonRpcId(integer_value=int(fields["jsonrpc_id"])),
         params=fields["params"],
         acp_meta=fields["acp_meta"],
@@ -220,7 +220,8 @@ def envelope_from_fields(fields: dict[str, Any]) -> e2a_pb2.E2AEnvelope:
 def python_request(case: dict[str, Any]) -> Message:
     request = json_format.ParseDict(case["request"], REQUEST_TYPES[case["rpc"]]())
     if "envelope" in case:
-        request.envelope.CopyFrom(envelope_from_fields(case["envelope"]))
+        # Only ToACPRequest cases carry an envelope.
+        cast(cs.ToACPRequest, request).envelope.CopyFrom(envelope_from_fields(case["envelope"]))
     return request
 
 
@@ -274,7 +275,7 @@ def python_outcome(stub: cs_grpc.ConversionServiceStub, case: dict[str, Any]) ->
     try:
         return "reply", getattr(stub, case["rpc"])(python_request(case), timeout=CALL_TIMEOUT)
     except grpc.RpcError as exc:
-        status = rpc_status.from_call(exc)
+        status = rpc_status.from_call(cast(grpc.Call, exc))  # what a sync call raises is also its Call
         details = [(detail.type_url.rsplit("/", 1)[-1], detail.value) for detail in (status.details if status else ())]
         return _error(exc.code().name, exc.details() or "", details)
 
@@ -298,9 +299,9 @@ def node_outcome(case: dict[str, Any], line: dict[str, Any]) -> tuple[str, Any]:
         for record in line["records"]:
             _set_oneof(reply.records.add(), record)
         return "reply", reply
-    reply = {"ToACP": cs.ToACPResponse, "ToA2AStream": cs.ToA2AStreamResponse}[case["rpc"]]()
-    _set_oneof(reply, line)
-    return "reply", reply
+    text_reply = {"ToACP": cs.ToACPResponse, "ToA2AStream": cs.ToA2AStreamResponse}[case["rpc"]]()
+    _set_oneof(text_reply, line)
+    return "reply", text_reply
 
 
 def without_call_time_values(outcome: tuple[str, Any]) -> tuple[str, Any]:

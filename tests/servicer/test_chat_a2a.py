@@ -134,6 +134,11 @@ def _stream_events(frames: list[E2AResponse]) -> list[dict[str, Any]]:
     return events  # type: ignore[return-value]
 
 
+def _context_of(envelope: E2AEnvelope) -> str:
+    assert envelope.context_id is not None, "the test envelopes carry a context id"
+    return envelope.context_id
+
+
 def test_frames_carry_the_agents_events_and_the_answer(server: Server, agent: Agent) -> None:
     files = [{"uri": "https://example.com/cat.png", "name": "cat.png", "mime_type": "image/png"}]
     envelope = E2AEnvelope(
@@ -148,6 +153,7 @@ def test_frames_carry_the_agents_events_and_the_answer(server: Server, agent: Ag
     frames = _chat(server, envelope)
     *events, final = frames
     context_id = envelope.session_id
+    assert context_id is not None
     assert _stream_events(events) == agent.events(context_id)
     assert [frame.body["branch"] for frame in events] == [
         "task", "status_update", "artifact_update", "artifact_update", "status_update",
@@ -184,7 +190,7 @@ def test_frames_carry_the_agents_events_and_the_answer(server: Server, agent: Ag
 def test_a_direct_message_reply(server: Server, agent: Agent) -> None:
     envelope = _envelope("reply please")
     *events, final = _chat(server, envelope)
-    assert _stream_events(events) == agent.events(envelope.context_id) and len(events) == 1
+    assert _stream_events(events) == agent.events(_context_of(envelope)) and len(events) == 1
     assert events[0].body["branch"] == "message"
     assert final.response_kind == "e2a.complete"
     assert final.body["result"] == {
@@ -198,7 +204,7 @@ def test_a_direct_message_reply(server: Server, agent: Agent) -> None:
 def test_a_failed_task_ends_with_an_a2a_error(server: Server, agent: Agent) -> None:
     envelope = _envelope("please fail")
     *events, final = _chat(server, envelope)
-    sent = agent.events(envelope.context_id)
+    sent = agent.events(_context_of(envelope))
     assert _stream_events(events) == sent and sent[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
     assert (final.response_kind, final.status) == ("e2a.error", "failed")
     body = final.body
@@ -215,7 +221,7 @@ def test_a_failed_task_ends_with_an_a2a_error(server: Server, agent: Agent) -> N
 def test_an_agent_error_on_the_stream_ends_with_an_a2a_error(server: Server, agent: Agent) -> None:
     envelope = _envelope("raise, please")
     *events, final = _chat(server, envelope)
-    assert _stream_events(events) == agent.events(envelope.context_id) and len(events) == 2
+    assert _stream_events(events) == agent.events(_context_of(envelope)) and len(events) == 2
     assert (final.response_kind, final.status) == ("e2a.error", "failed")
     assert final.body["code"] == "a2a_agent_error"
     assert final.body["external"] == {
@@ -254,14 +260,14 @@ def test_client_cancel_closes_the_a2a_stream_and_cancels_the_task(server: Server
             envelope = _envelope(f"slow {index}")
             cancelled_at = _cancel_after_three_frames(channel, envelope)
             # The agent's execute() was cancelled (A2A CancelTask) and its SSE response ended.
-            (stopped,) = agent.wait_for("execute_cancelled", envelope.context_id)
+            (stopped,) = agent.wait_for("execute_cancelled", _context_of(envelope))
             assert stopped["at"] - cancelled_at < CANCEL_BUDGET_SECONDS
             assert len(agent.records("cancel_called", envelope.context_id)) == 1
             assert wait_until(agent.streams_closed, 3)
             assert agent.records("sse_closed")[-1]["at"] - cancelled_at < CANCEL_BUDGET_SECONDS
-            produced = len(agent.events(envelope.context_id))
+            produced = len(agent.events(_context_of(envelope)))
             time.sleep(0.3)  # three chunk periods: a still-running agent would have produced more
-            assert len(agent.events(envelope.context_id)) == produced
+            assert len(agent.events(_context_of(envelope))) == produced
         # Nothing the cancelled requests opened is left open (each leaked stream would be a socket).
         assert wait_until(lambda: open_fds(server.process.pid) <= baseline, 3), (
             open_fds(server.process.pid),
@@ -277,7 +283,7 @@ def test_a_deadline_stops_the_agents_work(server: Server, agent: Agent) -> None:
         list(chat(channel, envelope, timeout=2.0))
     expired_at = time.time()
     assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    (stopped,) = agent.wait_for("execute_cancelled", envelope.context_id)
+    (stopped,) = agent.wait_for("execute_cancelled", _context_of(envelope))
     assert stopped["at"] - expired_at < CANCEL_BUDGET_SECONDS
 
 
@@ -294,7 +300,7 @@ def test_shutdown_ends_the_stream_with_a_final_frame_and_cancels_the_task(agent:
         assert server.process.wait(timeout=10) == 0
     final = frames[-1]
     assert (final.response_kind, final.body["code"]) == ("e2a.error", "server_shutting_down")
-    (cancelled,) = agent.wait_for("cancel_called", envelope.context_id)
+    (cancelled,) = agent.wait_for("cancel_called", _context_of(envelope))
     assert cancelled["at"] - stopping_at < CANCEL_BUDGET_SECONDS
 
 

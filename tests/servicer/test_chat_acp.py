@@ -9,6 +9,7 @@ the agents are children of the server process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -51,6 +52,10 @@ def _ppid(pid: int) -> int | None:
 
 def _children(pid: int) -> set[int]:
     return {int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _ppid(int(entry)) == pid}
+
+
+def _exited(pid: int) -> bool:
+    return not _alive(pid)
 
 
 def _alive(pid: int) -> bool:
@@ -371,7 +376,7 @@ def test_shutdown_ends_streams_with_an_error_frame_and_ends_the_agents(tmp_path:
         ] * 2
         assert _wait_until(lambda: not _alive(stopping.pid), 15.0), "the server did not exit"
         for _, _, pid in streams:
-            assert _wait_until(lambda pid=pid: not _alive(pid), 2.0), f"agent {pid} outlived the server"
+            assert _wait_until(functools.partial(_exited, pid), 2.0), f"agent {pid} outlived the server"
 
 
 def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(any_text, json_values, max_size=4)
 # Most object slots are empty or small in practice; keep generation cheap for 1000-example runs.
-slot_objects = st.just({}) | json_objects
+slot_objects: st.SearchStrategy[dict[str, Any]] = st.just({}) | json_objects
 
 optional_text = st.none() | unicode_text
 jsonrpc_ids = st.one_of(

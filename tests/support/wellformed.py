@@ -6,6 +6,7 @@ implementation may raise only on inputs this says are ill-typed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 STR, INT, NUM, BOOL, OBJ, NULL = "str", "int", "num", "bool", "obj", "null"
@@ -90,7 +91,7 @@ AUTH = {
 }
 
 
-def _fields_ok(data: dict[str, Any], table: dict[str, tuple[str, ...]]) -> bool:
+def _fields_ok(data: dict[str, Any], table: Mapping[str, tuple[str, ...]]) -> bool:
     return all(_is(data[key], kinds) for key, kinds in table.items() if key in data)
 
 

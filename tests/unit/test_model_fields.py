@@ -43,11 +43,11 @@ def test_a_field_missing_on_one_side_is_refused() -> None:
         protocol_version: str | None = None
 
     with pytest.raises(TypeError, match=r"Partial fields \['protocol_version'\] differ from e2a\.v1\.E2AEnvelope"):
-        record_fields(Partial, e2a_pb2.E2AEnvelope.DESCRIPTOR)
+        record_fields(Partial, e2a_pb2.E2AEnvelope)
 
 
 def test_fields_out_of_order_are_refused() -> None:
     names = [descriptor.name for descriptor in e2a_pb2.E2AResponse.DESCRIPTOR.fields]
     swapped = dataclasses.make_dataclass("Swapped", [(name, Any, None) for name in [names[1], names[0], *names[2:]]])
     with pytest.raises(TypeError, match="same names, same order"):
-        record_fields(swapped, e2a_pb2.E2AResponse.DESCRIPTOR)
+        record_fields(swapped, e2a_pb2.E2AResponse)

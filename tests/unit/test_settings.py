@@ -112,7 +112,7 @@ def test_backends_need_their_target(capsys: pytest.CaptureFixture[str], served: 
 )
 def test_out_of_range_values_are_refused(field: str, value: int) -> None:
     with pytest.raises(ValidationError, match=field):
-        ServerSettings(**{field: value})
+        ServerSettings.model_validate({field: value})
 
 
 def test_serve_help_lists_defaults_and_env_vars(capsys: pytest.CaptureFixture[str]) -> None:

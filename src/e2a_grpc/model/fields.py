@@ -15,6 +15,7 @@ from enum import Enum, auto
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 
 class Kind(Enum):
@@ -65,9 +66,10 @@ def _kind(descriptor: FieldDescriptor, annotation: str) -> Kind:
     return Kind.TEXT if descriptor.has_presence else Kind.PLAIN_TEXT
 
 
-def record_fields(record_type: type, message: Descriptor) -> tuple[RecordField, ...]:
+def record_fields(record_type: type, message_type: type[Message]) -> tuple[RecordField, ...]:
     """The field table of a record dataclass; raises TypeError if it and the message disagree."""
     declared = dataclasses.fields(record_type)
+    message: Descriptor = message_type.DESCRIPTOR  # type: ignore[assignment]  # the upb Descriptor is one at runtime
     names = [item.name for item in declared]
     wire_names = [descriptor.name for descriptor in message.fields]
     if names != wire_names:

@@ -84,9 +84,7 @@ class _Record(Generic[Msg]):
     @classmethod
     def _bind(cls, message_type: type[Msg]) -> None:
         """Derive the class's tables from its dataclass fields and its message type."""
-        # types-protobuf types DESCRIPTOR as the python or the upb Descriptor; the upb one is a
-        # descriptor.Descriptor at runtime (isinstance holds, through DescriptorMetaclass).
-        cls.FIELDS = record_fields(cls, message_type.DESCRIPTOR)  # type: ignore[arg-type]
+        cls.FIELDS = record_fields(cls, message_type)
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
         cls._FROM_DICT = tuple(

@@ -90,7 +90,9 @@ class ScriptedExecutor(AgentExecutor):
             parts=[Part(text=text)],
         )
 
-    def _status(self, context: RequestContext, state: int, message: Message | None = None) -> TaskStatusUpdateEvent:
+    def _status(
+        self, context: RequestContext, state: TaskState, message: Message | None = None
+    ) -> TaskStatusUpdateEvent:
         return TaskStatusUpdateEvent(
             task_id=context.task_id,
             context_id=context.context_id,

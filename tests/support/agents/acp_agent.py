@@ -33,10 +33,11 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp import (
     PROTOCOL_VERSION,
+    Agent,
     InitializeResponse,
     NewSessionResponse,
     PromptResponse,
@@ -187,7 +188,9 @@ def main() -> None:
     args = parser.parse_args()
     agent = ScriptedAgent(args.events)
     agent._record("start")
-    asyncio.run(run_agent(agent))
+    # The SDK answers the methods an agent does not define with "method not found"; its Agent
+    # protocol lists every method, so this partial agent is cast to it.
+    asyncio.run(run_agent(cast(Agent, agent)))
     if args.linger:
         time.sleep(STREAM_SECONDS)
 

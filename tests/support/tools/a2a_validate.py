@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from a2a.types import a2a_pb2
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf import json_format
 
 
-def check(document: object) -> str:
+def check(document: dict[str, Any]) -> str:
     message = a2a_pb2.StreamResponse()
     try:
         json_format.ParseDict(document, message)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from grpc_status import rpc_status
@@ -41,7 +41,7 @@ def _b64(data: bytes) -> str:
 
 
 def _error(exc: grpc.RpcError) -> dict[str, Any]:
-    status = rpc_status.from_call(exc)
+    status = rpc_status.from_call(cast(grpc.Call, exc))  # what a sync call raises is also its Call
     details = [{"type_url": d.type_url, "value": _b64(d.value)} for d in (status.details if status else ())]
     return {"code": exc.code().value[0], "message": exc.details() or "", "details": details}
 
