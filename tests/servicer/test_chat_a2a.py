@@ -265,9 +265,6 @@ def test_client_cancel_closes_the_a2a_stream_and_cancels_the_task(server: Server
             assert len(agent.records("cancel_called", envelope.context_id)) == 1
             assert wait_until(agent.streams_closed, 3)
             assert agent.records("sse_closed")[-1]["at"] - cancelled_at < CANCEL_BUDGET_SECONDS
-            produced = len(agent.events(_context_of(envelope)))
-            time.sleep(0.3)  # three chunk periods: a still-running agent would have produced more
-            assert len(agent.events(_context_of(envelope))) == produced
         # Nothing the cancelled requests opened is left open (each leaked stream would be a socket).
         assert wait_until(lambda: open_fds(server.process.pid) <= baseline, 3), (
             open_fds(server.process.pid),

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from e2a_grpc.chat.invariants import StreamChecker
 from e2a_grpc.client.chat import chat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode
 from tests.conftest import ServerAddress, open_fds, running_server
+from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
 
@@ -65,15 +66,6 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 class Server:
@@ -208,7 +200,7 @@ def test_each_update_kind_becomes_its_frame(server: Server) -> None:
     assert final.status == "succeeded"
     assert final.body == {"result": {"content": "hello big world image", "stop_reason": "end_turn"}}
     # Without a session_id the agent process lives for this call only.
-    assert _wait_until(lambda: server.agents() == agents_before, 2.0), "per-call agent left running"
+    assert wait_until(lambda: server.agents() == agents_before, 2.0), "per-call agent left running"
 
 
 def test_stop_reason_comes_from_the_prompt_result(server: Server, shared_session: str) -> None:
@@ -271,7 +263,7 @@ def test_the_session_pool_is_bounded(small_server: Server) -> None:
     assert (busy.response_kind, busy.body["code"]) == ("e2a.error", "agent_busy")
     call.cancel()
     # Once the first session is idle, it makes room: its agent is closed.
-    assert _wait_until(lambda: frames_of(small_server, "whoami", second)[-1].response_kind == "e2a.complete", 5.0)
+    assert wait_until(lambda: frames_of(small_server, "whoami", second)[-1].response_kind == "e2a.complete", 5.0)
     assert not _alive(first_pid)
 
 
@@ -309,12 +301,12 @@ def test_client_cancel_sends_session_cancel_and_ends_the_per_call_agent(server: 
         checker.check(E2AResponse.from_proto(reply.response))
     cancelled_at = time.time()
     call.cancel()
-    assert _wait_until(lambda: bool(server.agent_events(pid, "cancel")), 3.0), "no session/cancel reached the agent"
+    assert wait_until(lambda: bool(server.agent_events(pid, "cancel")), 3.0), "no session/cancel reached the agent"
     assert server.agent_events(pid, "cancel")[0]["t"] - cancelled_at < 1.0
-    assert _wait_until(lambda: bool(server.agent_events(pid, "turn_end")), 2.0)
+    assert wait_until(lambda: bool(server.agent_events(pid, "turn_end")), 2.0)
     assert server.agent_events(pid, "turn_end")[0]["stop_reason"] == "cancelled"
-    assert _wait_until(lambda: not _alive(pid), 2.0), "the per-call agent outlived the cancelled call"
-    assert _wait_until(lambda: server.agents() == agents_before and server.fd_count() == fds_before, 2.0), (
+    assert wait_until(lambda: not _alive(pid), 2.0), "the per-call agent outlived the cancelled call"
+    assert wait_until(lambda: server.agents() == agents_before and server.fd_count() == fds_before, 2.0), (
         f"left behind: agents {server.agents() - agents_before}, fds {server.fd_count() - fds_before}"
     )
 
@@ -328,7 +320,7 @@ def test_deadline_cancels_the_turn_and_the_pooled_agent_stays(server: Server) ->
         for _ in chat(server.channel, request, timeout=2.0):
             pass
     assert failure.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert _wait_until(lambda: bool(server.agent_events(pid, "cancel")), 3.0), "no session/cancel reached the agent"
+    assert wait_until(lambda: bool(server.agent_events(pid, "cancel")), 3.0), "no session/cancel reached the agent"
     assert server.agent_events(pid, "cancel")[0]["t"] - (started + 2.0) < 1.0
     assert _alive(pid)
     assert whoami(server, session) == (pid, acp_session, 3)
@@ -339,7 +331,7 @@ def test_an_agent_that_ignores_session_cancel_is_killed(server: Server) -> None:
     call, _, pid = start_stream(server, "stubborn", session)
     cancelled_at = time.monotonic()
     call.cancel()
-    assert _wait_until(lambda: not _alive(pid), 3.0), "the unresponsive agent is still running"
+    assert wait_until(lambda: not _alive(pid), 3.0), "the unresponsive agent is still running"
     assert time.monotonic() - cancelled_at > 0.9  # it had its second to answer session/cancel
     new_pid, _, turn = whoami(server, session)
     assert (new_pid != pid, turn) == (True, 1)
@@ -349,7 +341,7 @@ def test_no_agent_processes_or_fds_left_after_calls(server: Server) -> None:
     agents_before, fds_before = server.agents(), server.fd_count()
     for text, final_kind in (("error", "e2a.error"), ("crash", "e2a.error"), ("refuse", "e2a.complete")):
         assert frames_of(server, text)[-1].response_kind == final_kind
-    assert _wait_until(lambda: server.agents() == agents_before and server.fd_count() == fds_before, 2.0), (
+    assert wait_until(lambda: server.agents() == agents_before and server.fd_count() == fds_before, 2.0), (
         f"left behind: agents {server.agents() - agents_before}, fds {server.fd_count() - fds_before}"
     )
 
@@ -374,9 +366,9 @@ def test_shutdown_ends_streams_with_an_error_frame_and_ends_the_agents(tmp_path:
         assert [(final.response_kind, final.body["code"]) for final in finals] == [
             ("e2a.error", "server_shutting_down")
         ] * 2
-        assert _wait_until(lambda: not _alive(stopping.pid), 15.0), "the server did not exit"
+        assert wait_until(lambda: not _alive(stopping.pid), 15.0), "the server did not exit"
         for _, _, pid in streams:
-            assert _wait_until(functools.partial(_exited, pid), 2.0), f"agent {pid} outlived the server"
+            assert wait_until(functools.partial(_exited, pid), 2.0), f"agent {pid} outlived the server"
 
 
 def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:
@@ -387,7 +379,7 @@ def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:
         (wrapper,) = wrapped.agents()
         assert _ppid(pid) == wrapper  # the agent is the shell's child, not the server's
         call.cancel()
-        assert _wait_until(lambda: not _alive(pid) and not _alive(wrapper), 3.0), "agent or wrapper still running"
+        assert wait_until(lambda: not _alive(pid) and not _alive(wrapper), 3.0), "agent or wrapper still running"
 
 
 async def _events_until_error(backend: AcpBackend, request: E2AEnvelope) -> tuple[list[Event], BackendError]:
