@@ -22,7 +22,7 @@ from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.client import ConversionClient, ServiceError, chat
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.server import serve
-from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin, ResponseKind, ResponseStatus
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, IdentityOrigin, ResponseKind, ResponseStatus
 from e2a_grpc.settings import BackendName, ClientSettings, ServerSettings, env_var
 
 EXIT_OK = 0
@@ -277,7 +277,7 @@ def _run_chat(args: argparse.Namespace) -> int:
                 final = frame
                 if args.json:
                     sys.stdout.write(frame.to_json() + "\n")
-                elif frame.response_kind == ResponseKind.E2A_CHUNK and frame.body.get("delta_kind") == "text":
+                elif frame.response_kind == ResponseKind.E2A_CHUNK and frame.body.get("delta_kind") == DeltaKind.TEXT:
                     sys.stdout.write(str(frame.body.get("delta", "")))
                 sys.stdout.flush()
         except grpc.RpcError as error:

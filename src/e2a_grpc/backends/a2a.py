@@ -29,6 +29,7 @@ from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Event, Pas
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AFileRef, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS
+from e2a_grpc.settings import BackendName
 
 try:
     import httpx
@@ -204,7 +205,7 @@ class A2ABackend:
     """
 
     def __init__(self, url: str, *, timeout_seconds: float) -> None:
-        self.info = BackendInfo(name="a2a", source_protocol=SourceProtocol.A2A)
+        self.info = BackendInfo(name=BackendName.A2A, source_protocol=SourceProtocol.A2A)
         self._url = url
         # One connection pool for the card and all streams. The SDK does not close an httpx client
         # it is given, so aclose() does.

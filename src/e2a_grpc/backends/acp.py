@@ -39,7 +39,7 @@ from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Eve
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.acp import envelope_to_acp_jsonrpc_call, wire_request
-from e2a_grpc.settings import PermissionPolicy
+from e2a_grpc.settings import BackendName, PermissionPolicy
 
 try:
     from acp import AGENT_METHODS, CLIENT_METHODS, RequestError
@@ -77,7 +77,10 @@ _CLIENT_INFO = {"name": "e2a-grpc", "title": "E2A gRPC service", "version": _ver
 # This client implements no client-side methods: agents must not call fs/* or terminal/* (they
 # get "method not found" if they do).
 _CLIENT_CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
-_PERMISSION_KINDS = {"allow": ("allow_once", "allow_always"), "deny": ("reject_once", "reject_always")}
+_PERMISSION_KINDS = {
+    PermissionPolicy.ALLOW: ("allow_once", "allow_always"),
+    PermissionPolicy.DENY: ("reject_once", "reject_always"),
+}
 
 _INITIALIZE = AGENT_METHODS["initialize"]
 _SESSION_NEW = AGENT_METHODS["session_new"]
@@ -164,7 +167,7 @@ class _Turn:
 class AgentProcess:
     """One agent subprocess, the SDK JSON-RPC connection over its stdio, and its stderr tail."""
 
-    def __init__(self, process: asyncio.subprocess.Process, policy: str) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, policy: PermissionPolicy) -> None:
         self.process = process
         self.pid = process.pid
         self._policy = policy
@@ -176,7 +179,7 @@ class AgentProcess:
         self._ended = asyncio.create_task(self._reap(), name=f"acp-agent-{self.pid}-reaper")
 
     @classmethod
-    async def spawn(cls, command: Sequence[str], policy: str) -> AgentProcess:
+    async def spawn(cls, command: Sequence[str], policy: PermissionPolicy) -> AgentProcess:
         env = {key: value for key, value in os.environ.items() if key not in _PRIVATE_ENV}
         try:
             process = await asyncio.create_subprocess_exec(
@@ -336,7 +339,7 @@ def _agent_error(method: str, error: RequestError) -> BackendError:
     )
 
 
-def permission_outcome(params: Any, policy: str) -> dict[str, Any]:
+def permission_outcome(params: Any, policy: PermissionPolicy) -> dict[str, Any]:
     """The answer to ``session/request_permission``: the first option of a kind the policy picks.
 
     Without such an option the answer is ``cancelled``, the one outcome that needs no option.
@@ -388,7 +391,7 @@ class AcpBackend:
         command: Sequence[str],
         *,
         default_cwd: Path | None = None,
-        permission_policy: str = "deny",
+        permission_policy: PermissionPolicy = PermissionPolicy.DENY,
         max_sessions: int = 16,
     ) -> None:
         if not command:
@@ -396,7 +399,7 @@ class AcpBackend:
         permission_policy = PermissionPolicy(permission_policy)
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
-        self.info = BackendInfo(name="acp", source_protocol=SourceProtocol.ACP)
+        self.info = BackendInfo(name=BackendName.ACP, source_protocol=SourceProtocol.ACP)
         self._command = tuple(command)
         self._default_cwd = (default_cwd or Path.cwd()).resolve()
         self._policy = permission_policy

@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator
 
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Event, prompt_text
 from e2a_grpc.model import DeltaKind, E2AEnvelope, SourceProtocol
+from e2a_grpc.settings import BackendName
 
 # Each word with the whitespace after it (leading whitespace is its own piece): the pieces
 # concatenate back to exactly the input text.
@@ -22,7 +23,7 @@ class EchoBackend:
     """Streams the text word by word as ``e2a.chunk`` text deltas, then ``e2a.complete``."""
 
     def __init__(self, delay_seconds: float = 0.0) -> None:
-        self.info = BackendInfo(name="echo", source_protocol=SourceProtocol.E2A)
+        self.info = BackendInfo(name=BackendName.ECHO, source_protocol=SourceProtocol.E2A)
         self._delay = delay_seconds
 
     async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
