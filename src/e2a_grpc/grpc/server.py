@@ -11,10 +11,18 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc, conversion_service_pb2, conversion_service_pb2_grpc
+from e2a.v1 import (
+    agent_service_pb2,
+    agent_service_pb2_grpc,
+    codec_service_pb2,
+    codec_service_pb2_grpc,
+    conversion_service_pb2,
+    conversion_service_pb2_grpc,
+)
 from e2a_grpc.backends import make_backend
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer
+from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
 from e2a_grpc.settings import ServerSettings
 
@@ -23,6 +31,7 @@ log = logging.getLogger("e2a_grpc.server")
 SERVICE_NAMES = (
     conversion_service_pb2.DESCRIPTOR.services_by_name["ConversionService"].full_name,
     agent_service_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name,
+    codec_service_pb2.DESCRIPTOR.services_by_name["CodecService"].full_name,
 )
 
 
@@ -38,6 +47,7 @@ class E2AServer:
         interceptors = [BearerTokenInterceptor(config.token.get_secret_value())] if config.token else []
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
         conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)
+        codec_service_pb2_grpc.add_CodecServiceServicer_to_server(CodecServicer(), self.server)
         self.chat = ChatServicer(make_backend(config), log_frames=config.log_frames)
         agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)
         self.health = health.aio.HealthServicer()
