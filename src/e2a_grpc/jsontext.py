@@ -2,13 +2,18 @@
 
 The protobuf schema carries free-form JSON as UTF-8 JSON text. Decoding must give back exactly the
 Python value that was encoded: ints of any size stay ints, ``1.0`` stays a float, key order,
-``-0.0`` and all of Unicode survive. The standard ``json`` module does that; ``orjson`` is several
-times faster but (a) cannot encode ints outside 64 bits or lone surrogates, (b) silently encodes
-NaN/Infinity as ``null`` and (c) silently decodes integers beyond 64 bits as floats. So orjson is
-only a fast path, and each of those cases goes to ``json``:
+``-0.0`` and all of Unicode survive. The text written is the E2A wire JSON of docs/wire-json.md,
+byte for byte, and it is always orjson's: the standard ``json`` module formats some floats
+differently (``1e-06`` where orjson writes ``1e-6``), so it never writes. orjson alone cannot
+(a) encode ints outside 64 bits or lone surrogates or nest deeper than 255 levels, (b) tell NaN or
+Infinity apart from null (it writes them as ``null``) or (c) decode integers beyond 64 bits
+(it reads them as floats). So:
 
-- encoding: orjson raises for (a); output containing ``null`` is read back, and if it no longer
-  equals the input (a NaN/Infinity became null) the standard encoder names and rejects the value.
+- encoding: when orjson raises for (a), the value is walked once, checked, and what orjson cannot
+  write is handed to it as pre-encoded ``orjson.Fragment`` text (a big integer as its digits, a
+  string with lone surrogates with ``\\uXXXX`` escapes, every 128th level of nesting as its own
+  orjson text). For (b), output containing ``null`` is read back, and if it no longer equals the
+  input the value that became null is named and rejected.
 - decoding: orjson's result is kept only if orjson re-encodes it to exactly the input text. A big
   integer decoded as a float cannot re-encode to its digits, so any loss shows as a mismatch (as do
   texts from other writers, with other spacing or escapes): those are decoded by ``json``.
@@ -19,54 +24,115 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 import orjson
 
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
 
-#: Deepest nesting of arrays/objects accepted. Deeper documents get a clear error rather than a
-#: RecursionError from deep inside a parser.
+#: Deepest nesting of arrays/objects accepted in one JSON text or value (``[]`` is 1 level, ``[[]]``
+#: 2). Deeper documents get a clear error rather than a RecursionError from deep inside a parser.
 MAX_DEPTH = 512
+
+#: Most decimal digits of an integer E2A carries (Python's default limit for converting integers to and
+#: from text, sys.get_int_max_str_digits()). Longer integers get a clear error naming the field.
+MAX_INTEGER_DIGITS = 4300
 
 # orjson passes these Python types through to ``default`` (and so to an error) instead of silently
 # turning datetimes, dataclasses or str/int subclasses into JSON of its own choosing.
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-_STD_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# The integers orjson writes itself; others are written as their digits.
+_ORJSON_INT_MIN, _ORJSON_INT_MAX = -(2**63), 2**64 - 1
+# orjson raises beyond 255 levels; the fallback encodes each subtree starting at a multiple of this
+# depth separately, so no single orjson call sees more than this many levels.
+_FRAGMENT_LEVELS = 128
+_LONE_SURROGATE = re.compile("([\ud800-\udfff])")
 
 
 def dumps(value: Any, field: str = "$", *, parsed: bool = False) -> str:
     """A JSON value as compact JSON text, or an error naming the path (under ``field``) that is not JSON.
 
     Key order is kept, non-ASCII text is written as UTF-8 and a lone surrogate (which UTF-8 cannot
-    hold) as a ``\\uXXXX`` escape, so the result always encodes as UTF-8. orjson writes it when it can;
-    the standard encoder writes what orjson cannot (integers beyond 64 bits, lone surrogates).
-    ``parsed=True`` says every float in ``value`` came from a JSON parser, which never yields NaN or
-    Infinity, so the check for them is skipped.
+    hold) as a ``\\uXXXX`` escape, so the result always encodes as UTF-8. ``parsed=True`` says every
+    float in ``value`` came from a JSON parser, which never yields NaN or Infinity, so the check for
+    them is skipped.
     """
     try:
         encoded = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
-        # Big ints, lone surrogates, deep nesting or a non-JSON type: find and name the exact
-        # problem, then let the standard encoder write what is valid.
-        check_value(value, field)
-    else:
-        # orjson writes NaN/Infinity as null (and None != nan): then the standard encoder rejects it.
-        if parsed or not (b"null" in encoded and orjson.loads(encoded) != value):
-            return encoded.decode()
-    try:
-        text = _STD_ENCODER.encode(value)
-    except ValueError:
-        check_value(value, field)  # names the offending path
-        raise
-    except RecursionError:
-        raise E2AValueError(field, f"nesting deeper than {MAX_DEPTH} levels") from None
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-    return text
+        # Big ints, lone surrogates, deep nesting or a non-JSON type: the walk names a real problem
+        # and pre-encodes what orjson cannot write.
+        return orjson.dumps(_encodable(value, field, 0)).decode()
+    # orjson writes NaN/Infinity as null (and None != nan): read back, the value differs, and the
+    # walk names it. (A tuple holding None also differs from the list read back; it is valid.)
+    if not parsed and b"null" in encoded and orjson.loads(encoded) != value:
+        _encodable(value, field, 0)
+    return encoded.decode()
+
+
+def _encodable(value: Any, field: str, depth: int) -> Any:
+    """``value`` checked, as values orjson writes exactly as docs/wire-json.md says.
+
+    Raises an error naming the path of the first value that is not JSON. ``depth`` is the number
+    of arrays/objects around ``value``.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = str.__str__(value)  # a str subclass as its plain string
+        return orjson.Fragment(_string_text(text)) if _LONE_SURROGATE.search(text) else text
+    if isinstance(value, int):
+        if type(value) is int and _ORJSON_INT_MIN <= value <= _ORJSON_INT_MAX:
+            return value
+        try:
+            return orjson.Fragment(int.__repr__(value))
+        except ValueError:  # Python's limit on int -> str conversion
+            limit = sys.get_int_max_str_digits()
+            raise E2AValueError(field, f"integer has more than {limit} digits") from None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise E2AValueError(field, f"{value!r} is not a JSON number")
+        return float(value)
+    if isinstance(value, (list, tuple, dict)):
+        if depth >= MAX_DEPTH:
+            raise E2AValueError(field, f"nesting deeper than {MAX_DEPTH} levels")
+        # Plain loops, no comprehensions: one stack frame per level keeps 512 levels within Python's
+        # recursion limit.
+        container: Any
+        if isinstance(value, dict):
+            container = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise E2ATypeError(field, f"object key {key!r} is a {type_name(key)}, not a string")
+                container[str.__str__(key)] = _encodable(item, f"{field}.{key}", depth + 1)
+            if any(_LONE_SURROGATE.search(key) for key in container):
+                container = _object_fragment(container)
+        else:
+            container = []
+            for index, item in enumerate(value):
+                container.append(_encodable(item, f"{field}[{index}]", depth + 1))
+        if depth and depth % _FRAGMENT_LEVELS == 0 and not isinstance(container, orjson.Fragment):
+            return orjson.Fragment(orjson.dumps(container))
+        return container
+    raise E2ATypeError(field, f"a {type(value).__name__} is not a JSON value")
+
+
+def _object_fragment(members: dict[str, Any]) -> orjson.Fragment:
+    """An object with lone surrogates in its keys: orjson takes no fragment as a key, so the object
+    is written here (its values still by orjson)."""
+    pairs = (_string_text(key) + ":" + orjson.dumps(item).decode() for key, item in members.items())
+    return orjson.Fragment("{" + ",".join(pairs) + "}")
+
+
+def _string_text(text: str) -> str:
+    """A string holding lone surrogates as JSON text: each surrogate as ``\\uXXXX``, the rest as orjson writes it."""
+    pieces = _LONE_SURROGATE.split(text)  # text, surrogate, text, ...: the surrogates at odd indexes
+    escaped = (
+        f"\\u{ord(piece):04x}" if index % 2 else orjson.dumps(piece).decode()[1:-1]
+        for index, piece in enumerate(pieces)
+    )
+    return '"' + "".join(escaped) + '"'
 
 
 def _reject_constant(name: str) -> Any:
@@ -80,21 +146,42 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests more than ``MAX_DEPTH`` arrays/objects; level by level, as it may be
+    deeper than Python's recursion limit allows a recursive walk."""
+    containers = [value] if isinstance(value, (list, dict)) else []
+    depth = 0
+    while containers:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return True
+        containers = [
+            child
+            for container in containers
+            for child in (container.values() if isinstance(container, dict) else container)
+            if isinstance(child, (list, dict))
+        ]
+    return False
+
+
 def loads(text: str, field: str) -> Any:
-    """Decode JSON text written by any E2A implementation, losslessly."""
+    """Decode JSON text written by any E2A implementation, losslessly; errors name ``field``."""
     try:
         value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass  # lone surrogate escapes, depth or malformed text: let json decide and explain
-    else:
+        # Texts orjson writes back identically need no other check: orjson writes 255 levels at most.
         if orjson.dumps(value) == text.encode():
             return value
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        pass  # lone surrogate escapes, deep nesting or malformed text: let json decide and explain
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
         raise E2AValueError(field, f"JSON nesting deeper than {MAX_DEPTH} levels") from None
-    except ValueError as exc:
+    except ValueError as exc:  # also NaN/Infinity, a number out of range, an integer beyond the digit limit
         raise E2AValueError(field, f"invalid JSON text: {exc}") from None
+    if _too_deep(value):
+        raise E2AValueError(field, f"JSON nesting deeper than {MAX_DEPTH} levels")
+    return value
 
 
 def loads_object(text: str, field: str) -> dict[str, Any]:
@@ -110,8 +197,7 @@ def object_or_none(text: str) -> dict[str, Any] | None:
 
     For JSON text that is checked and then forwarded unchanged, never for its values: they are
     not lossless (integers beyond 64 bits come back as floats). ``loads_object`` accepts the same
-    texts, except nesting between what the standard decoder reaches (about 950 levels) and
-    orjson's limit (1,024) in text orjson cannot re-encode exactly.
+    texts, except those nested deeper than ``MAX_DEPTH`` (orjson reads up to 1,024 levels).
     """
     if not text:
         return {}
@@ -122,26 +208,6 @@ def object_or_none(text: str) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
-def check_value(value: Any, field: str, depth: int = 0) -> None:
+def check_value(value: Any, field: str) -> None:
     """Raise an error naming the exact path if ``value`` is not a JSON value E2A can carry."""
-    if depth > MAX_DEPTH:
-        raise E2AValueError(field, f"nesting deeper than {MAX_DEPTH} levels")
-    if value is None or isinstance(value, (bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise E2AValueError(field, f"{value!r} is not a JSON number")
-        return
-    if isinstance(value, str):
-        return
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            check_value(item, f"{field}[{index}]", depth + 1)
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise E2ATypeError(field, f"object key {key!r} is a {type_name(key)}, not a string")
-            check_value(item, f"{field}.{key}", depth + 1)
-        return
-    raise E2ATypeError(field, f"a {type(value).__name__} is not a JSON value")
+    _encodable(value, field, 0)
