@@ -16,6 +16,7 @@ import grpc
 import pytest
 import pytest_asyncio
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from e2a.v1 import codec_service_pb2 as pb
 from e2a.v1 import codec_service_pb2_grpc as pb_grpc
@@ -45,6 +46,14 @@ async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
 @pytest.fixture(scope="module")
 def stub(channel: grpc.aio.Channel) -> pb_grpc.CodecServiceAsyncStub:
     return pb_grpc.CodecServiceStub(channel)
+
+
+@in_module_loop
+async def test_health_reports_the_service_serving(channel: grpc.aio.Channel) -> None:
+    health = health_pb2_grpc.HealthStub(channel)
+    request = health_pb2.HealthCheckRequest(service=pb.DESCRIPTOR.services_by_name["CodecService"].full_name)
+    reply = await health.Check(request, timeout=10)  # type: ignore[attr-defined]  # the stubs list no methods
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
 def _ordered(text: str) -> Any:
