@@ -2,8 +2,8 @@
 
 Both RPCs read the same ~3 KB envelope JSON into an ``E2AEnvelope`` message, so the difference is the
 per-record cost of a unary call (headers, a stream per call, a completion per call) against one
-message on a long-lived stream. The unary side gets the same chance to fill the server twice: with
-one call at a time (what a simple client does) and with many calls in flight (the most it can do).
+message on a long-lived stream. The unary side is measured twice: one call at a time (what a simple
+client does) and many calls in flight (the most a client gets out of unary calls).
 
 The server (``bench.grpc_server``: the real ``E2AServer``) runs in its own process, so that client and
 server each get a core instead of sharing one event loop.
