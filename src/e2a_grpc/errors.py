@@ -7,11 +7,25 @@ into ``google.rpc.BadRequest`` field violations.
 
 from __future__ import annotations
 
+#: Longest field path and problem text an error keeps. Both may quote the request (a key of a free-form
+#: object, a value); errors travel in status trailers, and megabytes of them would hide the error
+#: itself (clients reject oversized trailers with RESOURCE_EXHAUSTED).
+MAX_FIELD_CHARS = 200
+MAX_PROBLEM_CHARS = 400
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` if it fits ``limit``, else its start and how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
 
 class E2AFieldError(Exception):
     """Base for errors about one field of an E2A document."""
 
     def __init__(self, field: str, problem: str) -> None:
+        field, problem = shortened(field, MAX_FIELD_CHARS), shortened(problem, MAX_PROBLEM_CHARS)
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem

@@ -25,6 +25,7 @@ from e2a_grpc.model.parts import E2AAuth, E2AFileRef, E2AProvenance
 from e2a_grpc.model.readers import JsonRpcIdValue
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INTEGER_LIMIT = 10**jsontext.MAX_INTEGER_DIGITS  # the smallest integer with one digit too many
 
 # IdentityOrigin <-> e2a.v1.IdentityOrigin. Members hash by name, not by value, so the encoder
 # indexes both the members and their strings (a canonical dict holds strings).
@@ -44,12 +45,14 @@ M_co = TypeVar("M_co", bound=Message, covariant=True)
 
 def to_proto_jsonrpc_id(value: str | int | float, field: str = "jsonrpc_id") -> e2a_pb2.JsonRpcId:
     if isinstance(value, str):
-        return e2a_pb2.JsonRpcId(string_value=value)
+        return build(e2a_pb2.JsonRpcId, {"string_value": value}, field)  # names a lone surrogate
     if isinstance(value, bool):
         raise E2ATypeError(field, "expected a string, number or null, got boolean")
     if isinstance(value, int):
         if _INT64_MIN <= value <= _INT64_MAX:
             return e2a_pb2.JsonRpcId(integer_value=value)
+        if abs(value) >= _INTEGER_LIMIT:
+            raise E2AValueError(field, f"an integer of more than {jsontext.MAX_INTEGER_DIGITS} digits")
         return e2a_pb2.JsonRpcId(big_integer_value=str(value))
     if isinstance(value, float):
         jsontext.check_value(value, field)
@@ -74,6 +77,10 @@ def from_proto_jsonrpc_id(message: e2a_pb2.JsonRpcId, field: str = "jsonrpc_id")
     unsigned = digits[1:] if digits.startswith("-") else digits
     if not unsigned.isascii() or not unsigned.isdigit():
         raise E2AValueError(field, f"big_integer_value {digits!r} is not a decimal integer")
+    if len(unsigned) > jsontext.MAX_INTEGER_DIGITS:
+        raise E2AValueError(
+            field, f"big_integer_value has {len(unsigned)} digits, more than {jsontext.MAX_INTEGER_DIGITS}"
+        )
     return int(digits)
 
 

@@ -88,9 +88,20 @@ def jsonrpc_id(value: Any, path: str) -> JsonRpcIdValue:
     """A JSON-RPC id: a string, a finite number or null (JSON-RPC 2.0 section 4)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise E2AValueError(path, f"{value!r} is not a JSON number")
-    if value is None or isinstance(value, (str, float)) or (isinstance(value, int) and not isinstance(value, bool)):
+    if isinstance(value, str):
+        return unicode_text(value, path)
+    if value is None or isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     raise E2ATypeError(path, f"expected a string, number or null, got {type_name(value)}")
+
+
+def unicode_text(value: str, path: str) -> str:
+    """A string that protobuf can carry: no lone surrogate (JSON text may escape one, UTF-8 cannot hold it)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:
+        raise E2AValueError(path, f"a lone surrogate (U+{ord(value[exc.start]):04X}) is not Unicode text") from None
+    return value
 
 
 def identity_origin(value: Any, path: str) -> IdentityOrigin:
