@@ -1,0 +1,1077 @@
+// The E2A wire JSON of e2a.v1.E2AEnvelope and e2a.v1.E2AResponse, read into and written from the
+// protobuf-es messages generated into gen/ts. Same results as the Python reference
+// (E2AEnvelope.from_json(text).to_proto() and E2AEnvelope.from_proto(msg).to_json()), legacy keys
+// and error paths included.
+//
+// JSON.parse is not used: it rounds integers beyond 2^53 and forgets whether a number was written
+// 1 or 1.0. A small scanner validates the text instead and keeps each free-form value (params, body,
+// the *_meta slots ...) as normalized JSON text: insignificant whitespace removed, string escapes
+// rewritten canonically, number text verbatim. Only standard ECMAScript is used, so the module runs
+// in browsers as well as in Node (where resolve_hooks.mjs lets the generated code find its runtime).
+import { create } from "@bufbuild/protobuf";
+
+import {
+  E2AAuthSchema,
+  E2AEnvelopeSchema,
+  E2AProvenanceSchema,
+  E2AResponseSchema,
+  HttpHeaderSchema,
+  IdentityOrigin,
+  JsonRpcIdSchema,
+} from "../../gen/ts/e2a/v1/e2a_pb.js";
+
+/** Deepest nesting accepted in a free-form value, counted as Python's jsontext.check_value does. */
+export const MAX_DEPTH = 512;
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+// datetime.fromtimestamp accepts years 1 to 9999.
+const EPOCH_SECONDS_MIN = -62135596800;
+const EPOCH_SECONDS_MAX = 253402300799;
+const DEFAULT_PROTOCOL_VERSION = "1.0";
+const ORIGINS = ["system", "user", "agent", "service"];
+const ORIGIN_TO_PROTO = new Map([
+  ["system", IdentityOrigin.SYSTEM],
+  ["user", IdentityOrigin.USER],
+  ["agent", IdentityOrigin.AGENT],
+  ["service", IdentityOrigin.SERVICE],
+]);
+const ORIGIN_FROM_PROTO = new Map([...ORIGIN_TO_PROTO].map(([name, number]) => [number, name]));
+// Legacy `metadata` keys that stay out of channel_context (model/constants.py).
+const WIRE_INTERNAL_METADATA_KEYS = new Set([
+  "_e2a_wire_legacy_agent_chunk",
+  "_e2a_wire_legacy_agent_response",
+  "_jiuwenswarm_server_push",
+  "_jiuwenswarm_cancel_source",
+]);
+// Top-level keys whose value is a record object: nesting in their free-form members (details,
+// _meta) is counted from those members, as in Python.
+const RECORD_OBJECTS = new Set(["provenance", "auth"]);
+
+/** An error about one field of an E2A document; `field` is the dotted path Python names. */
+export class E2AFieldError extends Error {
+  constructor(field, problem) {
+    super(`${field}: ${problem}`);
+    this.name = "E2AFieldError";
+    this.field = field;
+    this.problem = problem;
+  }
+}
+
+// --- writing JSON strings --------------------------------------------------------------------
+
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+const SHORT_ESCAPES = { 0x22: '\\"', 0x5c: "\\\\", 0x08: "\\b", 0x0c: "\\f", 0x0a: "\\n", 0x0d: "\\r", 0x09: "\\t" };
+
+const hex4 = (code) => `\\u${code.toString(16).padStart(4, "0")}`;
+
+/**
+ * A string as JSON text the way Python writes it: raw UTF-8 except `"`, `\`, control characters
+ * (short escapes or \u00XX) and lone surrogates (\uXXXX, lowercase), which UTF-8 cannot hold.
+ */
+export function quote(value) {
+  if (!NEEDS_ESCAPE.test(value)) {
+    return `"${value}"`;
+  }
+  let out = '"';
+  let chunk = 0;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    let escaped;
+    if (code < 0x20 || code === 0x22 || code === 0x5c) {
+      escaped = SHORT_ESCAPES[code] ?? hex4(code);
+    } else if (code >= 0xd800 && code <= 0xdfff) {
+      const next = value.charCodeAt(i + 1);
+      if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        i++; // a valid pair is one character, written as is
+        continue;
+      }
+      escaped = hex4(code);
+    } else {
+      continue;
+    }
+    out += value.slice(chunk, i) + escaped;
+    chunk = i + 1;
+  }
+  return `${out}${value.slice(chunk)}"`;
+}
+
+// --- the scanner -----------------------------------------------------------------------------
+
+const isDigit = (code) => code >= 0x30 && code <= 0x39;
+
+function hexValue(code) {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  const lower = code | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
+}
+
+/**
+ * A JSON value as seen by the record readers: its JSON type (named as Python's type_name names it),
+ * its normalized text and, for a string, the decoded value.
+ */
+class Value {
+  constructor(type, text, str) {
+    this.type = type;
+    this.text = text;
+    this.str = str;
+  }
+}
+
+/**
+ * Validates JSON text and returns values as normalized text. Syntax errors name `field` ("$" for a
+ * whole document); nesting errors name the free-form slot they occur in. After each value, `type`
+ * is its JSON type, `str` the decoded string (for strings) and `clean` says whether the normalized
+ * text is the raw text unchanged, so that clean values are returned as slices of the input.
+ */
+class Scanner {
+  constructor(text, field) {
+    this.text = text;
+    this.field = field;
+    this.pos = 0;
+    this.type = "";
+    this.str = "";
+    this.clean = true;
+  }
+
+  fail(problem) {
+    throw new E2AFieldError(this.field, `invalid JSON text: ${problem} (char ${this.pos})`);
+  }
+
+  /** Skips JSON whitespace; true if there was any. */
+  ws() {
+    const text = this.text;
+    let pos = this.pos;
+    let code = text.charCodeAt(pos);
+    while (code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09) {
+      code = text.charCodeAt(++pos);
+    }
+    const skipped = pos !== this.pos;
+    this.pos = pos;
+    return skipped;
+  }
+
+  /** The whole text as one value, surrounded by optional whitespace. */
+  document(path) {
+    this.ws();
+    const text = this.value(0, path);
+    this.ws();
+    if (this.pos !== this.text.length) {
+      this.fail("extra data after the JSON value");
+    }
+    return text;
+  }
+
+  /** The value at `pos` as normalized text; `depth` counts from the free-form slot `path`. */
+  value(depth, path) {
+    if (depth > MAX_DEPTH) {
+      throw new E2AFieldError(path, `JSON nesting deeper than ${MAX_DEPTH} levels`);
+    }
+    const text = this.text;
+    const code = text.charCodeAt(this.pos);
+    if (code === 0x22) {
+      const start = this.pos;
+      const str = this.string();
+      this.type = "string";
+      this.str = str;
+      return this.clean ? text.slice(start, this.pos) : quote(str);
+    }
+    if (code === 0x7b) return this.object(depth, path);
+    if (code === 0x5b) return this.array(depth, path);
+    if (code === 0x2d || isDigit(code)) return this.number();
+    for (const [literal, type] of LITERALS) {
+      if (text.startsWith(literal, this.pos)) {
+        this.pos += literal.length;
+        this.type = type;
+        this.clean = true;
+        return literal;
+      }
+    }
+    return this.fail(Number.isNaN(code) ? "expected a value, got the end" : "expected a value");
+  }
+
+  /** The string starting at `pos` (a quote), decoded; `clean` when it has no escapes to rewrite. */
+  string() {
+    const text = this.text;
+    const start = this.pos + 1;
+    let pos = start;
+    for (;;) {
+      const code = text.charCodeAt(pos);
+      if (code === 0x22) {
+        this.pos = pos + 1;
+        this.clean = true;
+        return text.slice(start, pos);
+      }
+      if (code === 0x5c || code < 0x20 || (code >= 0xd800 && code <= 0xdfff) || Number.isNaN(code)) {
+        return this.stringRest(start, pos);
+      }
+      pos++;
+    }
+  }
+
+  stringRest(start, pos) {
+    const text = this.text;
+    let out = "";
+    let chunk = start;
+    let clean = true;
+    for (;;) {
+      const code = text.charCodeAt(pos);
+      if (code === 0x22) {
+        this.pos = pos + 1;
+        this.clean = clean;
+        return out + text.slice(chunk, pos);
+      }
+      if (Number.isNaN(code)) {
+        this.pos = pos;
+        this.fail("unterminated string");
+      }
+      if (code < 0x20) {
+        this.pos = pos;
+        this.fail("invalid control character in a string");
+      }
+      if (code >= 0xd800 && code <= 0xdfff) {
+        const next = text.charCodeAt(pos + 1);
+        if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+          pos += 2;
+        } else {
+          clean = false; // a lone surrogate is written as an escape
+          pos++;
+        }
+        continue;
+      }
+      if (code !== 0x5c) {
+        pos++;
+        continue;
+      }
+      clean = false;
+      out += text.slice(chunk, pos);
+      const escape = text.charCodeAt(pos + 1);
+      if (escape === 0x75) {
+        let unit = this.hexEscape(pos);
+        pos += 6;
+        // An escaped high surrogate followed by an escaped low one is one character.
+        if (unit >= 0xd800 && unit <= 0xdbff && text.charCodeAt(pos) === 0x5c && text.charCodeAt(pos + 1) === 0x75) {
+          const low = this.hexEscape(pos);
+          if (low >= 0xdc00 && low <= 0xdfff) {
+            out += String.fromCharCode(unit);
+            unit = low;
+            pos += 6;
+          }
+        }
+        out += String.fromCharCode(unit);
+      } else {
+        const decoded = SIMPLE_ESCAPES[escape];
+        if (decoded === undefined) {
+          this.pos = pos;
+          this.fail("invalid escape in a string");
+        }
+        out += decoded;
+        pos += 2;
+      }
+      chunk = pos;
+    }
+  }
+
+  /** The code unit of the \uXXXX escape at `pos`. */
+  hexEscape(pos) {
+    let unit = 0;
+    for (let i = pos + 2; i < pos + 6; i++) {
+      const digit = hexValue(this.text.charCodeAt(i));
+      if (digit < 0) {
+        this.pos = pos;
+        this.fail("invalid \\u escape in a string");
+      }
+      unit = unit * 16 + digit;
+    }
+    return unit;
+  }
+
+  /** A number, its text verbatim; `type` is "integer" without fraction and exponent, else "number". */
+  number() {
+    const text = this.text;
+    const start = this.pos;
+    let pos = start;
+    let fractional = false;
+    if (text.charCodeAt(pos) === 0x2d) pos++;
+    let code = text.charCodeAt(pos);
+    if (code === 0x30) {
+      pos++;
+    } else if (isDigit(code)) {
+      while (isDigit(text.charCodeAt(++pos)));
+    } else {
+      this.pos = pos;
+      this.fail("expected a digit");
+    }
+    if (text.charCodeAt(pos) === 0x2e) {
+      fractional = true;
+      if (!isDigit(text.charCodeAt(++pos))) {
+        this.pos = pos;
+        this.fail("expected a digit after the decimal point");
+      }
+      while (isDigit(text.charCodeAt(++pos)));
+    }
+    code = text.charCodeAt(pos);
+    if (code === 0x65 || code === 0x45) {
+      fractional = true;
+      code = text.charCodeAt(++pos);
+      if (code === 0x2b || code === 0x2d) pos++;
+      if (!isDigit(text.charCodeAt(pos))) {
+        this.pos = pos;
+        this.fail("expected a digit in the exponent");
+      }
+      while (isDigit(text.charCodeAt(++pos)));
+    }
+    this.pos = pos;
+    const number = text.slice(start, pos);
+    // Python reads such numbers as doubles and rejects those no double holds (1e400).
+    if (fractional && !Number.isFinite(Number(number))) {
+      throw new E2AFieldError(this.field, `invalid JSON text: number ${number} is out of range`);
+    }
+    this.type = fractional ? "number" : "integer";
+    this.clean = true;
+    return number;
+  }
+
+  /** Skips whitespace; if there was any, the normalized text starts differing from the raw text. */
+  gap(start, out) {
+    const pos = this.pos;
+    return this.ws() && out === null ? this.text.slice(start, pos) : out;
+  }
+
+  object(depth, path) {
+    const text = this.text;
+    const start = this.pos++;
+    // The normalized text so far, once it differs from the raw text (null until then).
+    let out = this.gap(start, null);
+    let firstKey;
+    let keys = null;
+    if (text.charCodeAt(this.pos) !== 0x7d) {
+      for (let count = 0; ; count++) {
+        if (text.charCodeAt(this.pos) !== 0x22) {
+          this.fail("expected a property name in double quotes");
+        }
+        const keyStart = this.pos;
+        const key = this.string();
+        if (count === 0) {
+          firstKey = key;
+        } else {
+          keys ??= new Set([firstKey]);
+          if (keys.has(key)) {
+            // A repeated key: the last value wins, at the first key's place (as a Python dict).
+            this.pos = start;
+            const merged = objectText(this.members(depth, path, null));
+            this.type = "object";
+            this.clean = false;
+            return merged;
+          }
+          keys.add(key);
+        }
+        if (!this.clean && out === null) out = text.slice(start, keyStart);
+        if (out !== null) out += this.clean ? text.slice(keyStart, this.pos) : quote(key);
+        out = this.gap(start, out);
+        if (text.charCodeAt(this.pos) !== 0x3a) this.fail("expected ':'");
+        this.pos++;
+        if (out !== null) out += ":";
+        out = this.gap(start, out);
+        const valueStart = this.pos;
+        const childPath = depth === -1 ? (path ? `${path}.${key}` : key) : path;
+        const value = this.value(depth + 1, childPath);
+        if (!this.clean && out === null) out = text.slice(start, valueStart);
+        if (out !== null) out += value;
+        out = this.gap(start, out);
+        const code = text.charCodeAt(this.pos);
+        if (code === 0x7d) break;
+        if (code !== 0x2c) this.fail("expected ',' or '}'");
+        this.pos++;
+        if (out !== null) out += ",";
+        out = this.gap(start, out);
+      }
+    }
+    this.pos++;
+    this.type = "object";
+    this.clean = out === null;
+    return out === null ? text.slice(start, this.pos) : `${out}}`;
+  }
+
+  array(depth, path) {
+    const text = this.text;
+    const start = this.pos++;
+    let out = this.gap(start, null);
+    if (text.charCodeAt(this.pos) !== 0x5d) {
+      for (;;) {
+        const valueStart = this.pos;
+        const value = this.value(depth + 1, path);
+        if (!this.clean && out === null) out = text.slice(start, valueStart);
+        if (out !== null) out += value;
+        out = this.gap(start, out);
+        const code = text.charCodeAt(this.pos);
+        if (code === 0x5d) break;
+        if (code !== 0x2c) this.fail("expected ',' or ']'");
+        this.pos++;
+        if (out !== null) out += ",";
+        out = this.gap(start, out);
+      }
+    }
+    this.pos++;
+    this.type = "array";
+    this.clean = out === null;
+    return out === null ? text.slice(start, this.pos) : `${out}]`;
+  }
+
+  /**
+   * The object at `pos` as a Map of decoded key -> Value, keys in first-seen order and the last
+   * value of a repeated key (a Python dict). Members named in `recordKeys` are record objects whose
+   * own members count nesting from 0.
+   */
+  members(depth, path, recordKeys) {
+    const text = this.text;
+    const members = new Map();
+    this.pos++;
+    this.ws();
+    if (text.charCodeAt(this.pos) !== 0x7d) {
+      for (;;) {
+        if (text.charCodeAt(this.pos) !== 0x22) this.fail("expected a property name in double quotes");
+        const key = this.string();
+        this.ws();
+        if (text.charCodeAt(this.pos) !== 0x3a) this.fail("expected ':'");
+        this.pos++;
+        this.ws();
+        const childDepth = recordKeys?.has(key) ? depth : depth + 1;
+        const childPath = depth === -1 ? (path ? `${path}.${key}` : key) : path;
+        const value = this.value(childDepth, childPath);
+        members.set(key, new Value(this.type, value, this.type === "string" ? this.str : undefined));
+        this.ws();
+        const code = text.charCodeAt(this.pos);
+        if (code === 0x7d) break;
+        if (code !== 0x2c) this.fail("expected ',' or '}'");
+        this.pos++;
+        this.ws();
+      }
+    }
+    this.pos++;
+    return members;
+  }
+
+  /** The array at `pos` (normalized text) as a list of Values. */
+  elements() {
+    const items = [];
+    this.pos++;
+    if (this.text.charCodeAt(this.pos) !== 0x5d) {
+      for (;;) {
+        const value = this.value(-Infinity, "");
+        items.push(new Value(this.type, value, this.type === "string" ? this.str : undefined));
+        if (this.text.charCodeAt(this.pos) === 0x5d) break;
+        this.pos++;
+      }
+    }
+    return items;
+  }
+}
+
+const LITERALS = [
+  ["true", "boolean"],
+  ["false", "boolean"],
+  ["null", "null"],
+];
+const SIMPLE_ESCAPES = { 0x22: '"', 0x5c: "\\", 0x2f: "/", 0x62: "\b", 0x66: "\f", 0x6e: "\n", 0x72: "\r", 0x74: "\t" };
+
+/** The members of an object Value (its text is normalized: no depth checks, no errors). */
+const membersOf = (value) => new Scanner(value.text, "").members(-Infinity, "", null);
+
+function objectText(members) {
+  let out = "";
+  for (const [key, value] of members) {
+    out += `${out ? "," : ""}${quote(key)}:${value.text}`;
+  }
+  return `{${out}}`;
+}
+
+/** Normalized text of a free-form slot of a message; "" reads as `empty`. */
+function slotText(text, field, empty) {
+  if (text === "") return empty;
+  const scanner = new Scanner(text, field);
+  const normalized = scanner.document(field);
+  if (scanner.type !== "object") {
+    throw new E2AFieldError(field, `expected JSON text of an object, got ${scanner.type}`);
+  }
+  return normalized;
+}
+
+// --- Python's conversions that legacy keys rely on -------------------------------------------
+
+/** repr() of a Python float: shortest round-trip digits, exponent form below 1e-4 and from 1e16. */
+export function pythonFloatRepr(number) {
+  if (number === 0) return Object.is(number, -0) ? "-0.0" : "0.0";
+  const [mantissa, exponentText] = Math.abs(number).toExponential().split("e");
+  const digits = mantissa.replace(".", "");
+  const point = Number(exponentText) + 1; // digits before the decimal point
+  const sign = number < 0 ? "-" : "";
+  if (point <= -4 || point > 16) {
+    const exponent = point - 1;
+    const fraction = digits.length > 1 ? `.${digits.slice(1)}` : "";
+    const magnitude = String(Math.abs(exponent)).padStart(2, "0");
+    return `${sign}${digits[0]}${fraction}e${exponent < 0 ? "-" : "+"}${magnitude}`;
+  }
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  if (point >= digits.length) return `${sign}${digits}${"0".repeat(point - digits.length)}.0`;
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}
+
+/** A number as repr() writes the value Python reads from its JSON text. */
+function pythonNumberRepr(value) {
+  if (value.type === "integer") return value.text === "-0" ? "0" : value.text;
+  return pythonFloatRepr(Number(value.text));
+}
+
+// The characters str.strip() removes (str.isspace()), which differ from String.prototype.trim's.
+const PY_SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const PY_STRIP = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, "g");
+
+/** Python's truthiness of a JSON value (app_id is merged only when truthy). */
+function truthy(value) {
+  switch (value.type) {
+    case "null":
+      return false;
+    case "boolean":
+      return value.text === "true";
+    case "integer":
+    case "number":
+      return Number(value.text) !== 0;
+    case "string":
+      return value.str !== "";
+    default:
+      return value.text.length > 2; // not [] or {}
+  }
+}
+
+/** datetime.fromtimestamp(float(value), tz=UTC).isoformat(), microseconds rounded half to even. */
+function epochToIso(value) {
+  const seconds = Number(value.text);
+  let whole = Math.trunc(seconds);
+  const scaled = (seconds - whole) * 1e6;
+  let micros = Math.sign(scaled) * Math.round(Math.abs(scaled));
+  if (Math.abs(scaled - micros) === 0.5) micros = 2 * Math.sign(scaled) * Math.round(Math.abs(scaled) / 2);
+  if (micros >= 1e6) {
+    micros -= 1e6;
+    whole += 1;
+  } else if (micros < 0) {
+    micros += 1e6;
+    whole -= 1;
+  }
+  if (!(whole >= EPOCH_SECONDS_MIN && whole <= EPOCH_SECONDS_MAX)) {
+    throw new E2AFieldError("timestamp", `epoch seconds ${pythonNumberRepr(value)} out of range`);
+  }
+  const fraction = micros ? `.${String(micros).padStart(6, "0")}` : "";
+  return `${new Date(whole * 1000).toISOString().slice(0, 19)}${fraction}+00:00`;
+}
+
+// --- readers of one JSON value (as Python's model/readers.py) --------------------------------
+
+const typeError = (path, expected, value) => new E2AFieldError(path, `expected ${expected}, got ${value.type}`);
+
+function readDocument(text, documentName) {
+  const scanner = new Scanner(text, "$");
+  scanner.ws();
+  let data;
+  if (text.charCodeAt(scanner.pos) === 0x7b) {
+    data = scanner.members(-1, "", RECORD_OBJECTS);
+    scanner.ws();
+    if (scanner.pos !== text.length) scanner.fail("extra data after the JSON value");
+  } else {
+    scanner.document("$");
+    throw new E2AFieldError(documentName, `expected an object, got ${scanner.type}`);
+  }
+  return data;
+}
+
+/** A string or null (undefined). */
+function text(value, path) {
+  if (value === undefined || value.type === "null") return undefined;
+  if (value.type === "string") return value.str;
+  throw typeError(path, "a string or null", value);
+}
+
+function requiredText(value, path) {
+  if (value.type === "string") return value.str;
+  throw typeError(path, "a string", value);
+}
+
+/** A boolean; null reads as false and a legacy integer flag as its truth value. */
+function flag(value, path) {
+  if (value === undefined || value.type === "null") return false;
+  if (value.type === "boolean") return value.text === "true";
+  if (value.type === "integer") return !/^-?0$/.test(value.text);
+  throw typeError(path, "a boolean", value);
+}
+
+function integer(value, path) {
+  if (value === undefined || value.type === "null") return 0n;
+  if (value.type === "integer") return BigInt(value.text);
+  throw typeError(path, "an integer", value);
+}
+
+function textList(value, path) {
+  if (value === undefined || value.type === "null") return [];
+  if (value.type !== "array") throw typeError(path, "an array of strings", value);
+  return new Scanner(value.text, "").elements().map((item, index) => {
+    if (item.type !== "string") throw typeError(`${path}[${index}]`, "a string", item);
+    return item.str;
+  });
+}
+
+/** A free-form object slot as its normalized text; null reads as {}. */
+function jsonObject(value, path) {
+  if (value === undefined || value.type === "null") return "{}";
+  if (value.type === "object") return value.text;
+  throw typeError(path, "an object", value);
+}
+
+function optionalJsonObject(value, path) {
+  if (value === undefined || value.type === "null") return undefined;
+  if (value.type === "object") return value.text;
+  throw typeError(path, "an object or null", value);
+}
+
+function jsonrpcId(value, path) {
+  if (value === undefined || value.type === "null") return undefined;
+  let kind;
+  if (value.type === "string") {
+    kind = { case: "stringValue", value: value.str };
+  } else if (value.type === "number") {
+    kind = { case: "numberValue", value: Number(value.text) };
+  } else if (value.type === "integer") {
+    const number = BigInt(value.text);
+    kind =
+      number >= INT64_MIN && number <= INT64_MAX
+        ? { case: "integerValue", value: number }
+        : { case: "bigIntegerValue", value: value.text };
+  } else {
+    throw typeError(path, "a string, number or null", value);
+  }
+  return create(JsonRpcIdSchema, { kind });
+}
+
+function identityOrigin(value, path, fallback) {
+  if (value === undefined) return ORIGIN_TO_PROTO.get(fallback);
+  if (value.type !== "string") throw typeError(path, "a string", value);
+  const number = ORIGIN_TO_PROTO.get(value.str);
+  if (number === undefined) {
+    throw new E2AFieldError(path, `'${value.str}' is not one of ${ORIGINS.join(", ")}`);
+  }
+  return number;
+}
+
+/** Message text of a free-form object: "" for {} (the wire default). */
+const objectField = (normalized) => (normalized === "{}" ? "" : normalized);
+
+function provenance(value) {
+  const fields = { sourceProtocol: "e2a", converter: undefined, convertedAt: undefined, details: "{}" };
+  if (value === undefined || value.type === "null") return fields;
+  if (value.type !== "object") throw typeError("provenance", "an object", value);
+  const members = membersOf(value);
+  const source = members.get("source_protocol");
+  if (source !== undefined) fields.sourceProtocol = requiredText(source, "provenance.source_protocol");
+  fields.converter = text(members.get("converter"), "provenance.converter");
+  fields.convertedAt = text(members.get("converted_at"), "provenance.converted_at");
+  fields.details = jsonObject(members.get("details"), "provenance.details");
+  return fields;
+}
+
+/** Provenance, with a legacy `binding` moved to details.migrated_from_binding (spec 4.2). */
+function envelopeProvenance(data) {
+  const fields = provenance(data.get("provenance"));
+  let binding = data.get("binding");
+  if (binding === undefined || binding.type === "null") return fields;
+  const details = membersOf(new Value("object", fields.details));
+  const migrated = details.get("migrated_from_binding");
+  if (migrated !== undefined && migrated.type !== "null") return fields;
+  if (binding.type === "object") binding = membersOf(binding).get("value") ?? binding;
+  let label;
+  if (binding.type === "null") label = "";
+  else if (binding.type === "string") label = binding.str;
+  else if (binding.type === "integer" || binding.type === "number") label = pythonNumberRepr(binding);
+  else if (binding.type === "boolean") label = binding.text === "true" ? "True" : "False";
+  else throw typeError("binding", "a string", binding);
+  if (fields.sourceProtocol === "e2a" && (label === "acp" || label === "a2a")) fields.sourceProtocol = label;
+  details.set("migrated_from_binding", new Value("string", quote(label), label));
+  fields.details = objectText(details);
+  return fields;
+}
+
+function timestamp(data) {
+  const value = data.get("timestamp");
+  if (value === undefined || value.type === "null") return undefined;
+  if (value.type === "string") return value.str;
+  if (value.type === "integer" || value.type === "number") return epochToIso(value);
+  throw typeError("timestamp", "an RFC 3339 string or epoch seconds", value);
+}
+
+/** `channel`, or the legacy `channel_id` when it is absent or null. */
+function channel(data) {
+  return text(data.get("channel"), "channel") ?? text(data.get("channel_id"), "channel_id");
+}
+
+/** Tenant routing keys: a non-blank string, stripped; anything else counts as absent. */
+function stripped(data, key) {
+  const value = data.get(key);
+  if (value?.type !== "string") return undefined;
+  return value.str.replace(PY_STRIP, "") || undefined;
+}
+
+/** `method`, or the legacy `req_method` string when `method` is absent or null. */
+function envelopeMethod(data) {
+  const method = text(data.get("method"), "method");
+  const legacy = data.get("req_method");
+  return method === undefined && legacy?.type === "string" ? legacy.str : method;
+}
+
+/** `params`, plus keys of a legacy `payload` object it lacks (null and empty containers skipped). */
+function params(data) {
+  const merged = jsonObject(data.get("params"), "params");
+  const payload = data.get("payload");
+  if (payload?.type !== "object" || payload.text === "{}") return merged;
+  const members = membersOf(new Value("object", merged));
+  for (const [key, value] of membersOf(payload)) {
+    if (!members.has(key) && value.type !== "null" && value.text !== "[]" && value.text !== "{}") {
+      members.set(key, value);
+    }
+  }
+  return objectText(members);
+}
+
+/** `channel_context`, plus keys of legacy `metadata` and a truthy `app_id` it lacks. */
+function envelopeChannelContext(data) {
+  const context = jsonObject(data.get("channel_context"), "channel_context");
+  const metadata = data.get("metadata");
+  const appId = data.get("app_id");
+  const mergeMetadata = metadata?.type === "object" && metadata.text !== "{}";
+  if (!mergeMetadata && (appId === undefined || !truthy(appId))) return context;
+  const members = membersOf(new Value("object", context));
+  if (mergeMetadata) {
+    for (const [key, value] of membersOf(metadata)) {
+      if (!WIRE_INTERNAL_METADATA_KEYS.has(key) && !members.has(key)) members.set(key, value);
+    }
+  }
+  if (appId !== undefined && truthy(appId) && !members.has("app_id")) members.set("app_id", appId);
+  return objectText(members);
+}
+
+function auth(value) {
+  if (value === undefined || value.type === "null") return undefined;
+  if (value.type !== "object") throw typeError("auth", "an object", value);
+  const members = membersOf(value);
+  const headers = membersOf(new Value("object", jsonObject(members.get("extra_headers"), "auth.extra_headers")));
+  const extraHeaders = [];
+  for (const [name, header] of headers) {
+    if (header.type !== "string") throw typeError(`auth.extra_headers.${name}`, "a string", header);
+    extraHeaders.push({ name, value: header.str });
+  }
+  return {
+    methodId: text(members.get("method_id"), "auth.method_id"),
+    bearerToken: text(members.get("bearer_token"), "auth.bearer_token"),
+    apiKeyRef: text(members.get("api_key_ref"), "auth.api_key_ref"),
+    credentialRef: text(members.get("credential_ref"), "auth.credential_ref"),
+    extraHeaders,
+    meta: objectField(jsonObject(members.get("_meta"), "auth._meta")),
+  };
+}
+
+function protocolVersion(data) {
+  const value = data.get("protocol_version");
+  return value === undefined ? DEFAULT_PROTOCOL_VERSION : text(value, "protocol_version");
+}
+
+// --- what protobuf cannot carry, checked in the order Python's to_proto meets it ------------
+
+const LONE_SURROGATE = /\p{Cs}/u;
+
+function checkUnicode(value, path) {
+  if (value !== undefined && LONE_SURROGATE.test(value)) {
+    throw new E2AFieldError(path, "string is not valid Unicode (lone surrogate); use JSON escapes in a JSON field");
+  }
+}
+
+/** `fields`: [wire name, local name, kind] in field order; kind "text", "id", "list", "provenance" or "int64". */
+function checkEncodable(init, fields) {
+  if (init.auth !== undefined) {
+    for (const { name, value } of init.auth.extraHeaders) {
+      checkUnicode(name, `auth.extra_headers.${name}.name`);
+      checkUnicode(value, `auth.extra_headers.${name}.value`);
+    }
+    for (const [wire, local] of AUTH_TEXT_FIELDS) checkUnicode(init.auth[local], `auth.${wire}`);
+  }
+  for (const [wire, local, kind] of fields) {
+    const value = init[local];
+    if (kind === "text") {
+      checkUnicode(value, wire);
+    } else if (kind === "list") {
+      for (const item of value) checkUnicode(item, wire);
+    } else if (kind === "id") {
+      if (value?.kind.case === "stringValue") checkUnicode(value.kind.value, wire);
+    } else if (kind === "provenance") {
+      checkUnicode(value.sourceProtocol, wire);
+      checkUnicode(value.converter, wire);
+      checkUnicode(value.convertedAt, wire);
+    } else if (value < INT64_MIN || value > INT64_MAX) {
+      throw new E2AFieldError(wire, `integer ${value} is outside the signed 64-bit range`);
+    }
+  }
+}
+
+const AUTH_TEXT_FIELDS = [
+  ["method_id", "methodId"],
+  ["bearer_token", "bearerToken"],
+  ["api_key_ref", "apiKeyRef"],
+  ["credential_ref", "credentialRef"],
+];
+
+const textFields = (...names) => names.map((wire) => [wire, camel(wire), "text"]);
+function camel(wire) {
+  return wire.replace(/_([a-z0-9])/g, (_, letter) => letter.toUpperCase());
+}
+
+const ENVELOPE_CHECKS = [
+  ...textFields("protocol_version"),
+  ["provenance", "provenance", "provenance"],
+  ...textFields("request_id"),
+  ["jsonrpc_id", "jsonrpcId", "id"],
+  ...textFields("correlation_id", "task_id", "context_id", "session_id", "message_id", "timestamp"),
+  ...textFields("channel", "user_id", "chat_id", "source_agent_id", "agent_id", "service_id", "workspace_key"),
+  ...textFields("method", "ext_method", "session_update_kind"),
+  ["expected_output_modes", "expectedOutputModes", "list"],
+];
+const RESPONSE_CHECKS = [
+  ...textFields("protocol_version", "response_id", "request_id"),
+  ["sequence", "sequence", "int64"],
+  ...textFields("status", "response_kind", "timestamp"),
+  ["provenance", "provenance", "provenance"],
+  ["jsonrpc_id", "jsonrpcId", "id"],
+  ...textFields("correlation_id", "task_id", "context_id", "session_id", "message_id"),
+  ...textFields("channel", "user_id", "source_agent_id", "method"),
+];
+
+function provenanceMessage(fields) {
+  return create(E2AProvenanceSchema, { ...fields, details: objectField(fields.details) });
+}
+
+// --- reading ---------------------------------------------------------------------------------
+
+/**
+ * An e2a.v1.E2AEnvelope from E2A wire JSON, legacy keys of spec sections 9-11 included.
+ * Throws E2AFieldError naming the field at fault ("$" for text that is not JSON).
+ */
+export function envelopeFromJson(json) {
+  const data = readDocument(json, "envelope");
+  // Fields are read in field order, so that the first error is the one Python reports.
+  const init = {
+    protocolVersion: protocolVersion(data),
+    provenance: envelopeProvenance(data),
+    requestId: text(data.get("request_id"), "request_id"),
+    jsonrpcId: jsonrpcId(data.get("jsonrpc_id"), "jsonrpc_id"),
+    correlationId: text(data.get("correlation_id"), "correlation_id"),
+    taskId: text(data.get("task_id"), "task_id"),
+    contextId: text(data.get("context_id"), "context_id"),
+    sessionId: text(data.get("session_id"), "session_id"),
+    messageId: text(data.get("message_id"), "message_id"),
+    timestamp: timestamp(data),
+    identityOrigin: identityOrigin(data.get("identity_origin"), "identity_origin", "user"),
+    channel: channel(data),
+    userId: text(data.get("user_id"), "user_id"),
+    agentRef: optionalJsonObject(data.get("agent_ref"), "agent_ref") ?? "",
+    chatId: text(data.get("chat_id"), "chat_id"),
+    sourceAgentId: text(data.get("source_agent_id"), "source_agent_id"),
+    agentId: stripped(data, "agent_id") ?? stripped(data, "source_agent_id"),
+    serviceId: stripped(data, "service_id"),
+    workspaceKey: stripped(data, "workspace_key") ?? stripped(data, "workspace_dir"),
+    method: envelopeMethod(data),
+    params: objectField(params(data)),
+    extMethod: text(data.get("ext_method"), "ext_method"),
+    sessionUpdateKind: text(data.get("session_update_kind"), "session_update_kind"),
+    isStream: flag(data.get("is_stream"), "is_stream"),
+    expectedOutputModes: textList(data.get("expected_output_modes"), "expected_output_modes"),
+    auth: auth(data.get("auth")),
+    channelContext: objectField(envelopeChannelContext(data)),
+    a2aMetadata: objectField(jsonObject(data.get("a2a_metadata"), "a2a_metadata")),
+    acpMeta: objectField(jsonObject(data.get("acp_meta"), "acp_meta")),
+  };
+  checkEncodable(init, ENVELOPE_CHECKS);
+  init.provenance = provenanceMessage(init.provenance);
+  if (init.auth !== undefined) {
+    init.auth = create(E2AAuthSchema, {
+      ...init.auth,
+      extraHeaders: init.auth.extraHeaders.map((header) => create(HttpHeaderSchema, header)),
+    });
+  }
+  return create(E2AEnvelopeSchema, init);
+}
+
+/** An e2a.v1.E2AResponse from E2A wire JSON (see envelopeFromJson). */
+export function responseFromJson(json) {
+  const data = readDocument(json, "response");
+  const status = data.get("status");
+  const init = {
+    protocolVersion: protocolVersion(data),
+    responseId: text(data.get("response_id"), "response_id"),
+    requestId: text(data.get("request_id"), "request_id"),
+    sequence: integer(data.get("sequence"), "sequence"),
+    isFinal: flag(data.get("is_final"), "is_final"),
+    status: status === undefined ? "in_progress" : requiredText(status, "status"),
+    responseKind: text(data.get("response_kind"), "response_kind") ?? "",
+    timestamp: timestamp(data),
+    provenance: provenance(data.get("provenance")),
+    body: objectField(jsonObject(data.get("body"), "body")),
+    jsonrpcId: jsonrpcId(data.get("jsonrpc_id"), "jsonrpc_id"),
+    correlationId: text(data.get("correlation_id"), "correlation_id"),
+    taskId: text(data.get("task_id"), "task_id"),
+    contextId: text(data.get("context_id"), "context_id"),
+    sessionId: text(data.get("session_id"), "session_id"),
+    messageId: text(data.get("message_id"), "message_id"),
+    isStream: flag(data.get("is_stream"), "is_stream"),
+    identityOrigin: identityOrigin(data.get("identity_origin"), "identity_origin", "agent"),
+    channel: channel(data),
+    userId: text(data.get("user_id"), "user_id"),
+    agentRef: optionalJsonObject(data.get("agent_ref"), "agent_ref") ?? "",
+    sourceAgentId: text(data.get("source_agent_id"), "source_agent_id"),
+    method: text(data.get("method"), "method"),
+    projections: objectField(jsonObject(data.get("projections"), "projections")),
+    channelContext: objectField(jsonObject(data.get("channel_context"), "channel_context")),
+    metadata: objectField(jsonObject(data.get("metadata"), "metadata")),
+    a2aMetadata: objectField(jsonObject(data.get("a2a_metadata"), "a2a_metadata")),
+    acpMeta: objectField(jsonObject(data.get("acp_meta"), "acp_meta")),
+  };
+  checkEncodable(init, RESPONSE_CHECKS);
+  init.provenance = provenanceMessage(init.provenance);
+  return create(E2AResponseSchema, init);
+}
+
+// --- writing ---------------------------------------------------------------------------------
+
+const optionalText = (value) => (value === undefined ? "null" : quote(value));
+
+function provenanceJson(message) {
+  if (message === undefined) {
+    return '{"source_protocol":"e2a","converter":null,"converted_at":null,"details":{}}';
+  }
+  return (
+    `{"source_protocol":${quote(message.sourceProtocol)},"converter":${optionalText(message.converter)}` +
+    `,"converted_at":${optionalText(message.convertedAt)}` +
+    `,"details":${slotText(message.details, "provenance.details", "{}")}}`
+  );
+}
+
+function jsonrpcIdJson(message) {
+  const kind = message?.kind;
+  switch (kind?.case) {
+    case undefined:
+      return "null";
+    case "stringValue":
+      return quote(kind.value);
+    case "integerValue":
+      return String(kind.value);
+    case "numberValue":
+      if (!Number.isFinite(kind.value)) {
+        throw new E2AFieldError("jsonrpc_id", `number_value ${kind.value} is not a JSON number`);
+      }
+      return pythonFloatRepr(kind.value);
+    default:
+      if (!/^-?[0-9]+$/.test(kind.value)) {
+        throw new E2AFieldError("jsonrpc_id", `big_integer_value ${JSON.stringify(kind.value)} is not a decimal integer`);
+      }
+      return BigInt(kind.value).toString();
+  }
+}
+
+function originJson(number, fallback) {
+  if (number === IdentityOrigin.UNSPECIFIED) return `"${fallback}"`;
+  const name = ORIGIN_FROM_PROTO.get(number);
+  if (name === undefined) throw new E2AFieldError("identity_origin", `unknown IdentityOrigin value ${number}`);
+  return `"${name}"`;
+}
+
+function authJson(message) {
+  if (message === undefined) return "null";
+  // A repeated header name keeps its first place and takes the last value, as Python's dict does.
+  const headers = new Map();
+  for (const { name, value } of message.extraHeaders) headers.set(name, value);
+  let headersJson = "";
+  for (const [name, value] of headers) headersJson += `${headersJson ? "," : ""}${quote(name)}:${quote(value)}`;
+  return (
+    `{"method_id":${optionalText(message.methodId)},"bearer_token":${optionalText(message.bearerToken)}` +
+    `,"api_key_ref":${optionalText(message.apiKeyRef)},"credential_ref":${optionalText(message.credentialRef)}` +
+    `,"extra_headers":{${headersJson}},"_meta":${slotText(message.meta, "auth._meta", "{}")}}`
+  );
+}
+
+const textListJson = (values) => `[${values.map(quote).join(",")}]`;
+
+/**
+ * The E2A wire JSON of an e2a.v1.E2AEnvelope: every field, in field order. Free-form text in the
+ * message is validated (E2AFieldError naming the field) and written normalized.
+ */
+export function envelopeToJson(message) {
+  return (
+    `{"protocol_version":${optionalText(message.protocolVersion)}` +
+    `,"provenance":${provenanceJson(message.provenance)}` +
+    `,"request_id":${optionalText(message.requestId)}` +
+    `,"jsonrpc_id":${jsonrpcIdJson(message.jsonrpcId)}` +
+    `,"correlation_id":${optionalText(message.correlationId)}` +
+    `,"task_id":${optionalText(message.taskId)}` +
+    `,"context_id":${optionalText(message.contextId)}` +
+    `,"session_id":${optionalText(message.sessionId)}` +
+    `,"message_id":${optionalText(message.messageId)}` +
+    `,"timestamp":${optionalText(message.timestamp)}` +
+    `,"identity_origin":${originJson(message.identityOrigin, "user")}` +
+    `,"channel":${optionalText(message.channel)}` +
+    `,"user_id":${optionalText(message.userId)}` +
+    `,"agent_ref":${slotText(message.agentRef, "agent_ref", "null")}` +
+    `,"chat_id":${optionalText(message.chatId)}` +
+    `,"source_agent_id":${optionalText(message.sourceAgentId)}` +
+    `,"agent_id":${optionalText(message.agentId)}` +
+    `,"service_id":${optionalText(message.serviceId)}` +
+    `,"workspace_key":${optionalText(message.workspaceKey)}` +
+    `,"method":${optionalText(message.method)}` +
+    `,"params":${slotText(message.params, "params", "{}")}` +
+    `,"ext_method":${optionalText(message.extMethod)}` +
+    `,"session_update_kind":${optionalText(message.sessionUpdateKind)}` +
+    `,"is_stream":${message.isStream}` +
+    `,"expected_output_modes":${textListJson(message.expectedOutputModes)}` +
+    `,"auth":${authJson(message.auth)}` +
+    `,"channel_context":${slotText(message.channelContext, "channel_context", "{}")}` +
+    `,"a2a_metadata":${slotText(message.a2aMetadata, "a2a_metadata", "{}")}` +
+    `,"acp_meta":${slotText(message.acpMeta, "acp_meta", "{}")}}`
+  );
+}
+
+/** The E2A wire JSON of an e2a.v1.E2AResponse (see envelopeToJson). */
+export function responseToJson(message) {
+  return (
+    `{"protocol_version":${optionalText(message.protocolVersion)}` +
+    `,"response_id":${optionalText(message.responseId)}` +
+    `,"request_id":${optionalText(message.requestId)}` +
+    `,"sequence":${message.sequence}` +
+    `,"is_final":${message.isFinal}` +
+    `,"status":${quote(message.status)}` +
+    `,"response_kind":${quote(message.responseKind)}` +
+    `,"timestamp":${optionalText(message.timestamp)}` +
+    `,"provenance":${provenanceJson(message.provenance)}` +
+    `,"body":${slotText(message.body, "body", "{}")}` +
+    `,"jsonrpc_id":${jsonrpcIdJson(message.jsonrpcId)}` +
+    `,"correlation_id":${optionalText(message.correlationId)}` +
+    `,"task_id":${optionalText(message.taskId)}` +
+    `,"context_id":${optionalText(message.contextId)}` +
+    `,"session_id":${optionalText(message.sessionId)}` +
+    `,"message_id":${optionalText(message.messageId)}` +
+    `,"is_stream":${message.isStream}` +
+    `,"identity_origin":${originJson(message.identityOrigin, "agent")}` +
+    `,"channel":${optionalText(message.channel)}` +
+    `,"user_id":${optionalText(message.userId)}` +
+    `,"agent_ref":${slotText(message.agentRef, "agent_ref", "null")}` +
+    `,"source_agent_id":${optionalText(message.sourceAgentId)}` +
+    `,"method":${optionalText(message.method)}` +
+    `,"projections":${slotText(message.projections, "projections", "{}")}` +
+    `,"channel_context":${slotText(message.channelContext, "channel_context", "{}")}` +
+    `,"metadata":${slotText(message.metadata, "metadata", "{}")}` +
+    `,"a2a_metadata":${slotText(message.a2aMetadata, "a2a_metadata", "{}")}` +
+    `,"acp_meta":${slotText(message.acpMeta, "acp_meta", "{}")}}`
+  );
+}
