@@ -1,4 +1,4 @@
-"""The server the "toacp" section measures: ``python -m bench.grpc_server --port N`` (runs until SIGTERM/SIGINT).
+"""The server of the "toacp" and "transcode" sections: ``python -m bench.grpc_server --port N`` (until a signal).
 
 It is the real ``E2AServer`` stack (same options, interceptors, health and reflection) plus one bench-only
 RPC, ``/e2a.bench.v1.Echo/Echo``, which takes a ``ToACPRequest`` and returns it unchanged. The echo pays the

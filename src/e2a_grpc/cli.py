@@ -103,7 +103,8 @@ def _add_serve(commands: Any) -> None:
     parser = commands.add_parser(
         "serve",
         help="run the gRPC service",
-        description="Run the E2A gRPC service (ConversionService, health, reflection) until SIGTERM/SIGINT. "
+        description="Run the E2A gRPC service (ConversionService, CodecService, AgentService.Chat, health, reflection) "
+        "until SIGTERM/SIGINT. "
         "Every option can also be set with the environment variable shown.",
         epilog=f"{env_var('token')}: {token.description} (environment only: a command line shows in ps).",
     )
