@@ -26,6 +26,16 @@ export declare function responseFromJson(json: string): E2AResponse;
 /** Writes the E2A wire JSON of an e2a.v1.E2AResponse. */
 export declare function responseToJson(message: E2AResponse): string;
 
+/**
+ * JSON text in canonical form (no insignificant whitespace, canonical escapes, last value of a repeated
+ * key, numbers as Python writes the values it reads): equal canonical forms mean equal documents,
+ * key order and integer-vs-number included. Throws E2AFieldError (field "$") for text that is not JSON.
+ */
+export declare function canonicalJson(text: string): string;
+
+/** The members of JSON text holding an object: key -> normalized value text, in order (no JSON.parse rounding). */
+export declare function jsonObjectMembers(text: string): Map<string, string>;
+
 /** A string as JSON text, the way the wire JSON writes strings (lone surrogates as \uXXXX escapes). */
 export declare function quote(value: string): string;
 

@@ -125,9 +125,11 @@ class Value {
  * text is the raw text unchanged, so that clean values are returned as slices of the input.
  */
 class Scanner {
-  constructor(text, field) {
+  constructor(text, field, canonicalNumbers = false) {
     this.text = text;
     this.field = field;
+    // Rewrite numbers as Python writes the values it reads (canonicalJson); else keep their text.
+    this.canonicalNumbers = canonicalNumbers;
     this.pos = 0;
     this.type = "";
     this.str = "";
@@ -151,10 +153,10 @@ class Scanner {
     return skipped;
   }
 
-  /** The whole text as one value, surrounded by optional whitespace. */
-  document(path) {
+  /** The whole text as one value, surrounded by optional whitespace, nested from `depth`. */
+  document(path, depth) {
     this.ws();
-    const text = this.value(0, path);
+    const text = this.value(depth, path);
     this.ws();
     if (this.pos !== this.text.length) {
       this.fail("extra data after the JSON value");
@@ -328,8 +330,13 @@ class Scanner {
       throw new E2AFieldError(this.field, `invalid JSON text: number ${number} is out of range`);
     }
     this.type = fractional ? "number" : "integer";
-    this.clean = true;
-    return number;
+    if (!this.canonicalNumbers) {
+      this.clean = true;
+      return number;
+    }
+    const canonical = fractional ? pythonFloatRepr(Number(number)) : BigInt(number).toString();
+    this.clean = canonical === number;
+    return canonical;
   }
 
   /** Skips whitespace; if there was any, the normalized text starts differing from the raw text. */
@@ -490,11 +497,41 @@ function objectText(members) {
 function slotText(text, field, empty) {
   if (text === "") return empty;
   const scanner = new Scanner(text, field);
-  const normalized = scanner.document(field);
+  const normalized = scanner.document(field, 0);
   if (scanner.type !== "object") {
     throw new E2AFieldError(field, `expected JSON text of an object, got ${scanner.type}`);
   }
   return normalized;
+}
+
+/**
+ * JSON text in a canonical form: no insignificant whitespace, canonical string escapes, the last
+ * value of a repeated key, and numbers as Python writes the values it reads from them (integers
+ * exactly, others as repr() of the double). Two texts have the same canonical form exactly when
+ * Python reads them as equal values of the same types with keys in the same order, so comparing
+ * canonical forms compares documents. Throws E2AFieldError("$") for text that is not JSON.
+ */
+export function canonicalJson(text) {
+  // A whole document may hold free-form values MAX_DEPTH deep inside records: allow twice that.
+  return new Scanner(text, "$", true).document("$", -MAX_DEPTH);
+}
+
+/**
+ * The members of JSON text holding an object, as a Map of key -> normalized value text, in order
+ * (a repeated key keeps its first place and its last value). For picking parts of a document
+ * without JSON.parse, which rounds large integers.
+ */
+export function jsonObjectMembers(text) {
+  const scanner = new Scanner(text, "$");
+  scanner.ws();
+  if (text.charCodeAt(scanner.pos) !== 0x7b) {
+    scanner.document("$", 0);
+    throw new E2AFieldError("$", `expected an object, got ${scanner.type}`);
+  }
+  const members = scanner.members(-MAX_DEPTH, "$", null);
+  scanner.ws();
+  if (scanner.pos !== text.length) scanner.fail("extra data after the JSON value");
+  return new Map([...members].map(([key, value]) => [key, value.text]));
 }
 
 // --- Python's conversions that legacy keys rely on -------------------------------------------
@@ -578,7 +615,7 @@ function readDocument(text, documentName) {
     scanner.ws();
     if (scanner.pos !== text.length) scanner.fail("extra data after the JSON value");
   } else {
-    scanner.document("$");
+    scanner.document("$", 0);
     throw new E2AFieldError(documentName, `expected an object, got ${scanner.type}`);
   }
   return data;
