@@ -1,11 +1,19 @@
-// Package e2ajson reads and writes the JSON text that E2A messages carry in their free-form fields
-// (params, body, provenance.details, agent_ref, channel_context, metadata, projections, a2a_metadata,
-// acp_meta and the _meta fields of package e2a/v1).
+// Package e2ajson reads and writes the E2A wire JSON of whole records, and the JSON text that E2A
+// messages carry in their free-form fields.
 //
-// It is encoding/json set up for that text: numbers decode as json.Number, so integers of any size
-// and the int/float distinction (1 vs 1.0) survive; an empty field reads as the E2A default {}; text
-// after the value is an error. Objects decode to map[string]any, which does not keep key order:
-// decode into a struct, or keep the text as a json.RawMessage, where order matters.
+// UnmarshalEnvelope / UnmarshalResponse read a record's wire JSON (the legacy keys of spec sections
+// 9-11 included) into its protobuf message, and MarshalEnvelope / MarshalResponse write a message
+// as wire JSON, as the Python reference implementation does: the same fields and defaults, the same
+// output text, and for a bad input a *FieldError naming the field Python names. Free-form values
+// (params, body, channel_context, ...) never go through Go maps: they are checked and copied as
+// canonical JSON text, so integers of any size, 1.0 vs 1, key order and all of Unicode survive.
+//
+// Decode, DecodeObject and Encode are encoding/json set up for the free-form text of one field
+// (params, body, provenance.details, agent_ref, channel_context, metadata, projections, a2a_metadata,
+// acp_meta and the _meta fields of package e2a/v1): numbers decode as json.Number, so integers of
+// any size and the int/float distinction (1 vs 1.0) survive; an empty field reads as the E2A
+// default {}; text after the value is an error. Objects decode to map[string]any, which does not
+// keep key order: decode into a struct, or keep the text as a json.RawMessage, where order matters.
 package e2ajson
 
 import (

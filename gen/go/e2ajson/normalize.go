@@ -316,13 +316,12 @@ func (n *normalizer) string() error {
 		// Copy the run of bytes that need no rewriting in one go.
 		run := i
 		for i < len(src) {
-			c := src[i]
-			if c < utf8.RuneSelf {
-				if c < 0x20 || c == '"' || c == '\\' {
-					break
-				}
+			if plainASCII[src[i]] {
 				i++
 				continue
+			}
+			if src[i] < utf8.RuneSelf {
+				break // '"', '\\' or a control character
 			}
 			r, size := utf8.DecodeRuneInString(src[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -372,6 +371,15 @@ func (n *normalizer) string() error {
 		}
 	}
 }
+
+// plainASCII marks the bytes a canonical string holds as they are: ASCII but for control
+// characters, '"' and '\\'.
+var plainASCII = func() (table [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		table[c] = c != '"' && c != '\\'
+	}
+	return table
+}()
 
 func utf16IsHigh(r rune) bool { return 0xd800 <= r && r < 0xdc00 }
 func utf16IsLow(r rune) bool  { return 0xdc00 <= r && r < 0xe000 }

@@ -223,7 +223,8 @@ func (d *document) objectField(s slot) (string, error) {
 // fields, free-form JSON text embedded as JSON values in canonical form. Free-form text that is
 // not a JSON object, or a string that is not UTF-8, gives a *FieldError naming the field.
 func MarshalEnvelope(m *e2av1.E2AEnvelope) ([]byte, error) {
-	w := &writer{buf: make([]byte, 0, 512+len(m.GetParams()))}
+	w := newWriter(len(m.GetParams()) + len(m.GetChannelContext()) + len(m.GetAgentRef()) +
+		len(m.GetA2AMetadata()) + len(m.GetAcpMeta()) + len(m.GetProvenance().GetDetails()))
 	w.buf = append(w.buf, '{')
 	w.key("protocol_version")
 	w.optStr("protocol_version", m.ProtocolVersion)
@@ -293,7 +294,8 @@ func MarshalEnvelope(m *e2av1.E2AEnvelope) ([]byte, error) {
 // MarshalResponse writes the E2A wire JSON of a response message, as the Python reference's
 // E2AResponse.from_proto(m).to_json() does (see MarshalEnvelope).
 func MarshalResponse(m *e2av1.E2AResponse) ([]byte, error) {
-	w := &writer{buf: make([]byte, 0, 512+len(m.GetBody()))}
+	w := newWriter(len(m.GetBody()) + len(m.GetProjections()) + len(m.GetChannelContext()) + len(m.GetAgentRef()) +
+		len(m.GetMetadata()) + len(m.GetA2AMetadata()) + len(m.GetAcpMeta()) + len(m.GetProvenance().GetDetails()))
 	w.buf = append(w.buf, '{')
 	w.key("protocol_version")
 	w.optStr("protocol_version", m.ProtocolVersion)

@@ -14,6 +14,12 @@ type writer struct {
 	err error      // the first error; later writes are skipped
 }
 
+// newWriter is a writer whose buffer fits a record with freeForm bytes of free-form JSON text
+// (its canonical form is never longer) besides the keys and the other fields.
+func newWriter(freeForm int) *writer {
+	return &writer{buf: make([]byte, 0, 1024+freeForm)}
+}
+
 func (w *writer) fail(err error) {
 	if w.err == nil {
 		w.err = err
