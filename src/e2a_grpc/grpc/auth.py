@@ -1,4 +1,9 @@
-"""Bearer-token authentication for every call but health checks."""
+"""Bearer-token authentication for every call but health checks.
+
+The check runs before the request is parsed, and also for methods the server does not have: without
+a valid token every call gets UNAUTHENTICATED, so neither request bytes nor method names can be
+probed without credentials.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Request, Response] | None:
         handler = await continuation(handler_call_details)
-        if handler is None or handler_call_details.method.startswith(_HEALTH_PREFIX):
+        if handler_call_details.method.startswith(_HEALTH_PREFIX):
             return handler
         presented = dict(handler_call_details.invocation_metadata or ()).get("authorization", "")
         if isinstance(presented, str) and hmac.compare_digest(presented.encode(), self._expected):
@@ -34,8 +39,8 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         return _deny(handler)
 
 
-def _deny(handler: grpc.RpcMethodHandler[Request, Response]) -> grpc.RpcMethodHandler[Request, Response]:
-    # ``request`` is a message, or an iterator of them for a client stream: neither is looked at.
+def _deny(handler: grpc.RpcMethodHandler[Request, Response] | None) -> grpc.RpcMethodHandler[Request, Response]:
+    # ``request`` is the raw request bytes, or an iterator of them for a client stream: never parsed.
     async def abort(request: object, context: grpc.aio.ServicerContext[Request, Response]) -> None:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
 
@@ -45,11 +50,15 @@ def _deny(handler: grpc.RpcMethodHandler[Request, Response]) -> grpc.RpcMethodHa
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
         yield  # pragma: no cover - makes this an async generator, as streaming handlers are
 
-    deserializer, serializer = handler.request_deserializer, handler.response_serializer
+    if handler is None:
+        # No such method, which the caller learns only with a valid token. Its kind is unknown:
+        # a bidi handler fits any call, and it answers without waiting for a request.
+        return grpc.stream_stream_rpc_method_handler(abort_stream)
+    serializer = handler.response_serializer
     if handler.response_streaming:
         if handler.request_streaming:
-            return grpc.stream_stream_rpc_method_handler(abort_stream, deserializer, serializer)
-        return grpc.unary_stream_rpc_method_handler(abort_stream, deserializer, serializer)
+            return grpc.stream_stream_rpc_method_handler(abort_stream, None, serializer)
+        return grpc.unary_stream_rpc_method_handler(abort_stream, None, serializer)
     if handler.request_streaming:
-        return grpc.stream_unary_rpc_method_handler(abort, deserializer, serializer)
-    return grpc.unary_unary_rpc_method_handler(abort, deserializer, serializer)
+        return grpc.stream_unary_rpc_method_handler(abort, None, serializer)
+    return grpc.unary_unary_rpc_method_handler(abort, None, serializer)

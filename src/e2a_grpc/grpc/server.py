@@ -21,6 +21,7 @@ from e2a.v1 import (
 )
 from e2a_grpc.backends import make_backend
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
+from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer
 from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
@@ -44,7 +45,11 @@ class E2AServer:
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
         ]
-        interceptors = [BearerTokenInterceptor(config.token.get_secret_value())] if config.token else []
+        self.calls = InFlightCalls()
+        # Authentication first: a caller without a valid token never gets its request parsed.
+        interceptors: list[grpc.aio.ServerInterceptor] = [RequestParsingInterceptor(SERVICE_NAMES, self.calls)]
+        if config.token:
+            interceptors.insert(0, BearerTokenInterceptor(config.token.get_secret_value()))
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
         conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)
         codec_service_pb2_grpc.add_CodecServiceServicer_to_server(CodecServicer(), self.server)

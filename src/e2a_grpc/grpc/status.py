@@ -9,10 +9,11 @@ from typing import TypeVar
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.errors import E2AFieldError, E2AValueError
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,12 @@ def invalid_argument(errors: list[E2AFieldError]) -> grpc.Status:
     detail.Pack(bad_request)
     message = "; ".join(str(error) for error in errors)
     return rpc_status.to_status(status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=message, details=[detail]))
+
+
+def undecodable_request(message_type: str, error: DecodeError) -> grpc.Status:
+    """INVALID_ARGUMENT for request bytes that do not parse as the RPC's request message."""
+    problem = f"the request is not a valid {message_type} protobuf message ({error})"
+    return invalid_argument([E2AValueError("$", problem)])
 
 
 def status_for(exc: BaseException) -> grpc.Status:

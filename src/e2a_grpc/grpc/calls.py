@@ -1,0 +1,169 @@
+"""What every call of the E2A services goes through: careful request parsing, and an in-flight count.
+
+grpc parses request bytes before the servicer runs and answers a ``DecodeError`` with UNKNOWN. Here
+each handler of the E2A services is registered with grpc's identity deserializer instead and parses
+its request (every message of a request stream too) itself: bytes that are not the RPC's request
+message get INVALID_ARGUMENT naming the message type, with a BadRequest violation for the whole
+request (``$``). As this runs after the auth interceptor, a caller without a valid token never gets
+its bytes parsed.
+
+The same wrapper counts the calls in flight, so that a graceful shutdown can wait for them (and for
+the calls grpc has accepted but not yet handed over, which its shutdown would cancel) before it
+stops the server.
+
+Handlers must read a request stream through the iterator they are given, not ``context.read()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeAlias
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+from e2a_grpc.grpc.status import undecodable_request
+
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+
+
+class InFlightCalls:
+    """How many calls of the E2A services are being handled right now."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._started = asyncio.Event()
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @contextlib.contextmanager
+    def tracking(self) -> Iterator[None]:
+        """Count one call while the block runs."""
+        self._count += 1
+        self._idle.clear()
+        self._started.set()
+        try:
+            yield
+        finally:
+            self._count -= 1
+            if self._count == 0:
+                self._idle.set()
+
+    async def drained(self, quiet_seconds: float) -> None:
+        """Return once no call is in flight and none has started for ``quiet_seconds``.
+
+        The quiet period lets grpc hand over calls it accepted while the event loop was busy: each
+        reaches a handler within a loop iteration or two once the loop is free.
+        """
+        while True:
+            await self._idle.wait()
+            self._started.clear()
+            try:
+                await asyncio.wait_for(self._started.wait(), quiet_seconds)
+            except TimeoutError:
+                if self._count == 0:
+                    return
+
+
+class RequestParsingInterceptor(grpc.aio.ServerInterceptor):
+    """Parses the requests of ``services`` in their handlers and counts those calls in ``calls``."""
+
+    def __init__(self, services: tuple[str, ...], calls: InFlightCalls) -> None:
+        self._prefixes = tuple(f"/{service}/" for service in services)
+        self._calls = calls
+        # grpc hands out the same handler object for a method on every call: wrap it once.
+        self._wrapped: dict[str, tuple[Handler, Handler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or not method.startswith(self._prefixes):
+            return handler
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = parsing_handler(handler, self._calls)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+
+def parsing_handler(handler: Handler, calls: InFlightCalls) -> Handler:
+    """``handler`` taking raw request bytes, which it parses itself, counted in ``calls`` while it runs."""
+    parse = handler.request_deserializer
+    if parse is None:
+        raise TypeError("the handler has no request deserializer to parse its requests with")
+    # The generated code registers each request class's FromString.
+    type_name: str = parse.__self__.DESCRIPTOR.full_name  # type: ignore[attr-defined]
+
+    async def parsed(data: bytes, context: Context) -> Message:
+        try:
+            message: Message = parse(data)
+            return message
+        except DecodeError as exc:
+            await context.abort_with_status(undecodable_request(type_name, exc))
+            raise AssertionError("unreachable: abort_with_status raises") from exc
+
+    async def parsed_stream(stream: AsyncIterator[bytes], context: Context) -> AsyncIterator[Message]:
+        async for data in stream:
+            yield await parsed(data, context)
+
+    async def request_of(raw: Any, context: Context) -> Any:
+        if handler.request_streaming:
+            return parsed_stream(raw, context)
+        return await parsed(raw, context)
+
+    behavior = _behavior_of(handler)
+    if inspect.isasyncgenfunction(behavior):
+
+        async def stream_replies(raw: Any, context: Context) -> AsyncIterator[Any]:
+            with calls.tracking():
+                request = await request_of(raw, context)
+                async with contextlib.aclosing(behavior(request, context)) as replies:
+                    async for reply in replies:
+                        yield reply
+
+        new_behavior: Callable[..., Any] = stream_replies
+    elif inspect.iscoroutinefunction(behavior):
+
+        async def call(raw: Any, context: Context) -> Any:
+            with calls.tracking():
+                return await behavior(await request_of(raw, context), context)
+
+        new_behavior = call
+    else:
+        raise TypeError(f"{behavior!r} is not an asyncio handler; the E2A services have no other kind")
+    return _handler_like(handler, new_behavior)
+
+
+def _behavior_of(handler: Handler) -> Callable[..., Any]:
+    behavior = {
+        (False, False): handler.unary_unary,
+        (False, True): handler.unary_stream,
+        (True, False): handler.stream_unary,
+        (True, True): handler.stream_stream,
+    }[(handler.request_streaming, handler.response_streaming)]
+    assert behavior is not None, "grpc sets the behavior of the handler's kind"
+    return behavior
+
+
+def _handler_like(handler: Handler, behavior: Callable[..., Any]) -> Handler:
+    """A handler of ``handler``'s kind running ``behavior`` on the raw request bytes."""
+    make = {
+        (False, False): grpc.unary_unary_rpc_method_handler,
+        (False, True): grpc.unary_stream_rpc_method_handler,
+        (True, False): grpc.stream_unary_rpc_method_handler,
+        (True, True): grpc.stream_stream_rpc_method_handler,
+    }[(handler.request_streaming, handler.response_streaming)]
+    return make(behavior, request_deserializer=None, response_serializer=handler.response_serializer)
