@@ -5,7 +5,7 @@
 //    "to": "wire_json"|"protobuf", "payload": <JSON text, or base64 of the protobuf bytes>}
 // and writes one line per request, in order:
 //   {"id": <same>, "payload": <string>} or {"id": <same>, "error": {"field": <dotted path or "">, "message": <text>}}
-// protobuf -> protobuf decodes and re-encodes. Errors about the payload name the field as Python
+// protobuf -> protobuf decodes, checks and re-encodes. Errors about the payload name the field as Python
 // does ("$" for text or bytes that do not parse); a malformed request line gets field "".
 import { register } from "node:module";
 import { createInterface } from "node:readline";
@@ -62,7 +62,11 @@ function answer(line) {
   if (typeof request.payload !== "string") {
     throw new RequestError("payload must be a string");
   }
-  return { id: request.id, payload: encode(kind, request.to, decode(kind, request.from, request.payload)) };
+  const message = decode(kind, request.from, request.payload);
+  if (request.from === "protobuf" && request.to === "protobuf") {
+    kind.toJson(message); // checks the free-form texts, identity_origin and jsonrpc_id, as Python's from_proto
+  }
+  return { id: request.id, payload: encode(kind, request.to, message) };
 }
 
 /** The id of a request line, if it can be read, for an error answer. */

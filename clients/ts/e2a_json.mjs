@@ -20,8 +20,13 @@ import {
   JsonRpcIdSchema,
 } from "../../gen/ts/e2a/v1/e2a_pb.js";
 
-/** Deepest nesting accepted in a free-form value, counted as Python's jsontext.check_value does. */
+/**
+ * Deepest nesting of arrays/objects in one JSON text (docs/wire-json.md section 6): a wire JSON
+ * document, whose own object counts, or a free-form text of a message. `[]` is 1 level.
+ */
 export const MAX_DEPTH = 512;
+/** Most digits of an integer (Python's default int <-> str conversion limit). */
+export const MAX_INTEGER_DIGITS = 4300;
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -44,9 +49,6 @@ const WIRE_INTERNAL_METADATA_KEYS = new Set([
   "_jiuwenswarm_server_push",
   "_jiuwenswarm_cancel_source",
 ]);
-// Top-level keys whose value is a record object: nesting in their free-form members (details,
-// _meta) is counted from those members, as in Python.
-const RECORD_OBJECTS = new Set(["provenance", "auth"]);
 
 /** An error about one field of an E2A document; `field` is the dotted path Python names. */
 export class E2AFieldError extends Error {
@@ -119,8 +121,8 @@ class Value {
 }
 
 /**
- * Validates JSON text and returns values as normalized text. Syntax errors name `field` ("$" for a
- * whole document); nesting errors name the free-form slot they occur in. After each value, `type`
+ * Validates JSON text and returns values as normalized text. Errors name `field`: "$" for a whole
+ * document, the field holding the text for a free-form text of a message. After each value, `type`
  * is its JSON type, `str` the decoded string (for strings) and `clean` says whether the normalized
  * text is the raw text unchanged, so that clean values are returned as slices of the input.
  */
@@ -153,10 +155,10 @@ class Scanner {
     return skipped;
   }
 
-  /** The whole text as one value, surrounded by optional whitespace, nested from `depth`. */
-  document(path, depth) {
+  /** The whole text as one value, surrounded by optional whitespace. */
+  document() {
     this.ws();
-    const text = this.value(depth, path);
+    const text = this.value(0);
     this.ws();
     if (this.pos !== this.text.length) {
       this.fail("extra data after the JSON value");
@@ -164,11 +166,8 @@ class Scanner {
     return text;
   }
 
-  /** The value at `pos` as normalized text; `depth` counts from the free-form slot `path`. */
-  value(depth, path) {
-    if (depth > MAX_DEPTH) {
-      throw new E2AFieldError(path, `JSON nesting deeper than ${MAX_DEPTH} levels`);
-    }
+  /** The value at `pos` as normalized text; `depth` arrays/objects enclose it. */
+  value(depth) {
     const text = this.text;
     const code = text.charCodeAt(this.pos);
     if (code === 0x22) {
@@ -178,8 +177,8 @@ class Scanner {
       this.str = str;
       return this.clean ? text.slice(start, this.pos) : quote(str);
     }
-    if (code === 0x7b) return this.object(depth, path);
-    if (code === 0x5b) return this.array(depth, path);
+    if (code === 0x7b) return this.object(depth);
+    if (code === 0x5b) return this.array(depth);
     if (code === 0x2d || isDigit(code)) return this.number();
     for (const [literal, type] of LITERALS) {
       if (text.startsWith(literal, this.pos)) {
@@ -329,12 +328,15 @@ class Scanner {
     if (fractional && !Number.isFinite(Number(number))) {
       throw new E2AFieldError(this.field, `invalid JSON text: number ${number} is out of range`);
     }
+    if (!fractional && pos - start > MAX_INTEGER_DIGITS && number.replace("-", "").length > MAX_INTEGER_DIGITS) {
+      throw new E2AFieldError(this.field, `invalid JSON text: an integer of more than ${MAX_INTEGER_DIGITS} digits`);
+    }
     this.type = fractional ? "number" : "integer";
     if (!this.canonicalNumbers) {
       this.clean = true;
       return number;
     }
-    const canonical = fractional ? pythonFloatRepr(Number(number)) : BigInt(number).toString();
+    const canonical = fractional ? wireFloat(Number(number)) : BigInt(number).toString();
     this.clean = canonical === number;
     return canonical;
   }
@@ -345,7 +347,15 @@ class Scanner {
     return this.ws() && out === null ? this.text.slice(start, pos) : out;
   }
 
-  object(depth, path) {
+  /** Rejects a container nested deeper than MAX_DEPTH; `depth` containers enclose it. */
+  nest(depth) {
+    if (depth >= MAX_DEPTH) {
+      throw new E2AFieldError(this.field, `JSON nesting deeper than ${MAX_DEPTH} levels`);
+    }
+  }
+
+  object(depth) {
+    this.nest(depth);
     const text = this.text;
     const start = this.pos++;
     // The normalized text so far, once it differs from the raw text (null until then).
@@ -366,7 +376,7 @@ class Scanner {
           if (keys.has(key)) {
             // A repeated key: the last value wins, at the first key's place (as a Python dict).
             this.pos = start;
-            const merged = objectText(this.members(depth, path, null));
+            const merged = objectText(this.members(depth));
             this.type = "object";
             this.clean = false;
             return merged;
@@ -381,8 +391,7 @@ class Scanner {
         if (out !== null) out += ":";
         out = this.gap(start, out);
         const valueStart = this.pos;
-        const childPath = depth === -1 ? (path ? `${path}.${key}` : key) : path;
-        const value = this.value(depth + 1, childPath);
+        const value = this.value(depth + 1);
         if (!this.clean && out === null) out = text.slice(start, valueStart);
         if (out !== null) out += value;
         out = this.gap(start, out);
@@ -400,14 +409,15 @@ class Scanner {
     return out === null ? text.slice(start, this.pos) : `${out}}`;
   }
 
-  array(depth, path) {
+  array(depth) {
+    this.nest(depth);
     const text = this.text;
     const start = this.pos++;
     let out = this.gap(start, null);
     if (text.charCodeAt(this.pos) !== 0x5d) {
       for (;;) {
         const valueStart = this.pos;
-        const value = this.value(depth + 1, path);
+        const value = this.value(depth + 1);
         if (!this.clean && out === null) out = text.slice(start, valueStart);
         if (out !== null) out += value;
         out = this.gap(start, out);
@@ -427,10 +437,10 @@ class Scanner {
 
   /**
    * The object at `pos` as a Map of decoded key -> Value, keys in first-seen order and the last
-   * value of a repeated key (a Python dict). Members named in `recordKeys` are record objects whose
-   * own members count nesting from 0.
+   * value of a repeated key (a Python dict).
    */
-  members(depth, path, recordKeys) {
+  members(depth) {
+    this.nest(depth);
     const text = this.text;
     const members = new Map();
     this.pos++;
@@ -443,9 +453,7 @@ class Scanner {
         if (text.charCodeAt(this.pos) !== 0x3a) this.fail("expected ':'");
         this.pos++;
         this.ws();
-        const childDepth = recordKeys?.has(key) ? depth : depth + 1;
-        const childPath = depth === -1 ? (path ? `${path}.${key}` : key) : path;
-        const value = this.value(childDepth, childPath);
+        const value = this.value(depth + 1);
         members.set(key, new Value(this.type, value, this.type === "string" ? this.str : undefined));
         this.ws();
         const code = text.charCodeAt(this.pos);
@@ -465,7 +473,7 @@ class Scanner {
     this.pos++;
     if (this.text.charCodeAt(this.pos) !== 0x5d) {
       for (;;) {
-        const value = this.value(-Infinity, "");
+        const value = this.value(-Infinity);
         items.push(new Value(this.type, value, this.type === "string" ? this.str : undefined));
         if (this.text.charCodeAt(this.pos) === 0x5d) break;
         this.pos++;
@@ -483,7 +491,7 @@ const LITERALS = [
 const SIMPLE_ESCAPES = { 0x22: '"', 0x5c: "\\", 0x2f: "/", 0x62: "\b", 0x66: "\f", 0x6e: "\n", 0x72: "\r", 0x74: "\t" };
 
 /** The members of an object Value (its text is normalized: no depth checks, no errors). */
-const membersOf = (value) => new Scanner(value.text, "").members(-Infinity, "", null);
+const membersOf = (value) => new Scanner(value.text, "").members(-Infinity);
 
 function objectText(members) {
   let out = "";
@@ -497,7 +505,7 @@ function objectText(members) {
 function slotText(text, field, empty) {
   if (text === "") return empty;
   const scanner = new Scanner(text, field);
-  const normalized = scanner.document(field, 0);
+  const normalized = scanner.document();
   if (scanner.type !== "object") {
     throw new E2AFieldError(field, `expected JSON text of an object, got ${scanner.type}`);
   }
@@ -506,14 +514,13 @@ function slotText(text, field, empty) {
 
 /**
  * JSON text in a canonical form: no insignificant whitespace, canonical string escapes, the last
- * value of a repeated key, and numbers as Python writes the values it reads from them (integers
- * exactly, others as repr() of the double). Two texts have the same canonical form exactly when
+ * value of a repeated key, and numbers as the wire JSON writes the values Python reads from them
+ * (integers exactly, others as wireFloat). Two texts have the same canonical form exactly when
  * Python reads them as equal values of the same types with keys in the same order, so comparing
  * canonical forms compares documents. Throws E2AFieldError("$") for text that is not JSON.
  */
 export function canonicalJson(text) {
-  // A whole document may hold free-form values MAX_DEPTH deep inside records: allow twice that.
-  return new Scanner(text, "$", true).document("$", -MAX_DEPTH);
+  return new Scanner(text, "$", true).document();
 }
 
 /**
@@ -525,10 +532,10 @@ export function jsonObjectMembers(text) {
   const scanner = new Scanner(text, "$");
   scanner.ws();
   if (text.charCodeAt(scanner.pos) !== 0x7b) {
-    scanner.document("$", 0);
+    scanner.document();
     throw new E2AFieldError("$", `expected an object, got ${scanner.type}`);
   }
-  const members = scanner.members(-MAX_DEPTH, "$", null);
+  const members = scanner.members(0);
   scanner.ws();
   if (scanner.pos !== text.length) scanner.fail("extra data after the JSON value");
   return new Map([...members].map(([key, value]) => [key, value.text]));
@@ -550,6 +557,23 @@ export function pythonFloatRepr(number) {
     return `${sign}${digits[0]}${fraction}e${exponent < 0 ? "-" : "+"}${magnitude}`;
   }
   if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  if (point >= digits.length) return `${sign}${digits}${"0".repeat(point - digits.length)}.0`;
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}
+
+/**
+ * A double as the wire JSON writes it (docs/wire-json.md section 5): shortest round-trip digits,
+ * positional for exponents -5 to 15 with at least one digit after the point, else d.ddde±x.
+ */
+export function wireFloat(number) {
+  if (number === 0) return Object.is(number, -0) ? "-0.0" : "0.0";
+  const [mantissa, exponentText] = Math.abs(number).toExponential().split("e");
+  const digits = mantissa.replace(".", "");
+  const exponent = Number(exponentText);
+  const sign = number < 0 ? "-" : "";
+  if (exponent < -5 || exponent >= 16) return `${sign}${mantissa}e${exponent < 0 ? "-" : "+"}${Math.abs(exponent)}`;
+  if (exponent < 0) return `${sign}0.${"0".repeat(-exponent - 1)}${digits}`;
+  const point = exponent + 1;
   if (point >= digits.length) return `${sign}${digits}${"0".repeat(point - digits.length)}.0`;
   return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
 }
@@ -611,11 +635,11 @@ function readDocument(text, documentName) {
   scanner.ws();
   let data;
   if (text.charCodeAt(scanner.pos) === 0x7b) {
-    data = scanner.members(-1, "", RECORD_OBJECTS);
+    data = scanner.members(0);
     scanner.ws();
     if (scanner.pos !== text.length) scanner.fail("extra data after the JSON value");
   } else {
-    scanner.document("$", 0);
+    scanner.document();
     throw new E2AFieldError(documentName, `expected an object, got ${scanner.type}`);
   }
   return data;
@@ -673,6 +697,7 @@ function jsonrpcId(value, path) {
   if (value === undefined || value.type === "null") return undefined;
   let kind;
   if (value.type === "string") {
+    checkUnicode(value.str, path);
     kind = { case: "stringValue", value: value.str };
   } else if (value.type === "number") {
     kind = { case: "numberValue", value: Number(value.text) };
@@ -828,7 +853,7 @@ function checkUnicode(value, path) {
   }
 }
 
-/** `fields`: [wire name, local name, kind] in field order; kind "text", "id", "list", "provenance" or "int64". */
+/** `fields`: [wire name, local name, kind] in field order; kind "text", "list", "provenance" or "int64". */
 function checkEncodable(init, fields) {
   if (init.auth !== undefined) {
     for (const { name, value } of init.auth.extraHeaders) {
@@ -843,8 +868,6 @@ function checkEncodable(init, fields) {
       checkUnicode(value, wire);
     } else if (kind === "list") {
       for (const item of value) checkUnicode(item, wire);
-    } else if (kind === "id") {
-      if (value?.kind.case === "stringValue") checkUnicode(value.kind.value, wire);
     } else if (kind === "provenance") {
       checkUnicode(value.sourceProtocol, wire);
       checkUnicode(value.converter, wire);
@@ -871,7 +894,6 @@ const ENVELOPE_CHECKS = [
   ...textFields("protocol_version"),
   ["provenance", "provenance", "provenance"],
   ...textFields("request_id"),
-  ["jsonrpc_id", "jsonrpcId", "id"],
   ...textFields("correlation_id", "task_id", "context_id", "session_id", "message_id", "timestamp"),
   ...textFields("channel", "user_id", "chat_id", "source_agent_id", "agent_id", "service_id", "workspace_key"),
   ...textFields("method", "ext_method", "session_update_kind"),
@@ -882,7 +904,6 @@ const RESPONSE_CHECKS = [
   ["sequence", "sequence", "int64"],
   ...textFields("status", "response_kind", "timestamp"),
   ["provenance", "provenance", "provenance"],
-  ["jsonrpc_id", "jsonrpcId", "id"],
   ...textFields("correlation_id", "task_id", "context_id", "session_id", "message_id"),
   ...textFields("channel", "user_id", "source_agent_id", "method"),
 ];
@@ -1009,10 +1030,13 @@ function jsonrpcIdJson(message) {
       if (!Number.isFinite(kind.value)) {
         throw new E2AFieldError("jsonrpc_id", `number_value ${kind.value} is not a JSON number`);
       }
-      return pythonFloatRepr(kind.value);
+      return wireFloat(kind.value);
     default:
       if (!/^-?[0-9]+$/.test(kind.value)) {
         throw new E2AFieldError("jsonrpc_id", `big_integer_value ${JSON.stringify(kind.value)} is not a decimal integer`);
+      }
+      if (kind.value.replace("-", "").length > MAX_INTEGER_DIGITS) {
+        throw new E2AFieldError("jsonrpc_id", `big_integer_value has more than ${MAX_INTEGER_DIGITS} digits`);
       }
       return BigInt(kind.value).toString();
   }

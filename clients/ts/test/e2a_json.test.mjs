@@ -155,19 +155,35 @@ describe("lossless free-form JSON", () => {
     assert.equal(envelopeFields(`{"params":${params}}`).get("params"), params);
   });
 
-  test("nesting deeper than 512 levels is rejected, naming the slot", () => {
-    // As Python's check_value counts: params itself is level 0, nothing may sit below level 512.
-    assert.equal(envelopeFields(`{"params":${nested(512)}}`).get("params"), nested(512));
-    assert.equal(envelopeFields(`{"params":${nested(512, "{}")}}`).get("params"), nested(512, "{}"));
-    assert.throws(() => envelopeFromJson(`{"params":${nested(512, "[1]")}}`), fieldError("params"));
-    assert.throws(() => envelopeFromJson(`{"params":${nested(513)}}`), fieldError("params"));
-    assert.throws(() => envelopeFromJson(`{"params":${nested(600)}}`), fieldError("params"));
-    assert.throws(() => envelopeFromJson(`{"params":{"a":${"[".repeat(600)}${"]".repeat(600)}}}`), fieldError("params"));
-    assert.throws(() => envelopeFromJson(`{"provenance":{"details":${nested(600)}}}`), fieldError("provenance.details"));
-    assert.throws(() => envelopeFromJson(`{"auth":{"_meta":${nested(600)}}}`), fieldError("auth._meta"));
-    assert.throws(() => responseFromJson(`{"body":${nested(600)}}`), fieldError("body"));
-    const message = create(E2AEnvelopeSchema, { params: nested(600) });
-    assert.throws(() => envelopeToJson(message), fieldError("params"));
+  test("a document nests at most 512 levels, its own object included", () => {
+    assert.equal(envelopeFields(`{"params":${nested(511)}}`).get("params"), nested(511));
+    assert.equal(envelopeFields(`{"params":${nested(510, "[]")}}`).get("params"), nested(510, "[]"));
+    assert.throws(() => envelopeFromJson(`{"params":${nested(512)}}`), fieldError("$"));
+    assert.throws(() => envelopeFromJson(`{"params":${nested(511, "[]")}}`), fieldError("$"));
+    assert.throws(() => envelopeFromJson(`{"x":${"[".repeat(600)}${"]".repeat(600)}}`), fieldError("$"));
+    assert.throws(() => envelopeFromJson(`${"[".repeat(600)}${"]".repeat(600)}`), fieldError("$"));
+    const details = (depth) => `{"provenance":{"details":${nested(depth)}}}`;
+    assert.equal(jsonObjectMembers(envelopeRoundTrip(details(510))).size, 29);
+    assert.throws(() => envelopeFromJson(details(511)), fieldError("$"));
+    assert.throws(() => responseFromJson(`{"body":${nested(600)}}`), fieldError("$"));
+  });
+
+  test("a free-form text of a message nests at most 512 levels", () => {
+    const wire = envelopeToJson(create(E2AEnvelopeSchema, { params: nested(512) }));
+    assert.ok(wire.includes(`"params":${nested(512)},`)); // a document deeper than a reader takes
+    assert.throws(() => envelopeToJson(create(E2AEnvelopeSchema, { params: nested(513) })), fieldError("params"));
+    const auth = create(E2AEnvelopeSchema, { auth: { meta: nested(600) } });
+    assert.throws(() => envelopeToJson(auth), fieldError("auth._meta"));
+  });
+
+  test("integers of up to 4300 digits", () => {
+    const digits = (count) => "9".repeat(count);
+    assert.equal(envelopeFields(`{"params":{"n":-${digits(4300)}}}`).get("params"), `{"n":-${digits(4300)}}`);
+    assert.throws(() => envelopeFromJson(`{"params":{"n":${digits(4301)}}}`), fieldError("$"));
+    assert.throws(() => envelopeToJson(create(E2AEnvelopeSchema, { acpMeta: `{"n":${digits(4301)}}` })), fieldError("acp_meta"));
+    const bigId = (value) => create(E2AEnvelopeSchema, { jsonrpcId: { kind: { case: "bigIntegerValue", value } } });
+    assert.ok(envelopeToJson(bigId(digits(4300))).includes(`"jsonrpc_id":${digits(4300)},`));
+    assert.throws(() => envelopeToJson(bigId(digits(4301))), fieldError("jsonrpc_id"));
   });
 });
 
@@ -185,7 +201,9 @@ describe("jsonrpc_id keeps its JSON type", () => {
     ["1.0", { case: "numberValue", value: 1 }, "1.0"],
     ["-0.0", { case: "numberValue", value: -0 }, "-0.0"],
     ["1E2", { case: "numberValue", value: 100 }, "100.0"],
-    ["2.5e-7", { case: "numberValue", value: 2.5e-7 }, "2.5e-07"],
+    ["2.5e-7", { case: "numberValue", value: 2.5e-7 }, "2.5e-7"],
+    ["1e-5", { case: "numberValue", value: 1e-5 }, "0.00001"],
+    ["1e16", { case: "numberValue", value: 1e16 }, "1e+16"],
   ];
   for (const [json, kind, wire] of cases) {
     test(json, () => {
@@ -319,6 +337,7 @@ describe("ill-typed input names the field", () => {
     // Read errors come first, in field order; then what protobuf cannot carry (lone surrogates).
     ['{"session_id":5,"request_id":6}', "request_id"],
     ['{"session_id":"\\ud800","channel":5}', "channel"],
+    ['{"session_id":5,"jsonrpc_id":"\\ud800"}', "jsonrpc_id"],
     ['{"channel":"\\ud800"}', "channel"],
     ['{"provenance":{"converter":"\\ud800"}}', "provenance"],
     ['{"auth":{"extra_headers":{"k":"\\ud800"}},"channel":"\\ud800"}', "auth.extra_headers.k.value"],
@@ -454,6 +473,25 @@ describe("helpers", () => {
       [1774524781.15, "1774524781.15"],
     ];
     for (const [value, repr] of cases) assert.equal(pythonFloatRepr(value), repr, String(value));
+  });
+
+  test("wireFloat writes floats as docs/wire-json.md section 5 says", () => {
+    const cases = [
+      [1, "1.0"],
+      [0.1, "0.1"],
+      [0.00001, "0.00001"],
+      [0.000015, "0.000015"],
+      [9999999999999998, "9999999999999998.0"],
+      [-0, "-0.0"],
+      [1e-6, "1e-6"],
+      [9.999999999999999e-6, "9.999999999999999e-6"],
+      [1e16, "1e+16"],
+      [1.5e300, "1.5e+300"],
+      [5e-324, "5e-324"],
+      [1.7976931348623157e308, "1.7976931348623157e+308"],
+      [-123.456, "-123.456"],
+    ];
+    for (const [value, text] of cases) assert.equal(codec.wireFloat(value), text, String(value));
   });
 
   test("canonicalJson compares documents by value, kind and key order", () => {
