@@ -307,6 +307,7 @@ def collect_answers(
             result.problems.append(f"could not start {shlex.join(argv)}: {exc}")
             return answers
         assert process.stdin is not None and process.stdout is not None
+        case_ids = {case["id"] for case in cases}
         lines: queue.Queue[bytes | None] = queue.Queue()
         threading.Thread(target=_feed, args=(process.stdin, cases), daemon=True).start()
         threading.Thread(target=_drain, args=(process.stdout, lines), daemon=True).start()
@@ -319,7 +320,7 @@ def collect_answers(
             if line is None:
                 result.problems.append(f"exited after {len(answers)} answers")
                 break
-            _take_answer(line, answers, result)
+            _take_answer(line, case_ids, answers, result)
         process.kill()
         process.wait()
         stderr.seek(0)
@@ -329,15 +330,15 @@ def collect_answers(
     return answers
 
 
-def _take_answer(line: bytes, answers: dict[int, dict[str, Any]], result: Result) -> None:
+def _take_answer(line: bytes, case_ids: set[int], answers: dict[int, dict[str, Any]], result: Result) -> None:
     try:
         answer = json.loads(line.decode())
     except (UnicodeDecodeError, ValueError) as exc:
         result.problems.append(f"answer line is not UTF-8 JSON ({exc}): {line[:200]!r}")
         return
     number = answer.get("id") if isinstance(answer, dict) else None
-    if not isinstance(number, int) or number in answers:
-        result.problems.append(f"answer without a new integer id: {line[:200]!r}")
+    if not isinstance(number, int) or number not in case_ids or number in answers:
+        result.problems.append(f"answer to no open request: {line[:200]!r}")
         return
     answers[number] = answer
 
