@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-PY_SRC := src/e2a_grpc tests bench
+NODE_MODULES := clients/ts/node_modules/.package-lock.json
+PY_SRC := src/e2a_grpc tests bench conformance
 
-.PHONY: venv gen check-gen lint test test-go bench serve clean
+.PHONY: venv gen check-gen lint test test-go conformance bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,10 +33,20 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check $(PY_SRC)
 	$(VENV)/bin/mypy
 
-## test: set up the virtualenv, lint, and run the whole test suite
+## test: set up the virtualenv, lint, and run the whole test suite (Python, Go, Node.js, conformance)
 test: lint
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory test-go
+	$(MAKE) --no-print-directory conformance
+
+## conformance: build every testee and run the wire JSON conformance suite on all of them (conformance/README.md)
+conformance: $(STAMP) $(NODE_MODULES)
+	cd gen/go && go build -o bin/conformance-testee ./cmd/conformance-testee
+	$(PY) conformance/run.py
+
+# The pinned npm packages of clients/ts (the TypeScript codec and client, and the codegen plugin).
+$(NODE_MODULES): clients/ts/package-lock.json
+	npm ci --prefix clients/ts --no-audit --no-fund
 
 ## test-go: gofmt, go vet and the Go tests of gen/go (they run the Python side with .venv/bin/python);
 ## -count=1 because go test's cache cannot see changes on the Python side
