@@ -1,6 +1,7 @@
 package e2ajson
 
 import (
+	"bytes"
 	"iter"
 	"math"
 	"strconv"
@@ -251,6 +252,45 @@ func pyFloatRepr(f float64) string {
 		digits = "0" + digits
 	}
 	return mantissa + "e" + sign + digits
+}
+
+// appendFloat writes a finite double as the wire JSON writes floats: the shortest digits that read
+// back as f, positional with at least one fraction digit for decimal exponents -5 to 15, else
+// d.ddde±X with the exponent's sign always written and no leading zeros (1e-6, 1e+16).
+func appendFloat(dst []byte, f float64) []byte {
+	exp := strconv.FormatFloat(f, 'e', -1, 64) // e.g. -1.5e-07
+	mantissa, power, _ := strings.Cut(exp, "e")
+	p, _ := strconv.Atoi(power)
+	if -5 <= p && p < 16 {
+		start := len(dst)
+		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+		if !bytes.ContainsRune(dst[start:], '.') {
+			dst = append(dst, '.', '0')
+		}
+		return dst
+	}
+	dst = append(dst, mantissa...)
+	if p < 0 {
+		return append(append(dst, 'e', '-'), strconv.Itoa(-p)...)
+	}
+	return append(append(dst, 'e', '+'), strconv.Itoa(p)...)
+}
+
+// firstLoneSurrogate is the first lone surrogate of a canonical JSON string, which holds one only
+// as a \uXXXX escape.
+func firstLoneSurrogate(quoted []byte) (rune, bool) {
+	for i := 1; i < len(quoted)-1; i++ {
+		if quoted[i] != '\\' {
+			continue
+		}
+		if quoted[i+1] == 'u' {
+			if r, _ := hex4(string(quoted[i+2:i+6]), 0); 0xd800 <= r && r < 0xe000 {
+				return r, true
+			}
+		}
+		i++ // past the escaped character
+	}
+	return 0, false
 }
 
 // pyStrRepr quotes s as Python's repr does, for messages that show a value.

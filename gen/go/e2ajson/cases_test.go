@@ -245,6 +245,14 @@ var errorCases = []struct{ name, record, input, field, message string }{
 		"expected an object, got integer"},
 	{"response method", "response", `{"method":{}}`, "method",
 		"expected a string or null, got object"},
+	{"lone surrogate jsonrpc_id", "envelope", `{"jsonrpc_id":"a\\ud800\ud800"}`, "jsonrpc_id",
+		"a lone surrogate (U+D800) is not Unicode text"},
+	{"lone surrogate jsonrpc_id first", "envelope", `{"jsonrpc_id":"\udc01","acp_meta":1}`, "jsonrpc_id",
+		"a lone surrogate (U+DC01) is not Unicode text"},
+	{"response lone surrogate status", "response", `{"status":"\ud800"}`, "status",
+		"string is not valid Unicode (lone surrogate); use JSON escapes in a JSON field"},
+	{"response lone surrogate jsonrpc_id", "response", `{"jsonrpc_id":"\ud800"}`, "jsonrpc_id",
+		"a lone surrogate (U+D800) is not Unicode text"},
 }
 
 // specWant is the Python reference's wire JSON of each example of testdata/spec.

@@ -3,6 +3,7 @@ package e2ajson
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,29 +110,54 @@ func nested(depth int) string {
 	return strings.Repeat(`{"a":`, depth-1) + "{}" + strings.Repeat("}", depth-1)
 }
 
+// The wire JSON document nests at most MaxDepth levels, its own object included: a record field
+// 511, provenance.details and auth._meta 510.
 func TestDepth(t *testing.T) {
-	for _, depth := range []int{1, 200, MaxDepth} {
-		input := `{"params":` + nested(depth) + `,"provenance":{"details":` + nested(depth) + `}}`
+	for _, depth := range []int{1, 200, MaxDepth - 2} {
+		input := `{"params":` + nested(depth+1) + `,"provenance":{"details":` + nested(depth) + `}}`
 		got, err := envelopeCodec.wireRoundTrip(t, []byte(input))
 		if err != nil {
 			t.Errorf("depth %d: %v", depth, err)
-		} else if !bytes.Contains(got, []byte(`"params":`+nested(depth))) {
+		} else if !bytes.Contains(got, []byte(`"params":`+nested(depth+1))) {
 			t.Errorf("depth %d: params lost", depth)
 		}
 	}
-	for _, c := range []struct{ input, field string }{
-		{`{"params":` + nested(MaxDepth+1) + `}`, "params"},
-		{`{"params":` + nested(600) + `}`, "params"},
-		{`{"params":{"a":` + strings.Repeat("[", 100000) + `}}`, "params"},
-		{`{"provenance":{"details":` + nested(600) + `}}`, "provenance"},
-		{`{"x":` + nested(600) + `}`, "x"},
+	for _, input := range []string{
+		`{"params":` + nested(MaxDepth) + `}`,
+		`{"provenance":{"details":` + nested(MaxDepth-1) + `}}`,
+		`{"auth":{"_meta":` + nested(MaxDepth-1) + `}}`,
+		`{"x":` + nested(600) + `}`,
+		`{"params":{"a":` + strings.Repeat("[", 100000) + `}}`,
+		strings.Repeat("[", 600) + strings.Repeat("]", 600),
 	} {
-		if _, err := UnmarshalEnvelope([]byte(c.input)); fieldOf(err) != c.field || !strings.Contains(err.Error(), "deeper than 512") {
-			t.Errorf("%.40s...: error %v, want one naming %s", c.input, err, c.field)
+		if _, err := UnmarshalEnvelope([]byte(input)); fieldOf(err) != "$" || !strings.Contains(err.Error(), "deeper than 512") {
+			t.Errorf("%.40s...: error %v, want one naming $", input, err)
 		}
 	}
-	m := &e2av1.E2AResponse{Body: nested(600)}
-	if _, err := MarshalResponse(m); fieldOf(err) != "body" {
+	for _, c := range []struct {
+		m     *e2av1.E2AEnvelope
+		field string // "" if it is valid
+	}{
+		{&e2av1.E2AEnvelope{Params: nested(MaxDepth - 1), AcpMeta: nested(MaxDepth - 1)}, ""},
+		{&e2av1.E2AEnvelope{Params: nested(MaxDepth)}, "params"},
+		{&e2av1.E2AEnvelope{Params: nested(600)}, "params"},
+		{&e2av1.E2AEnvelope{Provenance: &e2av1.E2AProvenance{Details: nested(MaxDepth - 2)}}, ""},
+		{&e2av1.E2AEnvelope{Provenance: &e2av1.E2AProvenance{Details: nested(MaxDepth - 1)}}, "provenance.details"},
+		{&e2av1.E2AEnvelope{Auth: &e2av1.E2AAuth{Meta: nested(MaxDepth - 1)}}, "auth._meta"},
+	} {
+		wire, err := MarshalEnvelope(c.m)
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("MarshalEnvelope: %v", err)
+		case c.field == "":
+			if _, err := UnmarshalEnvelope(wire); err != nil {
+				t.Errorf("UnmarshalEnvelope of MarshalEnvelope's output: %v", err)
+			}
+		case fieldOf(err) != c.field:
+			t.Errorf("MarshalEnvelope: error %v, want one naming %s", err, c.field)
+		}
+	}
+	if _, err := MarshalResponse(&e2av1.E2AResponse{Body: nested(600)}); fieldOf(err) != "body" {
 		t.Errorf("MarshalResponse of a body 600 deep: error %v, want one naming body", err)
 	}
 }
@@ -154,6 +180,7 @@ func TestMarshalRejects(t *testing.T) {
 		{"unknown origin", &e2av1.E2AEnvelope{IdentityOrigin: 9}, "identity_origin"},
 		{"infinite id", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: posInf()}}}, "jsonrpc_id"},
 		{"bad big id", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_BigIntegerValue{BigIntegerValue: "12a"}}}, "jsonrpc_id"},
+		{"long big id", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_BigIntegerValue{BigIntegerValue: strings.Repeat("9", 4301)}}}, "jsonrpc_id"},
 		{"response body", &e2av1.E2AResponse{Body: `{"a":1e400}`}, "body"},
 		{"response metadata", &e2av1.E2AResponse{Metadata: `1`}, "metadata"},
 	} {
@@ -170,10 +197,9 @@ func TestMarshalRejects(t *testing.T) {
 	}
 }
 
-func posInf() float64 {
-	zero := 0.0
-	return 1 / zero
-}
+func posInf() float64 { return math.Inf(1) }
+
+func negativeZero() float64 { return math.Copysign(0, -1) }
 
 // What a message holds beyond what Unmarshal writes reads back as the Python reference reads it.
 func TestMarshalMessages(t *testing.T) {
@@ -187,6 +213,10 @@ func TestMarshalMessages(t *testing.T) {
 		{"unset protocol_version", &e2av1.E2AEnvelope{}, `{"protocol_version":null,`},
 		{"float id", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: 1}}}, `"jsonrpc_id":1.0,`},
 		{"float id exponent", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: 1e22}}}, `"jsonrpc_id":1e+22,`},
+		{"float id small", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: 1e-6}}}, `"jsonrpc_id":1e-6,`},
+		{"float id positional", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: 1.5e-5}}}, `"jsonrpc_id":0.000015,`},
+		{"float id large", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: 9999999999999998}}}, `"jsonrpc_id":9999999999999998.0,`},
+		{"float id negative zero", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: negativeZero()}}}, `"jsonrpc_id":-0.0,`},
 		{"big id", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_BigIntegerValue{BigIntegerValue: "-00018446744073709551617"}}}, `"jsonrpc_id":-18446744073709551617,`},
 		{"empty id", &e2av1.E2AEnvelope{JsonrpcId: &e2av1.JsonRpcId{}}, `"jsonrpc_id":null,`},
 		{"empty agent_ref", &e2av1.E2AEnvelope{}, `"agent_ref":null,`},
@@ -241,5 +271,21 @@ func TestProtobufRoundTrip(t *testing.T) {
 	again, err := UnmarshalEnvelope(first)
 	if err != nil || !proto.Equal(again, m) {
 		t.Errorf("Unmarshal(Marshal(m)) = %v, %v; want %v", again, err, m)
+	}
+}
+
+// Long paths and messages are cut as Python cuts them (200 and 400 characters).
+func TestLongErrorsAreShortened(t *testing.T) {
+	name := strings.Repeat("h", 300)
+	_, err := UnmarshalEnvelope([]byte(`{"auth":{"extra_headers":{"` + name + `":1}}}`))
+	want := "auth.extra_headers." + name[:181] + "... (119 more characters)"
+	if fieldOf(err) != want {
+		t.Errorf("field %q, want %q", fieldOf(err), want)
+	}
+	origin := strings.Repeat("é", 500)
+	_, err = UnmarshalEnvelope([]byte(`{"identity_origin":"` + origin + `"}`))
+	var fieldErr *FieldError
+	if !errors.As(err, &fieldErr) || fieldErr.Message != "'"+origin[:2*399]+"... (145 more characters)" {
+		t.Errorf("error %v, want its message cut at 400 characters", err)
 	}
 }

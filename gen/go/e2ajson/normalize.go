@@ -8,8 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// MaxDepth is the deepest nesting of arrays and objects accepted inside one free-form value (the
-// value itself is level 1), as in the Python reference (jsontext.MAX_DEPTH).
+// MaxDepth is the deepest nesting of arrays and objects in a JSON text ("[]" is 1 level, "[[]]" 2),
+// as in the Python reference (jsontext.MAX_DEPTH). It holds for the wire JSON document, whose own
+// object counts, and for the free-form JSON text of each protobuf field.
 const MaxDepth = 512
 
 // maxIntDigits is the longest integer Python reads from JSON text (its int/str conversion limit);
@@ -25,10 +26,8 @@ type normalizer struct {
 	src string
 	pos int
 	dst []byte
-	// syntaxField is the field named by syntax errors ("$" for a whole document, as Python does);
-	// depthField the one named when nesting goes beyond MaxDepth.
-	syntaxField string
-	depthField  string
+	// field is the field named by errors: "$" for a whole document, as Python does.
+	field string
 	// members is a stack of the members of the objects being read, for finding duplicate keys.
 	members []memberSpan
 }
@@ -38,7 +37,7 @@ type normalizer struct {
 type memberSpan struct{ key, colon, end int }
 
 func (n *normalizer) syntaxError(format string, args ...any) *FieldError {
-	return &FieldError{Field: n.syntaxField, Message: "invalid JSON text: " + fmt.Sprintf(format, args...)}
+	return newFieldError(n.field, "invalid JSON text: "+fmt.Sprintf(format, args...))
 }
 
 func (n *normalizer) skipSpace() {
@@ -53,8 +52,9 @@ func (n *normalizer) skipSpace() {
 }
 
 // document normalizes src as one whole JSON text: a value with nothing but whitespace after it.
-func (n *normalizer) document() error {
-	if err := n.value(1); err != nil {
+// depth is the nesting level the value has if it is an array or object.
+func (n *normalizer) document(depth int) error {
+	if err := n.value(depth); err != nil {
 		return err
 	}
 	n.skipSpace()
@@ -98,7 +98,7 @@ func (n *normalizer) value(depth int) error {
 
 func (n *normalizer) checkDepth(depth int) error {
 	if depth > MaxDepth {
-		return &FieldError{Field: n.depthField, Message: fmt.Sprintf("JSON nesting deeper than %d levels", MaxDepth)}
+		return fieldErrorf(n.field, "JSON nesting deeper than %d levels", MaxDepth)
 	}
 	return nil
 }
@@ -326,7 +326,7 @@ func (n *normalizer) string() error {
 			r, size := utf8.DecodeRuneInString(src[i:])
 			if r == utf8.RuneError && size == 1 {
 				n.dst = append(n.dst, src[run:i]...)
-				return &FieldError{Field: n.syntaxField, Message: fmt.Sprintf("JSON text is not UTF-8: invalid byte 0x%02x at offset %d", src[i], i)}
+				return fieldErrorf(n.field, "JSON text is not UTF-8: invalid byte 0x%02x at offset %d", src[i], i)
 			}
 			i += size
 		}

@@ -106,10 +106,10 @@ type document struct {
 
 // readDocument reads a whole record document; what names it in the error for a non-object.
 func readDocument(data []byte, what string) (*document, error) {
-	n := &normalizer{src: string(data), syntaxField: "$", dst: make([]byte, 0, len(data))}
+	n := &normalizer{src: string(data), field: "$", dst: make([]byte, 0, len(data))}
 	n.skipSpace()
 	if n.pos >= len(n.src) || n.src[n.pos] != '{' {
-		if err := n.document(); err != nil {
+		if err := n.document(1); err != nil {
 			return nil, err
 		}
 		return nil, typeError(what, "an object", n.dst)
@@ -130,25 +130,14 @@ func readDocument(data []byte, what string) (*document, error) {
 				return nil, err
 			}
 			s, known := slotOf[string(n.dst[keyStart+1:len(n.dst)-1])]
-			if known {
-				n.depthField = slotNames[s]
-			} else {
-				n.depthField = keyName(n.dst[keyStart:])
-			}
 			n.dst = n.dst[:keyStart]
 			n.skipSpace()
 			if n.pos >= len(n.src) || n.src[n.pos] != ':' {
 				return nil, n.syntaxError("expecting ':' at offset %d", n.pos)
 			}
 			n.pos++
-			// provenance and auth hold free-form objects (details, _meta) one level down, which
-			// get the full depth of their own.
-			depth := 1
-			if known && (s == sProvenance || s == sAuth) {
-				depth = 0
-			}
 			valueStart := len(n.dst)
-			if err := n.value(depth); err != nil {
+			if err := n.value(2); err != nil { // the record's object is level 1
 				return nil, err
 			}
 			if known {
@@ -332,10 +321,10 @@ func (d *document) jsonrpcID(s slot) (*e2av1.JsonRpcId, error) {
 	case none:
 		return nil, nil
 	case isString(value):
-		text, lone := decodeString(value)
-		if lone {
-			d.deferEncode(loneSurrogateError(path))
+		if r, lone := firstLoneSurrogate(value); lone {
+			return nil, fieldErrorf(path, "a lone surrogate (U+%04X) is not Unicode text", r)
 		}
+		text, _ := decodeString(value)
 		return &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_StringValue{StringValue: text}}, nil
 	case isInteger(value):
 		if i, err := strconv.ParseInt(string(value), 10, 64); err == nil {
@@ -707,13 +696,16 @@ func (d *document) auth() (*e2av1.E2AAuth, error) {
 	return auth, nil
 }
 
-// bigIntText is the canonical decimal text of a big_integer_value, or false if it is not one.
-func bigIntText(digits string) (string, bool) {
+// bigIntText is the canonical decimal text of a protobuf big_integer_value.
+func bigIntText(path, digits string) (string, error) {
 	unsigned := strings.TrimPrefix(digits, "-")
 	if unsigned == "" || strings.TrimLeft(unsigned, "0123456789") != "" {
-		return "", false
+		return "", fieldErrorf(path, "big_integer_value %s is not a decimal integer", pyStrRepr(digits))
+	}
+	if len(unsigned) > maxIntDigits {
+		return "", fieldErrorf(path, "big_integer_value has %d digits, more than %d", len(unsigned), maxIntDigits)
 	}
 	var value big.Int
 	value.SetString(digits, 10)
-	return value.String(), true
+	return value.String(), nil
 }

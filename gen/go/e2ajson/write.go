@@ -56,8 +56,9 @@ func (w *writer) bool(b bool) {
 }
 
 // object writes the JSON text of a free-form object field, checked and in canonical form. Empty
-// text is the field's default: {} or, for agent_ref, null.
-func (w *writer) object(path, text string, emptyIsNull bool) {
+// text is the field's default: {} or, for agent_ref, null. depth is the level of the field's
+// object in the wire JSON document (2 for a record field), which may nest MaxDepth levels.
+func (w *writer) object(path, text string, emptyIsNull bool, depth int) {
 	if text == "" {
 		if emptyIsNull {
 			w.buf = append(w.buf, "null"...)
@@ -70,8 +71,8 @@ func (w *writer) object(path, text string, emptyIsNull bool) {
 		return
 	}
 	start := len(w.buf)
-	w.n = normalizer{src: text, dst: w.buf, syntaxField: path, depthField: path, members: w.n.members[:0]}
-	err := w.n.document()
+	w.n = normalizer{src: text, dst: w.buf, field: path, members: w.n.members[:0]}
+	err := w.n.document(depth)
 	w.buf = w.n.dst
 	if err != nil {
 		w.fail(err)
@@ -93,11 +94,11 @@ func (w *writer) jsonrpcID(path string, id *e2av1.JsonRpcId) {
 			w.fail(fieldErrorf(path, "number_value %s is not a JSON number", pyFloatRepr(kind.NumberValue)))
 			return
 		}
-		w.buf = append(w.buf, pyFloatRepr(kind.NumberValue)...)
+		w.buf = appendFloat(w.buf, kind.NumberValue)
 	case *e2av1.JsonRpcId_BigIntegerValue:
-		digits, ok := bigIntText(kind.BigIntegerValue)
-		if !ok {
-			w.fail(fieldErrorf(path, "big_integer_value %s is not a decimal integer", pyStrRepr(kind.BigIntegerValue)))
+		digits, err := bigIntText(path, kind.BigIntegerValue)
+		if err != nil {
+			w.fail(err)
 			return
 		}
 		w.buf = append(w.buf, digits...)
@@ -138,7 +139,7 @@ func (w *writer) provenance(p *e2av1.E2AProvenance) {
 	w.key("converted_at")
 	w.optStr("provenance.converted_at", p.ConvertedAt)
 	w.key("details")
-	w.object("provenance.details", p.GetDetails(), false)
+	w.object("provenance.details", p.GetDetails(), false, 3)
 	w.buf = append(w.buf, '}')
 }
 
@@ -190,7 +191,7 @@ func (w *writer) auth(a *e2av1.E2AAuth) {
 	}
 	w.buf = append(w.buf, '}')
 	w.key("_meta")
-	w.object("auth._meta", a.GetMeta(), false)
+	w.object("auth._meta", a.GetMeta(), false, 3)
 	w.buf = append(w.buf, '}')
 }
 
