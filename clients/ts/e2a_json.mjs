@@ -180,34 +180,46 @@ class Scanner {
     if (code === 0x7b) return this.object(depth);
     if (code === 0x5b) return this.array(depth);
     if (code === 0x2d || isDigit(code)) return this.number();
-    for (const [literal, type] of LITERALS) {
-      if (text.startsWith(literal, this.pos)) {
-        this.pos += literal.length;
-        this.type = type;
-        this.clean = true;
-        return literal;
-      }
+    const literal = code === 0x74 ? "true" : code === 0x66 ? "false" : "null";
+    if (!text.startsWith(literal, this.pos)) {
+      this.fail(Number.isNaN(code) ? "expected a value, got the end" : "expected a value");
     }
-    return this.fail(Number.isNaN(code) ? "expected a value, got the end" : "expected a value");
+    this.pos += literal.length;
+    this.type = code === 0x6e ? "null" : "boolean";
+    this.clean = true;
+    return literal;
   }
 
   /** The string starting at `pos` (a quote), decoded; `clean` when it has no escapes to rewrite. */
   string() {
     const text = this.text;
     const start = this.pos + 1;
-    let pos = start;
-    for (;;) {
-      const code = text.charCodeAt(pos);
-      if (code === 0x22) {
-        this.pos = pos + 1;
-        this.clean = true;
-        return text.slice(start, pos);
+    const end = text.indexOf('"', start);
+    // A long string whose closing quote is plain (not after a backslash) is checked and decoded by
+    // the built-in parser, as one string token (no number ever goes through it): several times
+    // faster than any scan in JavaScript. Escapes always shorten the text, so an unchanged length
+    // means there were none; a lone surrogate still needs an escape when written.
+    if (end - start > LONG_STRING && text.charCodeAt(end - 1) !== 0x5c) {
+      let decoded;
+      try {
+        decoded = JSON.parse(text.slice(start - 1, end + 1));
+      } catch {
+        return this.stringRest(start, start); // names the control character or bad escape
       }
-      if (code === 0x5c || code < 0x20 || (code >= 0xd800 && code <= 0xdfff) || Number.isNaN(code)) {
-        return this.stringRest(start, pos);
-      }
-      pos++;
+      this.pos = end + 1;
+      this.clean = decoded.length === end - start && isWellFormed(decoded);
+      return decoded;
     }
+    // Shorter strings: a regular expression skips the plain characters, much faster than a loop.
+    PLAIN_RUN.lastIndex = start;
+    PLAIN_RUN.test(text);
+    const pos = PLAIN_RUN.lastIndex;
+    if (text.charCodeAt(pos) === 0x22) {
+      this.pos = pos + 1;
+      this.clean = true;
+      return text.slice(start, pos);
+    }
+    return this.stringRest(start, pos);
   }
 
   stringRest(start, pos) {
@@ -360,29 +372,26 @@ class Scanner {
     const start = this.pos++;
     // The normalized text so far, once it differs from the raw text (null until then).
     let out = this.gap(start, null);
-    let firstKey;
-    let keys = null;
+    // Keys seen, to find a repeated one: a list while short (cheaper than a Set), then a Set.
+    const keys = [];
+    let keySet = null;
     if (text.charCodeAt(this.pos) !== 0x7d) {
-      for (let count = 0; ; count++) {
+      for (;;) {
         if (text.charCodeAt(this.pos) !== 0x22) {
           this.fail("expected a property name in double quotes");
         }
         const keyStart = this.pos;
         const key = this.string();
-        if (count === 0) {
-          firstKey = key;
-        } else {
-          keys ??= new Set([firstKey]);
-          if (keys.has(key)) {
-            // A repeated key: the last value wins, at the first key's place (as a Python dict).
-            this.pos = start;
-            const merged = objectText(this.members(depth));
-            this.type = "object";
-            this.clean = false;
-            return merged;
-          }
-          keys.add(key);
+        if (keySet === null ? keys.includes(key) : keySet.has(key)) {
+          // A repeated key: the last value wins, at the first key's place (as a Python dict).
+          this.pos = start;
+          const merged = objectText(this.members(depth));
+          this.type = "object";
+          this.clean = false;
+          return merged;
         }
+        if (keySet !== null) keySet.add(key);
+        else if (keys.push(key) > SHORT_KEY_LIST) keySet = new Set(keys);
         if (!this.clean && out === null) out = text.slice(start, keyStart);
         if (out !== null) out += this.clean ? text.slice(keyStart, this.pos) : quote(key);
         out = this.gap(start, out);
@@ -483,11 +492,15 @@ class Scanner {
   }
 }
 
-const LITERALS = [
-  ["true", "boolean"],
-  ["false", "boolean"],
-  ["null", "null"],
-];
+const SHORT_KEY_LIST = 16;
+// Strings longer than this are decoded by JSON.parse (see Scanner.string).
+const LONG_STRING = 32;
+const LONE_SURROGATE = /\p{Cs}/u;
+const isWellFormed = String.prototype.isWellFormed
+  ? (value) => value.isWellFormed()
+  : (value) => !LONE_SURROGATE.test(value);
+// A run of string characters that need no attention: no quote, backslash, control or surrogate.
+const PLAIN_RUN = /[^"\\\u0000-\u001f\ud800-\udfff]*/y;
 const SIMPLE_ESCAPES = { 0x22: '"', 0x5c: "\\", 0x2f: "/", 0x62: "\b", 0x66: "\f", 0x6e: "\n", 0x72: "\r", 0x74: "\t" };
 
 /** The members of an object Value (its text is normalized: no depth checks, no errors). */
@@ -845,10 +858,8 @@ function protocolVersion(data) {
 
 // --- what protobuf cannot carry, checked in the order Python's to_proto meets it ------------
 
-const LONE_SURROGATE = /\p{Cs}/u;
-
 function checkUnicode(value, path) {
-  if (value !== undefined && LONE_SURROGATE.test(value)) {
+  if (value !== undefined && !isWellFormed(value)) {
     throw new E2AFieldError(path, "string is not valid Unicode (lone surrogate); use JSON escapes in a JSON field");
   }
 }
@@ -908,6 +919,23 @@ const RESPONSE_CHECKS = [
   ...textFields("channel", "user_id", "source_agent_id", "method"),
 ];
 
+// The free-form texts envelopeFromJson / responseFromJson put into each message they return: those
+// are normalized already, so the writer does not check them again while the message holds them.
+// Keyed weakly by the message: nothing outlives it, and a changed text is checked as any other.
+const READ_TEXTS = new WeakMap();
+
+function remember(message, texts) {
+  READ_TEXTS.set(message, texts); // a short list: includes() compares the very same strings at once
+  return message;
+}
+
+/** Writes the free-form texts of `message` (see slotText), skipping the check of those it was read with. */
+function slotWriter(message) {
+  const known = READ_TEXTS.get(message);
+  if (known === undefined) return slotText;
+  return (text, field, empty) => (text !== "" && known.includes(text) ? text : slotText(text, field, empty));
+}
+
 function provenanceMessage(fields) {
   return create(E2AProvenanceSchema, { ...fields, details: objectField(fields.details) });
 }
@@ -960,7 +988,9 @@ export function envelopeFromJson(json) {
       extraHeaders: init.auth.extraHeaders.map((header) => create(HttpHeaderSchema, header)),
     });
   }
-  return create(E2AEnvelopeSchema, init);
+  const message = create(E2AEnvelopeSchema, init);
+  const texts = [init.provenance.details, init.agentRef, init.params, init.channelContext, init.a2aMetadata, init.acpMeta];
+  return remember(message, init.auth === undefined ? texts : [...texts, init.auth.meta]);
 }
 
 /** An e2a.v1.E2AResponse from E2A wire JSON (see envelopeFromJson). */
@@ -999,21 +1029,31 @@ export function responseFromJson(json) {
   };
   checkEncodable(init, RESPONSE_CHECKS);
   init.provenance = provenanceMessage(init.provenance);
-  return create(E2AResponseSchema, init);
+  const message = create(E2AResponseSchema, init);
+  return remember(message, [
+    init.provenance.details,
+    init.body,
+    init.agentRef,
+    init.projections,
+    init.channelContext,
+    init.metadata,
+    init.a2aMetadata,
+    init.acpMeta,
+  ]);
 }
 
 // --- writing ---------------------------------------------------------------------------------
 
 const optionalText = (value) => (value === undefined ? "null" : quote(value));
 
-function provenanceJson(message) {
+function provenanceJson(message, slot) {
   if (message === undefined) {
     return '{"source_protocol":"e2a","converter":null,"converted_at":null,"details":{}}';
   }
   return (
     `{"source_protocol":${quote(message.sourceProtocol)},"converter":${optionalText(message.converter)}` +
     `,"converted_at":${optionalText(message.convertedAt)}` +
-    `,"details":${slotText(message.details, "provenance.details", "{}")}}`
+    `,"details":${slot(message.details, "provenance.details", "{}")}}`
   );
 }
 
@@ -1049,7 +1089,7 @@ function originJson(number, fallback) {
   return `"${name}"`;
 }
 
-function authJson(message) {
+function authJson(message, slot) {
   if (message === undefined) return "null";
   // A repeated header name keeps its first place and takes the last value, as Python's dict does.
   const headers = new Map();
@@ -1059,7 +1099,7 @@ function authJson(message) {
   return (
     `{"method_id":${optionalText(message.methodId)},"bearer_token":${optionalText(message.bearerToken)}` +
     `,"api_key_ref":${optionalText(message.apiKeyRef)},"credential_ref":${optionalText(message.credentialRef)}` +
-    `,"extra_headers":{${headersJson}},"_meta":${slotText(message.meta, "auth._meta", "{}")}}`
+    `,"extra_headers":{${headersJson}},"_meta":${slot(message.meta, "auth._meta", "{}")}}`
   );
 }
 
@@ -1070,9 +1110,10 @@ const textListJson = (values) => `[${values.map(quote).join(",")}]`;
  * message is validated (E2AFieldError naming the field) and written normalized.
  */
 export function envelopeToJson(message) {
+  const slot = slotWriter(message);
   return (
     `{"protocol_version":${optionalText(message.protocolVersion)}` +
-    `,"provenance":${provenanceJson(message.provenance)}` +
+    `,"provenance":${provenanceJson(message.provenance, slot)}` +
     `,"request_id":${optionalText(message.requestId)}` +
     `,"jsonrpc_id":${jsonrpcIdJson(message.jsonrpcId)}` +
     `,"correlation_id":${optionalText(message.correlationId)}` +
@@ -1084,27 +1125,28 @@ export function envelopeToJson(message) {
     `,"identity_origin":${originJson(message.identityOrigin, "user")}` +
     `,"channel":${optionalText(message.channel)}` +
     `,"user_id":${optionalText(message.userId)}` +
-    `,"agent_ref":${slotText(message.agentRef, "agent_ref", "null")}` +
+    `,"agent_ref":${slot(message.agentRef, "agent_ref", "null")}` +
     `,"chat_id":${optionalText(message.chatId)}` +
     `,"source_agent_id":${optionalText(message.sourceAgentId)}` +
     `,"agent_id":${optionalText(message.agentId)}` +
     `,"service_id":${optionalText(message.serviceId)}` +
     `,"workspace_key":${optionalText(message.workspaceKey)}` +
     `,"method":${optionalText(message.method)}` +
-    `,"params":${slotText(message.params, "params", "{}")}` +
+    `,"params":${slot(message.params, "params", "{}")}` +
     `,"ext_method":${optionalText(message.extMethod)}` +
     `,"session_update_kind":${optionalText(message.sessionUpdateKind)}` +
     `,"is_stream":${message.isStream}` +
     `,"expected_output_modes":${textListJson(message.expectedOutputModes)}` +
-    `,"auth":${authJson(message.auth)}` +
-    `,"channel_context":${slotText(message.channelContext, "channel_context", "{}")}` +
-    `,"a2a_metadata":${slotText(message.a2aMetadata, "a2a_metadata", "{}")}` +
-    `,"acp_meta":${slotText(message.acpMeta, "acp_meta", "{}")}}`
+    `,"auth":${authJson(message.auth, slot)}` +
+    `,"channel_context":${slot(message.channelContext, "channel_context", "{}")}` +
+    `,"a2a_metadata":${slot(message.a2aMetadata, "a2a_metadata", "{}")}` +
+    `,"acp_meta":${slot(message.acpMeta, "acp_meta", "{}")}}`
   );
 }
 
 /** The E2A wire JSON of an e2a.v1.E2AResponse (see envelopeToJson). */
 export function responseToJson(message) {
+  const slot = slotWriter(message);
   return (
     `{"protocol_version":${optionalText(message.protocolVersion)}` +
     `,"response_id":${optionalText(message.responseId)}` +
@@ -1114,8 +1156,8 @@ export function responseToJson(message) {
     `,"status":${quote(message.status)}` +
     `,"response_kind":${quote(message.responseKind)}` +
     `,"timestamp":${optionalText(message.timestamp)}` +
-    `,"provenance":${provenanceJson(message.provenance)}` +
-    `,"body":${slotText(message.body, "body", "{}")}` +
+    `,"provenance":${provenanceJson(message.provenance, slot)}` +
+    `,"body":${slot(message.body, "body", "{}")}` +
     `,"jsonrpc_id":${jsonrpcIdJson(message.jsonrpcId)}` +
     `,"correlation_id":${optionalText(message.correlationId)}` +
     `,"task_id":${optionalText(message.taskId)}` +
@@ -1126,13 +1168,13 @@ export function responseToJson(message) {
     `,"identity_origin":${originJson(message.identityOrigin, "agent")}` +
     `,"channel":${optionalText(message.channel)}` +
     `,"user_id":${optionalText(message.userId)}` +
-    `,"agent_ref":${slotText(message.agentRef, "agent_ref", "null")}` +
+    `,"agent_ref":${slot(message.agentRef, "agent_ref", "null")}` +
     `,"source_agent_id":${optionalText(message.sourceAgentId)}` +
     `,"method":${optionalText(message.method)}` +
-    `,"projections":${slotText(message.projections, "projections", "{}")}` +
-    `,"channel_context":${slotText(message.channelContext, "channel_context", "{}")}` +
-    `,"metadata":${slotText(message.metadata, "metadata", "{}")}` +
-    `,"a2a_metadata":${slotText(message.a2aMetadata, "a2a_metadata", "{}")}` +
-    `,"acp_meta":${slotText(message.acpMeta, "acp_meta", "{}")}}`
+    `,"projections":${slot(message.projections, "projections", "{}")}` +
+    `,"channel_context":${slot(message.channelContext, "channel_context", "{}")}` +
+    `,"metadata":${slot(message.metadata, "metadata", "{}")}` +
+    `,"a2a_metadata":${slot(message.a2aMetadata, "a2a_metadata", "{}")}` +
+    `,"acp_meta":${slot(message.acpMeta, "acp_meta", "{}")}}`
   );
 }

@@ -121,6 +121,27 @@ describe("lossless free-form JSON", () => {
     assert.equal(wire, '{"s":"é🌍\u{10FFFF}\\ud800x\\udc00\\u0001\\u001f\\b\\f\\n\\r\\t\\"\\\\/\u007f\u2028"}');
   });
 
+  test("long strings (decoded by the built-in parser) follow the same rules", () => {
+    const long = "x".repeat(40);
+    const cases = [
+      [`"${long}"`, `"${long}"`],
+      [`"${long}\\u00e9\\n\\u001F"`, `"${long}é\\n\\u001f"`],
+      [`"${long}\\ud800"`, `"${long}\\ud800"`],
+      [`"${long}\\""`, `"${long}\\""`],
+      [`"${long}\\\\"`, `"${long}\\\\"`],
+      [`"${long}\\"${long}"`, `"${long}\\"${long}"`],
+      [`"${long}\ud83c\udf0d"`, `"${long}🌍"`],
+      [`"${long}\udc00"`, `"${long}\\udc00"`],
+    ];
+    for (const [input, expected] of cases) {
+      assert.equal(envelopeFields(`{"params":{"s":${input}}}`).get("params"), `{"s":${expected}}`, input);
+    }
+    assert.equal(envelopeFromJson(`{"channel":"${long}\\t"}`).channel, `${long}\t`);
+    assert.throws(() => envelopeFromJson(`{"params":{"s":"${long}\t${long}"}}`), fieldError("$"));
+    assert.throws(() => envelopeFromJson(`{"params":{"s":"${long}\\q"}}`), fieldError("$"));
+    assert.throws(() => envelopeFromJson(`{"channel":"${long}\\udc00"}`), fieldError("channel"));
+  });
+
   test("a raw lone surrogate in the text is written as an escape", () => {
     const wire = envelopeFields('{"params":{"\ud800":"\udfff"}}').get("params");
     assert.equal(wire, '{"\\ud800":"\\udfff"}');
@@ -441,6 +462,21 @@ describe("messages", () => {
     assert.ok(wire.startsWith('{"protocol_version":null,"provenance":{"source_protocol":"e2a","converter":null'));
     const response = responseToJson(create(E2AResponseSchema));
     assert.ok(response.includes('"sequence":0,"is_final":false,"status":"","response_kind":""'));
+  });
+
+  test("free-form text changed after reading is checked and normalized when written", () => {
+    const message = envelopeFromJson('{"params":{"a":1},"provenance":{"details":{"d":1}}}');
+    assert.equal(jsonObjectMembers(envelopeToJson(message)).get("params"), '{"a":1}');
+    message.params = '{ "b" : [ 2 ] }';
+    assert.equal(jsonObjectMembers(envelopeToJson(message)).get("params"), '{"b":[2]}');
+    message.params = "{";
+    assert.throws(() => envelopeToJson(message), fieldError("params"));
+    message.params = "";
+    message.provenance.details = "[]";
+    assert.throws(() => envelopeToJson(message), fieldError("provenance.details"));
+    const response = responseFromJson('{"body":{"x":1}}');
+    response.body = "1";
+    assert.throws(() => responseToJson(response), fieldError("body"));
   });
 
   test("repeated header names: first place, last value (a Python dict)", () => {
