@@ -69,10 +69,8 @@ func truthy(value []byte) bool {
 		return false
 	case 't':
 		return true
-	case '"':
-		return len(value) > 2
-	case '[', '{':
-		return len(value) > 2
+	case '"', '[', '{':
+		return len(value) > 2 // not "", [] or {}
 	}
 	if isFloat(value) {
 		f, _ := strconv.ParseFloat(string(value), 64)
@@ -85,13 +83,7 @@ func truthy(value []byte) bool {
 // hold, comes back as U+FFFD and lone is true.
 func decodeString(quoted []byte) (s string, lone bool) {
 	content := quoted[1 : len(quoted)-1]
-	backslash := -1
-	for i, c := range content {
-		if c == '\\' {
-			backslash = i
-			break
-		}
-	}
+	backslash := bytes.IndexByte(content, '\\')
 	if backslash < 0 {
 		return string(content), false
 	}
@@ -130,8 +122,8 @@ func decodeString(quoted []byte) (s string, lone bool) {
 	return string(out), lone
 }
 
-// keyName is an object key (canonical quoted text) for an error path: its text, a lone surrogate
-// kept as its escape.
+// keyName is an object key (canonical quoted text) for an error path: its text or, if it holds a
+// lone surrogate (not Go string text), its JSON escapes as they are.
 func keyName(quoted []byte) string {
 	if s, lone := decodeString(quoted); !lone {
 		return s
@@ -222,8 +214,8 @@ func (b *objectBuilder) text() []byte {
 	return append(b.buf, '}')
 }
 
-// pyFloatRepr writes f as Python's repr does: the shortest text that reads back as f, in fixed
-// notation with at least one fraction digit for exponents -4 to 15, else as d.ddde+XX.
+// pyFloatRepr writes f as Python's repr does (for messages and Python's str of a number): as
+// appendFloat, but positional from exponent -4 on and with at least two exponent digits (1e-05).
 func pyFloatRepr(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -233,35 +225,24 @@ func pyFloatRepr(f float64) string {
 	case math.IsInf(f, -1):
 		return "-inf"
 	}
-	exp := strconv.FormatFloat(f, 'e', -1, 64) // e.g. -1.5e-07
-	mantissa, power, _ := strings.Cut(exp, "e")
-	p, _ := strconv.Atoi(power)
-	if -4 <= p && p < 16 {
-		fixed := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.ContainsRune(fixed, '.') {
-			fixed += ".0"
-		}
-		return fixed
-	}
-	sign := "+"
-	if p < 0 {
-		sign, p = "-", -p
-	}
-	digits := strconv.Itoa(p)
-	if len(digits) < 2 {
-		digits = "0" + digits
-	}
-	return mantissa + "e" + sign + digits
+	return string(formatFloat(nil, f, -4, 2))
 }
 
 // appendFloat writes a finite double as the wire JSON writes floats: the shortest digits that read
 // back as f, positional with at least one fraction digit for decimal exponents -5 to 15, else
 // d.ddde±X with the exponent's sign always written and no leading zeros (1e-6, 1e+16).
 func appendFloat(dst []byte, f float64) []byte {
-	exp := strconv.FormatFloat(f, 'e', -1, 64) // e.g. -1.5e-07
-	mantissa, power, _ := strings.Cut(exp, "e")
-	p, _ := strconv.Atoi(power)
-	if -5 <= p && p < 16 {
+	return formatFloat(dst, f, -5, 1)
+}
+
+// formatFloat writes the shortest digits that read back as f: positional, with at least one
+// fraction digit, for decimal exponents from lowest to 15, else as d.ddde±X with at least
+// exponentDigits exponent digits.
+func formatFloat(dst []byte, f float64, lowest, exponentDigits int) []byte {
+	scientific := strconv.FormatFloat(f, 'e', -1, 64) // e.g. -1.5e-07
+	mantissa, power, _ := strings.Cut(scientific, "e")
+	exponent, _ := strconv.Atoi(power)
+	if lowest <= exponent && exponent < 16 {
 		start := len(dst)
 		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
 		if !bytes.ContainsRune(dst[start:], '.') {
@@ -270,10 +251,11 @@ func appendFloat(dst []byte, f float64) []byte {
 		return dst
 	}
 	dst = append(dst, mantissa...)
-	if p < 0 {
-		return append(append(dst, 'e', '-'), strconv.Itoa(-p)...)
+	sign := byte('+')
+	if exponent < 0 {
+		sign, exponent = '-', -exponent
 	}
-	return append(append(dst, 'e', '+'), strconv.Itoa(p)...)
+	return append(append(dst, 'e', sign), leftPad(strconv.Itoa(exponent), exponentDigits)...)
 }
 
 // firstLoneSurrogate is the first lone surrogate of a canonical JSON string, which holds one only
@@ -323,7 +305,11 @@ func pyStrRepr(s string) string {
 	return string(append(out, quote))
 }
 
+// leftPad pads digits with zeros to width.
 func leftPad(digits string, width int) string {
+	if len(digits) >= width {
+		return digits
+	}
 	return strings.Repeat("0", width-len(digits)) + digits
 }
 
