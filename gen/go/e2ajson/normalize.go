@@ -20,8 +20,8 @@ const maxIntDigits = 4300
 // A normalizer checks one JSON value of src and appends its canonical text to dst: no insignificant
 // whitespace, number text as written, strings with only the escapes the E2A wire JSON uses (see
 // appendQuoted) and duplicate object keys resolved as Python's json module does (the key keeps its
-// first position and takes its last value). The canonical text of a value is unique, so it is also
-// what keys are compared by.
+// first position and takes its last value). A string has one canonical text, so keys are compared
+// by it.
 type normalizer struct {
 	src string
 	pos int

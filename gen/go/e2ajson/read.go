@@ -99,8 +99,8 @@ var internalMetadataKeys = map[string]bool{
 type document struct {
 	values [numSlots][]byte // nil: the key is absent
 	// The errors Python reports only when it builds the protobuf message, after every field has
-	// been read: the first from the message-valued fields (jsonrpc_id, auth), else the first from
-	// plain fields (a lone surrogate, an integer beyond int64).
+	// been read: the first from auth (whose submessage is built first), else the first from the
+	// other fields (a lone surrogate in a string, a sequence beyond int64).
 	encodeErr, buildErr *FieldError
 }
 
