@@ -3,11 +3,12 @@
 // (E2AEnvelope.from_json(text).to_proto() and E2AEnvelope.from_proto(msg).to_json()), legacy keys
 // and error paths included.
 //
-// JSON.parse is not used: it rounds integers beyond 2^53 and forgets whether a number was written
-// 1 or 1.0. A small scanner validates the text instead and keeps each free-form value (params, body,
-// the *_meta slots ...) as normalized JSON text: insignificant whitespace removed, string escapes
-// rewritten canonically, number text verbatim. Only standard ECMAScript is used, so the module runs
-// in browsers as well as in Node (where resolve_hooks.mjs lets the generated code find its runtime).
+// Documents do not go through JSON.parse: it rounds integers beyond 2^53 and forgets whether a
+// number was written 1 or 1.0. A small scanner validates the text instead and keeps each free-form
+// value (params, body, the *_meta slots ...) as normalized JSON text: insignificant whitespace
+// removed, string escapes rewritten canonically, number text verbatim (JSON.parse only ever decodes
+// single long string tokens, for speed). Only standard ECMAScript is used, so the module runs in
+// browsers as well as in Node (where resolve_hooks.mjs lets the generated code find its runtime).
 import { create } from "@bufbuild/protobuf";
 
 import {
@@ -130,7 +131,7 @@ class Scanner {
   constructor(text, field, canonicalNumbers = false) {
     this.text = text;
     this.field = field;
-    // Rewrite numbers as Python writes the values it reads (canonicalJson); else keep their text.
+    // Rewrite numbers as the wire JSON writes the values they hold (canonicalJson); else keep their text.
     this.canonicalNumbers = canonicalNumbers;
     this.pos = 0;
     this.type = "";

@@ -1,5 +1,4 @@
-// The example of README.md's "Reading and writing E2A wire JSON in TypeScript" (e2a_json.test.mjs
-// checks that the two are the same text); `node --test clients/ts/test/` runs it.
+// clients/ts/test/readme_example.mjs: run by `node --test clients/ts/test/` (make test).
 import assert from "node:assert/strict";
 import { register } from "node:module";
 
