@@ -52,6 +52,7 @@ func TestReadmeGoExamplesAreTheTestedOnes(t *testing.T) {
 	examples := []string{
 		filepath.Join(root, "gen", "go", "e2ajson", "example_test.go"),
 		filepath.Join(root, "gen", "go", "internal", "interop", "readme_example_test.go"),
+		filepath.Join(root, "gen", "go", "e2ajson", "codec_example_test.go"),
 	}
 	used := map[int]bool{}
 	for _, path := range examples {
