@@ -542,6 +542,13 @@ describe("helpers", () => {
     assert.throws(() => jsonObjectMembers("[1]"), fieldError("$"));
   });
 
+  test("the codec uses no Node-only API (browsers load it as is)", () => {
+    const source = readFileSync(new URL("../e2a_json.mjs", import.meta.url), "utf8");
+    const imports = [...source.matchAll(/^(?:import .*|}) from "([^"]+)";$/gm)].map((match) => match[1]);
+    assert.deepEqual(imports, ["@bufbuild/protobuf", "../../gen/ts/e2a/v1/e2a_pb.js"]);
+    assert.doesNotMatch(source, /\b(?:Buffer|process|require|globalThis\.process)\b|from "node:/);
+  });
+
   test("README example is the file the tests run", (t) => {
     const readme = readText("README.md");
     const heading = "Reading and writing E2A wire JSON in TypeScript";
