@@ -13,13 +13,21 @@ import sys
 import time
 from pathlib import Path
 
-from bench import chat_throughput, codec_roundtrip, go_wire_json, toacp_throughput, transcode_throughput
+from bench import (
+    chat_throughput,
+    codec_roundtrip,
+    go_wire_json,
+    toacp_throughput,
+    transcode_throughput,
+    ts_wire_json,
+)
 from bench.report import Section, SectionResult, environment, table
 
 #: Section name (for ``--only``) -> section; sections run and appear in this order.
 SECTIONS: dict[str, Section] = {
     "codec": codec_roundtrip.run,
     "gowire": go_wire_json.run,
+    "tswire": ts_wire_json.run,
     "toacp": toacp_throughput.run,
     "transcode": transcode_throughput.run,
     "chat": chat_throughput.run,
