@@ -71,6 +71,24 @@ class ServerSettings(BaseSettings):
     echo_delay_seconds: float = Field(
         default=0.0, ge=0, description="echo backend: pause before each word (demos and tests)"
     )
+    chat_max_prompt_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="Chat: largest prompt, in UTF-8 bytes of its text (or of its content blocks as JSON); a bigger "
+        "one gets a single e2a.error frame prompt_too_large and reaches no backend",
+    )
+    chat_max_frames: int = Field(
+        default=100_000,
+        ge=1,
+        description="Chat: most frames of one stream, the final one included; the backend is stopped and the "
+        "last frame is e2a.error stream_frame_limit",
+    )
+    chat_max_stream_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="Chat: longest a stream may run; the backend is then stopped and the stream ends with "
+        "e2a.error stream_time_limit (a client that stopped reading gets RESOURCE_EXHAUSTED soon after)",
+    )
     log_frames: bool = Field(
         default=False, description="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets)"
     )

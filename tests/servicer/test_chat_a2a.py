@@ -27,9 +27,13 @@ import pytest
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AEnvelope, E2AResponse
+from e2a_grpc.chat.events import AgentIds, BackendInfo, Delta
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock
+from e2a_grpc.chat.invariants import StreamChecker, StreamInvariantError
 from e2a_grpc.client.chat import chat
 from e2a_grpc.client.conversion import ConversionClient
 from e2a_grpc.conversion import to_a2a_stream
+from e2a_grpc.model import DeltaKind
 from e2a_grpc.model.constants import E2A_A2A_STREAM_BRANCHES
 from tests.support.processes import (
     free_port,
@@ -185,6 +189,75 @@ def test_frames_carry_the_agents_events_and_the_answer(server: Server, agent: Ag
         "context_id": context_id,
         "state": "TASK_STATE_COMPLETED",
     }
+
+
+def test_frames_name_the_agents_task_so_the_final_frame_ends_it_in_a2a(server: Server) -> None:
+    """A request without task_id / context_id: frames carry the agent's from its first event on."""
+    envelope = E2AEnvelope(method="chat.send", request_id=f"req-{uuid.uuid4()}", params={"text": "hello ids"})
+    frames = _chat(server, envelope)  # chat() runs the StreamChecker
+    first, final = frames[0], frames[-1]
+    task = first.body["payload"]
+    assert first.body["branch"] == "task" and task["id"] and task["contextId"]
+    assert all((frame.task_id, frame.context_id) == (task["id"], task["contextId"]) for frame in frames)
+    assert final.request_id == envelope.request_id != task["id"]
+    update = to_a2a_stream(final, project_native_kinds=True)
+    assert isinstance(update, dict)
+    status_update = update["statusUpdate"]
+    assert (status_update["taskId"], status_update["contextId"]) == (task["id"], task["contextId"])
+    assert status_update["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def _frames_of(envelope: E2AEnvelope, *steps: AgentIds | str) -> list[E2AResponse]:
+    """What a FrameBuilder makes of text deltas and agent ids, then a result."""
+    builder = FrameBuilder(envelope, BackendInfo("fake", "a2a"), UtcClock())
+    frames = []
+    for step in steps:
+        if isinstance(step, AgentIds):
+            builder.adopt_agent_ids(step)
+        else:
+            frames.append(builder.delta(Delta(DeltaKind.TEXT, step)))
+    frames.append(builder.complete({"content": ""}))
+    return [E2AResponse.from_proto(frame.response) for frame in frames]
+
+
+def _check(envelope: E2AEnvelope, frames: list[E2AResponse]) -> None:
+    checker = StreamChecker(envelope)
+    for frame in frames:
+        checker.check(frame)
+    checker.finish()
+
+
+def test_the_agents_ids_fill_only_what_the_request_left_unset_and_then_stay() -> None:
+    bare = E2AEnvelope(method="chat.send", request_id="r", params={"text": "x"})
+    frames = _frames_of(bare, "a", AgentIds("t1", None), "b", AgentIds("t2", "c1"), "c")
+    assert [(frame.task_id, frame.context_id) for frame in frames] == [
+        (None, None), ("t1", None), ("t1", "c1"), ("t1", "c1"),
+    ]  # fmt: skip
+    _check(bare, frames)
+    own = E2AEnvelope(method="chat.send", request_id="r", task_id="mine", params={"text": "x"})
+    frames = _frames_of(own, AgentIds("t1", "c1"), "a")
+    assert all((frame.task_id, frame.context_id) == ("mine", "c1") for frame in frames)
+    _check(own, frames)
+
+
+@pytest.mark.parametrize(
+    ("request_task_id", "frame_task_ids", "problem"),
+    [
+        (None, ["t1", "t2"], "earlier frame carried the agent's 't1'"),  # the agent's id changed
+        (None, ["t1", None], "earlier frame carried the agent's 't1'"),  # and then vanished
+        (None, [""], "task_id is empty"),
+        ("mine", ["t1"], "does not echo the request's"),  # the request's own id always wins
+    ],
+)
+def test_the_checker_accepts_the_agents_ids_and_nothing_looser(
+    request_task_id: str | None, frame_task_ids: list[str | None], problem: str
+) -> None:
+    envelope = E2AEnvelope(method="chat.send", request_id="r", task_id=request_task_id, params={"text": "x"})
+    checker = StreamChecker(envelope)
+    base: dict[str, Any] = {"request_id": "r", "timestamp": "2026-01-01T00:00:00+00:00", "method": "chat.send"}
+    with pytest.raises(StreamInvariantError, match=problem):
+        for sequence, task_id in enumerate(frame_task_ids):
+            checker.check(E2AResponse(response_id=str(sequence), sequence=sequence, task_id=task_id, **base))
 
 
 def test_a_direct_message_reply(server: Server, agent: Agent) -> None:

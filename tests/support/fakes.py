@@ -126,3 +126,38 @@ class FloodBackend:
 
 def _event(item: str | Event) -> Event:
     return Delta(DeltaKind.TEXT, item) if isinstance(item, str) else item
+
+
+class EndlessBackend:
+    """Never completes: yields ``deltas`` text deltas of ``delta_bytes`` each (``None``: without end,
+    and without awaiting anything), then waits forever.
+
+    For the servicer's limits: ``stopped`` is set when its generator ends however it ends (closed at
+    a yield, or ``cancelled`` at its wait); ``yielded`` counts the deltas taken from it.
+    """
+
+    def __init__(self, deltas: int | None = None, delta_bytes: int = 1) -> None:
+        self.info = FAKE_INFO
+        self.deltas = deltas
+        self.delta = "w" * delta_bytes
+        self.yielded = 0
+        #: Every delta has been taken: the backend waits for nothing now.
+        self.waiting = asyncio.Event()
+        self.cancelled = asyncio.Event()
+        self.stopped = asyncio.Event()
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        try:
+            while self.deltas is None or self.yielded < self.deltas:
+                self.yielded += 1
+                yield Delta(DeltaKind.TEXT, self.delta)
+            self.waiting.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        finally:
+            self.stopped.set()
+
+    async def aclose(self) -> None:
+        return None

@@ -115,6 +115,27 @@ def test_out_of_range_values_are_refused(field: str, value: int) -> None:
         ServerSettings.model_validate({field: value})
 
 
+def test_chat_limits_have_defaults_options_and_env_vars(
+    monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]
+) -> None:
+    assert cli.main(["serve"]) == 0
+    monkeypatch.setenv("E2A_GRPC_CHAT_MAX_STREAM_SECONDS", "1.5")
+    assert cli.main(["serve", "--chat-max-frames", "10", "--chat-max-prompt-bytes", "2048"]) == 0
+    defaults, configured = served
+    assert (defaults.chat_max_prompt_bytes, defaults.chat_max_frames, defaults.chat_max_stream_seconds) == (
+        1024 * 1024, 100_000, 600.0,
+    )  # fmt: skip
+    assert (configured.chat_max_prompt_bytes, configured.chat_max_frames, configured.chat_max_stream_seconds) == (
+        2048, 10, 1.5,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("field", ["chat_max_prompt_bytes", "chat_max_frames", "chat_max_stream_seconds"])
+def test_chat_limits_are_positive(field: str) -> None:
+    with pytest.raises(ValidationError, match=field):
+        ServerSettings.model_validate({field: 0})
+
+
 def test_serve_help_lists_defaults_and_env_vars(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["serve", "--help"])

@@ -3,7 +3,10 @@
 Each request becomes one streaming ``SendMessage`` (A2A 1.0; the SDK picks the transport from the
 agent card, JSON-RPC over HTTP + SSE unless the card says otherwise). Every ``StreamResponse`` the
 agent sends is passed on unchanged as an ``a2a.stream_event`` frame (``branch`` + ``payload`` as
-A2A JSON), so ``ToA2AStream`` of the frames gives back the agent's own events. The final frame
+A2A JSON), so ``ToA2AStream`` of the frames gives back the agent's own events. Frames carry the
+agent's task id and context id from the first event that names them, where the request set none
+(``AgentIds``; the rule is in ``e2a_grpc.chat.frames``), so the final frame, projected to A2A, ends
+the agent's task rather than a task named after the request id. The final frame
 says how the turn ended: ``e2a.complete`` with the agent's text when the task completed or now
 waits for input, ``e2a.error`` (``external.protocol == "a2a"``) when it failed, was rejected or
 cancelled, when the stream broke off early, or when the SDK or the transport failed.
@@ -25,7 +28,7 @@ import uuid
 from collections.abc import AsyncGenerator, Iterable
 from typing import Any, cast
 
-from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Event, Passthrough, prompt_text
+from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Event, Passthrough, prompt_text
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AFileRef, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS
@@ -252,7 +255,11 @@ class A2ABackend:
                             continue
                         # MessageToDict gives A2A's JSON (camelCase names, enum names), as on the wire.
                         wire = json_format.MessageToDict(response)
+                        ids_before = (turn.task_id, turn.context_id)
                         turn.observe(response, wire)
+                        if (turn.task_id, turn.context_id) != ids_before:
+                            # Frames name the agent's task from this one on (where the request named none).
+                            yield AgentIds(turn.task_id, turn.context_id)
                         payload = wire[STREAM_RESPONSE_KEYS[branch]]
                         yield Passthrough(ResponseKind.A2A_STREAM_EVENT, {"branch": branch, "payload": payload})
                         if turn.over:

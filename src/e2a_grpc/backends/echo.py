@@ -28,10 +28,11 @@ class EchoBackend:
 
     async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
         text = prompt_text(envelope)
-        for piece in _PIECES.findall(text):
+        # One piece at a time: a stream paused by a slow client holds one piece, not a list of them all.
+        for match in _PIECES.finditer(text):
             if self._delay:
                 await asyncio.sleep(self._delay)
-            yield Delta(DeltaKind.TEXT, piece)
+            yield Delta(DeltaKind.TEXT, match.group())
         yield Complete({"content": text})
 
     async def aclose(self) -> None:

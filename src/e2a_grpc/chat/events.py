@@ -39,7 +39,16 @@ class Complete:
     result: dict[str, Any]
 
 
-Event = Delta | Passthrough | Complete
+@dataclass(frozen=True)
+class AgentIds:
+    """The agent named its task or context (an A2A task id / context id): no frame of its own; the
+    frames that follow carry them where the request set none (rule in ``e2a_grpc.chat.frames``)."""
+
+    task_id: str | None
+    context_id: str | None
+
+
+Event = Delta | Passthrough | Complete | AgentIds
 
 
 class BackendError(Exception):

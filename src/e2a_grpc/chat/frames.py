@@ -4,6 +4,13 @@ One ``FrameBuilder`` per request: it echoes the request's correlation fields (12
 numbers frames 0, 1, 2, ..., gives each a fresh UUID and an RFC 3339 UTC timestamp, and makes the
 final frame ``succeeded`` (e2a.complete) or ``failed`` (e2a.error). Frames are built straight into
 ``ChatResponse`` messages from pre-serialized templates: this is the per-frame hot path of the service.
+
+The agent's ids (``task_id``, ``context_id``): a request that sets one gets it echoed on every
+frame, whatever the agent calls its task. A request that leaves one unset lets the agent
+name it: from the first frame after the backend reported the agent's id (``AgentIds``), every frame
+carries that id, and the first id reported is kept to the end of the stream. So the frames of an
+A2A agent's turn name the agent's task, and a projection of them to A2A (``ToA2AStream``) speaks
+of that task, not of the request id. ``StreamChecker`` accepts exactly this.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import orjson
 
 from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
-from e2a_grpc.chat.events import BackendInfo, Delta, Passthrough
+from e2a_grpc.chat.events import AgentIds, BackendInfo, Delta, Passthrough
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
 from e2a_grpc.model.proto import to_proto_jsonrpc_id
@@ -89,10 +96,28 @@ class FrameBuilder:
         )
         if envelope.jsonrpc_id is not None:
             shared.response.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
-        self._shared = shared.SerializeToString()
-        shared.response.status = ResponseStatus.IN_PROGRESS
-        shared.response.response_kind = ResponseKind.E2A_CHUNK
-        self._chunk = shared.SerializeToString()
+        self._template = shared
+        self._shared = b""
+        self._chunk = b""
+        self._serialize_templates()
+
+    def _serialize_templates(self) -> None:
+        self._shared = self._template.SerializeToString()
+        chunk = agent_service_pb2.ChatResponse.FromString(self._shared)
+        chunk.response.status = ResponseStatus.IN_PROGRESS
+        chunk.response.response_kind = ResponseKind.E2A_CHUNK
+        self._chunk = chunk.SerializeToString()
+
+    def adopt_agent_ids(self, ids: AgentIds) -> None:
+        """Carry the agent's task / context id on the next frames, where the request set none (see above)."""
+        response = self._template.response
+        adopted = False
+        for name, value in (("task_id", ids.task_id), ("context_id", ids.context_id)):
+            if value and not response.HasField(name):
+                setattr(response, name, value)
+                adopted = True
+        if adopted:
+            self._serialize_templates()
 
     def _frame(
         self, template: bytes, body: str, kind: str = "", status: str = "", final: bool = False

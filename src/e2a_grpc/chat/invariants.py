@@ -12,6 +12,8 @@ ECHOED_FIELDS = (
     "jsonrpc_id", "correlation_id", "task_id", "context_id", "session_id", "message_id", "is_stream",
     "channel", "user_id", "agent_ref", "source_agent_id", "method",
 )  # fmt: skip
+#: Echoed fields the agent may fill in when the request left them unset (rule in ``e2a_grpc.chat.frames``).
+AGENT_ID_FIELDS = ("task_id", "context_id")
 
 
 class StreamInvariantError(Exception):
@@ -26,6 +28,10 @@ class StreamChecker:
         self._request_id = envelope.request_id
         self._next_sequence = 0
         self._response_ids: set[str] = set()
+        # The agent's ids, once a frame carried them, for the fields the request left unset.
+        self._agent_ids: dict[str, str | None] = {
+            name: None for name in AGENT_ID_FIELDS if getattr(envelope, name) is None
+        }
         self.final: E2AResponse | None = None
 
     def _fail(self, frame: E2AResponse, problem: str) -> None:
@@ -50,7 +56,9 @@ class StreamChecker:
         if not frame.provenance.source_protocol:
             self._fail(frame, "provenance.source_protocol is not set")
         for name in ECHOED_FIELDS:
-            if getattr(frame, name) != getattr(self._envelope, name):
+            if name in self._agent_ids:
+                self._check_agent_id(frame, name)
+            elif getattr(frame, name) != getattr(self._envelope, name):
                 self._fail(frame, f"{name} {getattr(frame, name)!r} does not echo the request's")
         if not frame.is_final:
             if frame.status != ResponseStatus.IN_PROGRESS:
@@ -64,6 +72,17 @@ class StreamChecker:
                 self._fail(frame, "an e2a.error body has code, message and details")
         elif frame.status != ResponseStatus.SUCCEEDED:
             self._fail(frame, f"the final frame has status {frame.status!r}")
+
+    def _check_agent_id(self, frame: E2AResponse, name: str) -> None:
+        """Unset until the agent names it; from then on, on every frame and always the same."""
+        value = getattr(frame, name)
+        known = self._agent_ids[name]
+        if known is None:
+            if value is not None and not value:
+                self._fail(frame, f"{name} is empty")
+            self._agent_ids[name] = value
+        elif value != known:
+            self._fail(frame, f"{name} {value!r}, but an earlier frame carried the agent's {known!r}")
 
     def finish(self) -> E2AResponse:
         if self.final is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from e2a.v1 import agent_service_pb2
 from e2a_grpc.chat.events import prompt_text
 from e2a_grpc.errors import E2AFieldError, E2AValueError
@@ -24,3 +26,16 @@ def validate_chat_request(request: agent_service_pb2.ChatRequest, methods: tuple
     if not prompt_text(envelope) and not envelope.params.get("prompt") and not envelope.params.get("content_blocks"):
         raise E2AValueError("envelope.params", "no prompt: give prompt, content_blocks, text, content or query")
     return envelope
+
+
+def prompt_size_bytes(envelope: E2AEnvelope) -> int:
+    """How big the prompt is as an agent gets it: its content blocks (``prompt`` / ``content_blocks``)
+    as compact JSON, as the ACP backend sends them, else the UTF-8 bytes of its text."""
+    params = envelope.params
+    for key in ("prompt", "content_blocks"):
+        blocks = params.get(key)
+        if isinstance(blocks, list) and blocks:
+            # ensure_ascii=False: a non-ASCII character counts its UTF-8 bytes, not a 6-byte escape.
+            encoded = json.dumps(blocks, ensure_ascii=False, separators=(",", ":"))
+            return len(encoded.encode("utf-8", "surrogatepass"))
+    return len(prompt_text(envelope).encode("utf-8", "surrogatepass"))

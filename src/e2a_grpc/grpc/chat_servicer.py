@@ -4,46 +4,104 @@ Invariants (spec section 12) are the FrameBuilder's job; this module decides *wh
 written: invalid requests fail with INVALID_ARGUMENT before any frame, backend failures and server
 shutdown end the stream with a final ``e2a.error`` frame, a client cancel or deadline stops the
 backend (CancelledError at its current await) and writes nothing more.
+
+The work of one request is bounded (``ServerSettings.chat_max_*``). A limit is a policy of this
+server, not a fault of the request, so it is reported in E2A terms, as a final ``e2a.error`` frame a
+gateway relays like any agent error: a prompt over ``chat_max_prompt_bytes`` gets that frame alone
+(``prompt_too_large``) and never reaches the backend; a stream that reaches ``chat_max_frames`` or
+runs longer than ``chat_max_stream_seconds`` has its backend stopped (generator closed, or cancelled
+at its await) and ends with ``stream_frame_limit`` / ``stream_time_limit``. Frames are written one
+at a time, each write awaited, so a client that stops reading holds the backend back (HTTP/2 flow
+control) and its stream holds one frame; if it still takes none ``STALLED_WRITE_GRACE_SECONDS``
+after the time limit, no final frame could reach it, so the call ends with RESOURCE_EXHAUSTED.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import grpc
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
-from e2a_grpc.chat.events import AgentBackend, BackendError, Complete, Delta, Event, Passthrough
+from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
-from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
+from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, validate_chat_request
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.status import status_for
-from e2a_grpc.model import ErrorCode
+from e2a_grpc.model import E2AEnvelope, ErrorCode
+from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
+#: How long after the stream's time limit a write may still wait for the client to take its frame:
+#: a client that reads gets the final frame, one that read nothing for this long gets a status.
+STALLED_WRITE_GRACE_SECONDS = 5.0
+
+
+class _LimitReached(Exception):
+    """A limit on the work of one request was hit: becomes the final ``e2a.error`` frame."""
+
+    def __init__(self, code: ErrorCode, message: str, details: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+class _ClientStalled(Exception):
+    """The client took no frame until the stream's time (and its grace) was up."""
+
 
 class _Stream:
-    """One in-flight Chat call, as the shutdown sees it."""
+    """One in-flight Chat call, as the shutdown and the stream's time limit see it."""
 
-    __slots__ = ("task", "writing")
+    __slots__ = ("_timers", "stalled", "task", "time_up", "writing")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
         self.writing = False
+        #: The stream's time limit passed: no further event is taken from the backend.
+        self.time_up = False
+        #: The client still took no frame STALLED_WRITE_GRACE_SECONDS after the time limit.
+        self.stalled = False
+        self._timers: list[asyncio.TimerHandle] = []
+
+    def limit_time(self, seconds: float) -> None:
+        """One timer per stream, not one per event: the per-frame path stays a flag check."""
+        self._timers.append(asyncio.get_running_loop().call_later(seconds, self._on_time_up))
+
+    def _on_time_up(self) -> None:
+        self.time_up = True
+        if self.writing:  # a write cannot be interrupted by another; the client gets a grace to take it
+            self._timers.append(asyncio.get_running_loop().call_later(STALLED_WRITE_GRACE_SECONDS, self._on_stalled))
+        else:
+            self.task.cancel()  # the task waits on its backend: stop it there
+
+    def _on_stalled(self) -> None:
+        if self.writing:
+            self.stalled = True
+            self.task.cancel()
+
+    def cancel_timers(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
 
 
 class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
     """e2a.v1.AgentService."""
 
     def __init__(
-        self, backend: AgentBackend, *, methods: tuple[str, ...] = DEFAULT_CHAT_METHODS, log_frames: bool = False
+        self, backend: AgentBackend, settings: ServerSettings, *, methods: tuple[str, ...] = DEFAULT_CHAT_METHODS
     ) -> None:
         self.backend = backend
         self._methods = methods
-        self._log_frames = log_frames
+        self._log_frames = settings.log_frames
+        self._max_prompt_bytes = settings.chat_max_prompt_bytes
+        self._max_frames = settings.chat_max_frames
+        self._max_stream_seconds = settings.chat_max_stream_seconds
         self._streams: set[_Stream] = set()
         self._shutting_down = False
         self._clock = UtcClock()
@@ -64,39 +122,113 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         assert task is not None
         stream = _Stream(task)
         self._streams.add(stream)
+        stream.limit_time(self._max_stream_seconds)
+        # Not started yet: the backend runs no code before the first event is asked for.
         events = self.backend.stream(envelope)
         try:
             try:
-                async for event in events:
-                    frame = self._frame_for(frames, event)
-                    # While a write is pending nothing may cancel this task: a second write (the
-                    # final frame) cannot start until the first one is done.
-                    stream.writing = True
-                    await context.write(frame)
-                    stream.writing = False
-                    if frames.finished:
-                        return
-                    if self._shutting_down:
-                        raise asyncio.CancelledError
-                final = frames.error(ErrorCode.BACKEND_INCOMPLETE, "the agent ended the stream without a result")
-            except BackendError as exc:
-                final = frames.error(exc.code, exc.message, exc.details, exc.external)
-            except asyncio.CancelledError:
-                if not self._shutting_down or frames.finished or stream.writing:
-                    raise  # the client cancelled or its deadline passed: nothing more to write
+                await self._stream_frames(context, envelope, events, frames, stream)
+            finally:
+                stream.cancel_timers()
+                self._streams.discard(stream)
+                await events.aclose()
+        except _ClientStalled:
+            await self._abort_stalled(context)  # the backend is stopped by now
+
+    async def _stream_frames(
+        self,
+        context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, agent_service_pb2.ChatResponse],
+        envelope: E2AEnvelope,
+        events: AsyncGenerator[Event, None],
+        frames: FrameBuilder,
+        stream: _Stream,
+    ) -> None:
+        """Write a frame per backend event, then the final frame however the stream ends."""
+        try:
+            prompt_bytes = prompt_size_bytes(envelope)
+            if prompt_bytes > self._max_prompt_bytes:
+                raise _LimitReached(
+                    ErrorCode.PROMPT_TOO_LARGE,
+                    f"the prompt has {prompt_bytes} bytes; this server takes at most {self._max_prompt_bytes}",
+                    {"prompt_bytes": prompt_bytes, "max_prompt_bytes": self._max_prompt_bytes},
+                )
+            while True:
+                if stream.time_up:  # it passed during a write: the timer interrupts only a wait on the backend
+                    final = self._time_limit_error(frames)
+                    break
+                event = await anext(events, None)
+                if event is None:
+                    final = frames.error(ErrorCode.BACKEND_INCOMPLETE, "the agent ended the stream without a result")
+                    break
+                if isinstance(event, AgentIds):
+                    frames.adopt_agent_ids(event)
+                    continue
+                # The last frame the limit allows is the final one: a result, or the limit's error.
+                if frames.sequence >= self._max_frames - 1 and not isinstance(event, Complete):
+                    raise _LimitReached(
+                        ErrorCode.STREAM_FRAME_LIMIT,
+                        f"the stream reached this server's limit of {self._max_frames} frames; the agent was stopped",
+                        {"max_frames": self._max_frames},
+                    )
+                frame = self._frame_for(frames, event)
+                # While a write is pending nothing may cancel this task (a second write, the final
+                # frame, cannot start until the first one is done), short of a stalled client.
+                stream.writing = True
+                await context.write(frame)
+                stream.writing = False
+                if frames.finished:
+                    return
+                if self._shutting_down:
+                    raise asyncio.CancelledError
+        except BackendError as exc:
+            final = frames.error(exc.code, exc.message, exc.details, exc.external)
+        except _LimitReached as hit:
+            final = frames.error(hit.code, hit.message, hit.details)
+        except asyncio.CancelledError:
+            if stream.stalled:
+                raise _ClientStalled from None  # no frame can follow the one it did not take
+            if frames.finished or stream.writing or not (self._shutting_down or stream.time_up):
+                raise  # the client cancelled or its deadline passed: nothing more to write
+            if self._shutting_down:
                 final = frames.error(
                     ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down; retry on another instance"
                 )
-            except E2AFieldError as exc:
-                log.warning("backend produced an invalid event for request %s: %s", frames.request_id, exc)
-                final = frames.error(ErrorCode.BACKEND_INVALID_OUTPUT, str(exc))
-            except Exception:
-                log.exception("backend %s failed on request %s", self.backend.info.name, frames.request_id)
-                final = frames.error(ErrorCode.INTERNAL, "the agent backend failed; see the server log")
+            else:
+                final = self._time_limit_error(frames)
+        except E2AFieldError as exc:
+            log.warning("backend produced an invalid event for request %s: %s", frames.request_id, exc)
+            final = frames.error(ErrorCode.BACKEND_INVALID_OUTPUT, str(exc))
+        except Exception:
+            log.exception("backend %s failed on request %s", self.backend.info.name, frames.request_id)
+            final = frames.error(ErrorCode.INTERNAL, "the agent backend failed; see the server log")
+        stream.writing = True
+        try:
             await context.write(final)
-        finally:
-            self._streams.discard(stream)
-            await events.aclose()
+        except asyncio.CancelledError:
+            if stream.stalled:
+                raise _ClientStalled from None
+            raise
+
+    def _time_limit_message(self) -> str:
+        return (
+            f"the stream ran longer than this server's limit of {self._max_stream_seconds:g} s; the agent was stopped"
+        )
+
+    def _time_limit_error(self, frames: FrameBuilder) -> agent_service_pb2.ChatResponse:
+        return frames.error(
+            ErrorCode.STREAM_TIME_LIMIT, self._time_limit_message(), {"max_stream_seconds": self._max_stream_seconds}
+        )
+
+    async def _abort_stalled(
+        self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, agent_service_pb2.ChatResponse]
+    ) -> None:
+        """End a call whose client stopped reading, with RESOURCE_EXHAUSTED: a final frame would queue
+        behind the frame it did not take. The client gets the status once it reads the frames gRPC
+        holds for it; until then (or until it goes away) this waits, holding no backend."""
+        message = self._time_limit_message()
+        log.warning("Chat stream ended: its client took no frame within the time limit (%s)", message)
+        # abort sends a status, not a second message: it may start while the cancelled write is pending.
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{ErrorCode.STREAM_TIME_LIMIT}: {message}")
 
     @staticmethod
     def _frame_for(frames: FrameBuilder, event: Event) -> agent_service_pb2.ChatResponse:

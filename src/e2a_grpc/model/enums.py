@@ -116,3 +116,9 @@ class ErrorCode(StrEnum):
     A2A_TASK_CANCELED = "a2a_task_canceled"
     #: The A2A stream ended before the task reached a final or interrupted state.
     A2A_STREAM_ENDED_EARLY = "a2a_stream_ended_early"
+    #: The request's prompt is larger than the server's ``chat_max_prompt_bytes``; no agent saw it.
+    PROMPT_TOO_LARGE = "prompt_too_large"
+    #: The stream reached the server's ``chat_max_frames``; the agent was stopped.
+    STREAM_FRAME_LIMIT = "stream_frame_limit"
+    #: The stream ran longer than the server's ``chat_max_stream_seconds``; the agent was stopped.
+    STREAM_TIME_LIMIT = "stream_time_limit"
