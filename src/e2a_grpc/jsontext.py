@@ -196,11 +196,15 @@ def object_or_none(text: str) -> dict[str, Any] | None:
     """The object ``text`` holds, if orjson reads it as one, else None (``""`` reads as ``{}``).
 
     For JSON text that is checked and then forwarded unchanged, never for its values: they are
-    not lossless (integers beyond 64 bits come back as floats). ``loads_object`` accepts the same
-    texts, except those nested deeper than ``MAX_DEPTH`` (orjson reads up to 1,024 levels).
+    not lossless (integers beyond 64 bits come back as floats). It accepts the texts ``loads_object``
+    accepts, except that it gives None, for ``loads_object`` to judge, when the text might be
+    ``MAX_DEPTH`` levels deep: orjson reads up to 1,024 levels, and text forwarded inside another
+    document is one level deeper there. Counting brackets is cheap and can only overestimate depth.
     """
     if not text:
         return {}
+    if text.count("[") + text.count("{") >= MAX_DEPTH:
+        return None
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:

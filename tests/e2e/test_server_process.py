@@ -1,7 +1,7 @@
 """``e2a-grpc serve`` as a real process: what only a process shows.
 
-Signals (SIGTERM/SIGINT end every Chat stream with a final ``server_shutting_down`` frame, then the
-process exits 0), TLS, bearer-token auth set up through the CLI's ``--token-file``, and file
+Signals (SIGTERM/SIGINT end every Chat stream with a final ``server_shutting_down`` frame, let the
+unary calls in flight finish, then the process exits 0), one server per port, TLS, bearer-token auth set up through the CLI's ``--token-file``, and file
 descriptors left open by cancelled streams. Everything else about the servicers is tested in process
 (tests/servicer/).
 """
@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AAuth, E2AEnvelope, E2AResponse
 from e2a_grpc.client.chat import achat
-from tests.support.processes import open_fds, running_server, running_server_process, wait_until
+from tests.support.processes import REPO_ROOT, open_fds, running_server, running_server_process, wait_until
 
 INITIALIZE = pb.FromACPRequest(json='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
 
@@ -73,6 +76,93 @@ def test_a_signal_ends_every_stream_with_a_final_frame_then_the_process_exits(
         assert len(frames) < 400  # ended by the signal, not by running out of words
     text = log.read_text()
     assert "shutting down" in text and "stopped" in text
+
+
+def test_sigterm_lets_in_flight_unary_calls_finish_and_ends_chat_streams_then_exits(tmp_path: Path) -> None:
+    """64 ToACP calls and 100 Chat streams in flight at SIGTERM: every call is answered, every stream
+    gets its final frame, and the process exits 0 within the grace period.
+
+    The unary calls are kept in flight by their size, not by anything test-only: each carries a
+    1 MB prompt, which takes the server milliseconds to convert, one call at a time on its event
+    loop; the signal goes out as soon as the first answer is back, so the others are still queued in
+    the server (grpc accepted them, no handler has run them yet) or being converted.
+    """
+    grace_seconds = 20.0
+    unary_calls, chat_streams = 64, 100
+    big = pb.ToACPRequest(envelope=E2AEnvelope(method="session/prompt", params={"text": "w " * 500_000}).to_proto())
+    log = tmp_path / "server.log"
+    with running_server_process("--echo-delay-seconds", "0.2", "--grace-seconds", str(grace_seconds), log=log) as (
+        address,
+        process,
+        _,
+    ):
+        all_streaming, first_answer = asyncio.Event(), asyncio.Event()
+        streaming: set[int] = set()
+        answered: list[pb.ToACPResponse] = []
+
+        async def stream(channel: grpc.aio.Channel, index: int) -> list[E2AResponse]:
+            frames = []
+            async for frame in achat(channel, _long_chat(request_id=f"r{index}"), timeout=120):
+                frames.append(frame)
+                streaming.add(index)
+                if len(streaming) == chat_streams:
+                    all_streaming.set()
+            return frames
+
+        async def convert(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
+            answered.append(await stub.ToACP(big, timeout=120))
+            first_answer.set()
+
+        async def signal_with_calls_in_flight() -> tuple[list[list[E2AResponse]], int, float]:
+            async with (
+                grpc.aio.insecure_channel(address) as chat_channel,
+                grpc.aio.insecure_channel(address) as unary_channel,
+            ):
+                streams = asyncio.gather(*(stream(chat_channel, index) for index in range(chat_streams)))
+                await asyncio.wait_for(all_streaming.wait(), 60)
+                stub: pb_grpc.ConversionServiceAsyncStub = pb_grpc.ConversionServiceStub(unary_channel)
+                calls = asyncio.gather(*(convert(stub) for _ in range(unary_calls)))
+                await asyncio.wait_for(first_answer.wait(), 60)
+                process.send_signal(signal.SIGTERM)
+                signalled = time.monotonic()
+                in_flight_at_signal = unary_calls - len(answered)
+                results = await asyncio.wait_for(streams, 60)
+                await asyncio.wait_for(calls, 60)  # raises if any call failed
+                return results, in_flight_at_signal, signalled
+
+        results, in_flight_at_signal, signalled = asyncio.run(signal_with_calls_in_flight())
+        assert process.wait(timeout=grace_seconds) == 0
+        stopped_after = time.monotonic() - signalled
+    # Typically 50 or more; a quarter is plenty to show that answered calls had been in flight.
+    assert in_flight_at_signal >= unary_calls // 4, in_flight_at_signal
+    assert len(answered) == unary_calls and all('"session/prompt"' in reply.jsonrpc for reply in answered)
+    for frames in results:
+        final = frames[-1]
+        assert (final.response_kind, final.status, final.is_final) == ("e2a.error", "failed", True)
+        assert final.body["code"] == "server_shutting_down"
+    assert stopped_after < grace_seconds
+    text = log.read_text()
+    assert "stopped" in text and "cancelling" not in text
+
+
+def test_serve_on_a_taken_port_says_so_in_one_line(tmp_path: Path) -> None:
+    """A port held by another program, or by a running e2a-grpc (which does not share it)."""
+
+    def serve_on(port: int) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", str(port)]
+        return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=20)
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        held_port = int(holder.getsockname()[1])
+        by_another_program = serve_on(held_port)
+    with running_server() as address:
+        by_e2a_grpc = serve_on(int(address.rsplit(":", 1)[1]))
+    for result, port in [(by_another_program, held_port), (by_e2a_grpc, int(address.rsplit(":", 1)[1]))]:
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
+        assert result.stdout == ""
 
 
 def test_token_file_requires_the_bearer_token_except_for_health(tmp_path: Path) -> None:

@@ -146,3 +146,21 @@ def test_a_prompt_key_written_with_escapes_is_still_found() -> None:
     text = envelope_message_to_acp_json(message)
     assert text == general_path(message)
     assert json.loads(text)["params"] == {"prompt": [{"type": "text", "text": "hi"}]}
+
+
+@pytest.mark.parametrize("depth", [jsontext.MAX_DEPTH - 1, jsontext.MAX_DEPTH, jsontext.MAX_DEPTH + 1, 1000])
+def test_params_nesting_has_one_limit_on_both_paths(depth: int) -> None:
+    # params is an object holding (depth - 1) nested arrays: ``depth`` levels in all. Before this test,
+    # the hot path forwarded params up to orjson's 1,024 levels that the general path refused.
+    message = E2AEnvelope(method="chat.send", jsonrpc_id=1).to_proto()
+    message.params = '{"a":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+    if depth < jsontext.MAX_DEPTH:
+        assert envelope_message_to_acp_json(message) == general_path(message)
+        return
+    # At MAX_DEPTH the params can be read, but the call holding them would be one level deeper.
+    with pytest.raises(E2AFieldError) as general:
+        general_path(message)
+    with pytest.raises(E2AFieldError) as hot:
+        envelope_message_to_acp_json(message)
+    assert (hot.value.field, hot.value.problem) == (general.value.field, general.value.problem)
+    assert hot.value.problem.endswith(f"nesting deeper than {jsontext.MAX_DEPTH} levels")

@@ -5,7 +5,7 @@ whose prompt has to be merged in), the caller's params JSON text is checked and 
 not decoded and re-encoded: that is most of the work, and the text stays exactly as its writer made
 it. Anything else, and any error, takes the general path (``E2AEnvelope.from_proto`` + ``to_acp``),
 which gives the reference result and the error for bad input; so both paths accept and reject the
-same messages (up to the nesting edge case ``jsontext.object_or_none`` names).
+same messages.
 """
 
 from __future__ import annotations
