@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
+import os
 import signal
+import socket
+import time
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -34,6 +38,40 @@ SERVICE_NAMES = (
     agent_service_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name,
     codec_service_pb2.DESCRIPTOR.services_by_name["CodecService"].full_name,
 )
+#: On shutdown, how long no call may have started before the server is considered drained (see
+#: ``InFlightCalls.drained``).
+DRAIN_QUIET_SECONDS = 0.1
+
+
+class ListenError(OSError):
+    """The server cannot listen on its address (one line, for the command line to print)."""
+
+
+def _check_can_listen(host: str, port: int) -> None:
+    """Raise ``ListenError`` if ``host:port`` is taken, or none of its addresses can be bound.
+
+    grpc only says "Failed to bind" (and logs a line of its own); binding probe sockets first gives
+    the reason. They set SO_REUSEADDR as grpc does, so connections in TIME_WAIT do not count.
+    """
+    bind_host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        addresses = socket.getaddrinfo(bind_host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    failures: list[int] = []
+    for family, kind, protocol, _, address in addresses:
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                failures.append(exc.errno or errno.EADDRNOTAVAIL)
+    # grpc listens on the addresses it can bind (a name may resolve to an IPv6 address this host
+    # lacks), but one taken by another program would split the clients.
+    taken = [code for code in failures if code in (errno.EADDRINUSE, errno.EACCES)]
+    if taken or len(failures) == len(addresses):
+        reason = os.strerror((taken or failures)[0]).lower()
+        raise ListenError(f"cannot listen on {host}:{port}: {reason}")
 
 
 class E2AServer:
@@ -41,9 +79,13 @@ class E2AServer:
 
     def __init__(self, config: ServerSettings) -> None:
         self.config = config
+        if config.port:  # port 0 is never taken
+            _check_can_listen(config.host, config.port)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
+            # grpc's default lets a second server bind the same port and take half the connections.
+            ("grpc.so_reuseport", 0),
         ]
         self.calls = InFlightCalls()
         # Authentication first: a caller without a valid token never gets its request parsed.
@@ -62,13 +104,14 @@ class E2AServer:
             self.server,
         )
         address = f"{config.host}:{config.port}"
-        if config.tls_cert and config.tls_key:  # ServerSettings refuses one without the other
-            credentials = grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
-            self.port = self.server.add_secure_port(address, credentials)
-        else:
-            self.port = self.server.add_insecure_port(address)
-        if self.port == 0:
-            raise OSError(f"cannot listen on {address}")
+        try:
+            if config.tls_cert and config.tls_key:  # ServerSettings refuses one without the other
+                key_pair = (config.tls_key.read_bytes(), config.tls_cert.read_bytes())
+                self.port = self.server.add_secure_port(address, grpc.ssl_server_credentials([key_pair]))
+            else:
+                self.port = self.server.add_insecure_port(address)
+        except RuntimeError as exc:  # what the probe cannot see, or another program was quicker
+            raise ListenError(f"cannot listen on {address}: {exc}") from None
 
     async def start(self) -> None:
         await self.server.start()
@@ -101,10 +144,19 @@ class E2AServer:
 
     async def stop(self) -> None:
         """Stop taking calls, let in-flight calls finish within the grace period, then cancel them."""
+        deadline = time.monotonic() + self.config.grace_seconds
         await self.health.enter_graceful_shutdown()
-        # Chat streams get their final "shutting down" frame first, then the grace period runs.
+        # Chat streams get their final "shutting down" frame, and new ones are refused.
         await self.chat.shutdown()
-        await self.server.stop(self.config.grace_seconds)
+        # grpc's stop cancels the calls it has accepted but not yet handed to a handler (those that
+        # queued while the event loop was busy): hand them all over and let them finish first.
+        try:
+            async with asyncio.timeout(self.config.grace_seconds):
+                await self.calls.drained(DRAIN_QUIET_SECONDS)
+        except TimeoutError:
+            if self.calls.count:
+                log.warning("grace period over with %d calls in flight: cancelling them", self.calls.count)
+        await self.server.stop(max(0.0, deadline - time.monotonic()))
         log.info("e2a-grpc stopped")
 
 
