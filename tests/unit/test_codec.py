@@ -169,3 +169,13 @@ def test_canonical_key_order_is_the_protocol_order() -> None:
     assert list(E2AEnvelope().to_dict()) == [f.name for f in e2a_pb2.E2AEnvelope.DESCRIPTOR.fields]
     assert list(E2AResponse().to_dict()) == [f.name for f in e2a_pb2.E2AResponse.DESCRIPTOR.fields]
     assert len(E2AEnvelope().to_dict()) == 29 and len(E2AResponse().to_dict()) == 28
+
+
+def test_null_for_a_field_that_is_never_null_reads_as_its_default() -> None:
+    # As protobuf's JSON mapping reads null (issue 10); the other kinds keep their own null rules.
+    assert E2AEnvelope.from_dict({"identity_origin": None}).identity_origin == "user"
+    response = E2AResponse.from_dict({"identity_origin": None, "status": None, "response_kind": None})
+    assert (response.identity_origin, response.status, response.response_kind) == ("agent", "in_progress", "")
+    assert E2AEnvelope.from_json('{"protocol_version": null}').protocol_version is None
+    with pytest.raises(E2ATypeError, match=r"provenance\.source_protocol"):
+        E2AEnvelope.from_dict({"provenance": {"source_protocol": None}})

@@ -61,6 +61,20 @@ _COPIERS: dict[Kind, Callable[[Any], Any]] = {
 
 LegacyReader = Callable[[dict[str, Any]], Any]
 
+
+def _reader(item: RecordField) -> Callable[[Any, str], Any]:
+    """How ``from_dict`` reads a present key of this field.
+
+    A null for a field that is never null (an enum or a string with a default) reads as the field's
+    default, as protobuf's JSON mapping reads null; the other kinds' readers decide what null means.
+    """
+    read = _READERS[item.kind]
+    if item.kind not in (Kind.ORIGIN, Kind.PLAIN_TEXT):
+        return read
+    default = item.default
+    return lambda value, path: default if value is None else read(value, path)
+
+
 Msg = TypeVar("Msg", bound=Message)
 
 
@@ -88,7 +102,7 @@ class _Record(Generic[Msg]):
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
         cls._FROM_DICT = tuple(
-            (item.name, cls.LEGACY_READERS.get(item.name), _READERS[item.kind], item.default, item.factory)
+            (item.name, cls.LEGACY_READERS.get(item.name), _reader(item), item.default, item.factory)
             for item in cls.FIELDS
         )
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
