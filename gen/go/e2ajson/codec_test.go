@@ -289,3 +289,55 @@ func TestLongErrorsAreShortened(t *testing.T) {
 		t.Errorf("error %v, want its message cut at 400 characters", err)
 	}
 }
+
+// A null for a field that is never null (identity_origin, status) reads as the field's default, as
+// an absent key does and as protobuf's JSON mapping reads null; the other fields keep their own
+// null rules (response_kind: null is "", provenance.source_protocol: null is an error).
+func TestNullReadsAsDefault(t *testing.T) {
+	envelope, err := UnmarshalEnvelope([]byte(`{"identity_origin":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := envelope.GetIdentityOrigin(); got != e2av1.IdentityOrigin_IDENTITY_ORIGIN_USER {
+		t.Errorf("envelope identity_origin null: %v, want USER", got)
+	}
+	absent, err := UnmarshalEnvelope([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(envelope, absent) {
+		t.Errorf("envelope: null identity_origin reads %v, absent %v", envelope, absent)
+	}
+
+	response, err := UnmarshalResponse([]byte(`{"identity_origin":null,"status":null,"response_kind":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if response.GetIdentityOrigin() != e2av1.IdentityOrigin_IDENTITY_ORIGIN_AGENT ||
+		response.GetStatus() != "in_progress" || response.GetResponseKind() != "" {
+		t.Errorf("response nulls: identity_origin %v, status %q, response_kind %q; want AGENT, in_progress, \"\"",
+			response.GetIdentityOrigin(), response.GetStatus(), response.GetResponseKind())
+	}
+	text, err := MarshalResponse(response)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(text, []byte(`"status":"in_progress"`)) || !bytes.Contains(text, []byte(`"identity_origin":"agent"`)) {
+		t.Errorf("response nulls written as %s", text)
+	}
+
+	// The null is read like any other value: a later field's error is still the one reported.
+	if _, err := UnmarshalResponse([]byte(`{"status":null,"identity_origin":null,"agent_ref":[]}`)); fieldOf(err) != "agent_ref" {
+		t.Errorf("status and identity_origin null, agent_ref []: %v, want an error naming agent_ref", err)
+	}
+	for _, c := range []struct{ record, input, field string }{
+		{"envelope", `{"provenance":{"source_protocol":null}}`, "provenance.source_protocol"},
+		{"response", `{"provenance":{"source_protocol":null}}`, "provenance.source_protocol"},
+		{"response", `{"status":false}`, "status"},
+		{"envelope", `{"identity_origin":""}`, "identity_origin"},
+	} {
+		if _, err := codecFor(t, c.record).unmarshal([]byte(c.input)); err == nil || fieldOf(err) != c.field {
+			t.Errorf("%s %s: %v, want an error naming %s", c.record, c.input, err, c.field)
+		}
+	}
+}

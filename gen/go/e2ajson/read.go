@@ -225,6 +225,16 @@ func (d *document) requiredText(value []byte, path, def string) (string, bool, e
 	return s, lone, nil
 }
 
+// plainText reads a string field that is never null (a proto3 string): absent or null, it is def,
+// as protobuf's JSON mapping reads null.
+func (d *document) plainText(s slot, def string) (string, bool, error) {
+	value, none := d.value(s)
+	if none {
+		return def, false, nil
+	}
+	return d.requiredText(value, slotNames[s], def)
+}
+
 // flag reads a boolean: null is false, and a legacy integer flag its truth value.
 func (d *document) flag(s slot) (bool, error) {
 	value, none := d.value(s)
@@ -345,9 +355,11 @@ var origins = map[string]e2av1.IdentityOrigin{
 	"service": e2av1.IdentityOrigin_IDENTITY_ORIGIN_SERVICE,
 }
 
+// identityOrigin reads identity_origin: absent or null, it is def (the record's default), as
+// protobuf's JSON mapping reads null.
 func (d *document) identityOrigin(def e2av1.IdentityOrigin) (e2av1.IdentityOrigin, error) {
-	value := d.values[sIdentityOrigin]
-	if value == nil {
+	value, none := d.value(sIdentityOrigin)
+	if none {
 		return def, nil
 	}
 	if !isString(value) {

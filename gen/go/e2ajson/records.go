@@ -123,7 +123,8 @@ func UnmarshalResponse(data []byte) (*e2av1.E2AResponse, error) {
 	if m.IsFinal, err = d.flag(sIsFinal); err != nil {
 		return nil, err
 	}
-	status, lone, err := d.requiredText(d.values[sStatus], "status", defaultStatus)
+	// A null status reads as its default, as an absent one does.
+	status, lone, err := d.plainText(sStatus, defaultStatus)
 	if err != nil {
 		return nil, err
 	}
