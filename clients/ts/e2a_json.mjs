@@ -674,6 +674,15 @@ function requiredText(value, path) {
   throw typeError(path, "a string", value);
 }
 
+/**
+ * A string field that is never null (a proto3 string): absent or null reads as its default, as
+ * protobuf's JSON mapping reads null.
+ */
+function plainText(value, path, fallback) {
+  if (value === undefined || value.type === "null") return fallback;
+  return requiredText(value, path);
+}
+
 /** A boolean; null reads as false and a legacy integer flag as its truth value. */
 function flag(value, path) {
   if (value === undefined || value.type === "null") return false;
@@ -730,8 +739,9 @@ function jsonrpcId(value, path) {
   return create(JsonRpcIdSchema, { kind });
 }
 
+/** identity_origin: absent or null reads as the record's default, as protobuf's JSON mapping reads null. */
 function identityOrigin(value, path, fallback) {
-  if (value === undefined) return ORIGIN_TO_PROTO.get(fallback);
+  if (value === undefined || value.type === "null") return ORIGIN_TO_PROTO.get(fallback);
   if (value.type !== "string") throw typeError(path, "a string", value);
   const number = ORIGIN_TO_PROTO.get(value.str);
   if (number === undefined) {
@@ -1000,14 +1010,13 @@ export function envelopeFromJson(json) {
 /** An e2a.v1.E2AResponse from E2A wire JSON (see envelopeFromJson). */
 export function responseFromJson(json) {
   const data = readDocument(json, "response");
-  const status = data.get("status");
   const init = {
     protocolVersion: protocolVersion(data),
     responseId: text(data.get("response_id"), "response_id"),
     requestId: text(data.get("request_id"), "request_id"),
     sequence: integer(data.get("sequence"), "sequence"),
     isFinal: flag(data.get("is_final"), "is_final"),
-    status: status === undefined ? "in_progress" : requiredText(status, "status"),
+    status: plainText(data.get("status"), "status", "in_progress"),
     responseKind: text(data.get("response_kind"), "response_kind") ?? "",
     timestamp: timestamp(data),
     provenance: provenance(data.get("provenance")),
