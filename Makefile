@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NODE_MODULES := clients/ts/node_modules/.package-lock.json
+# The last commit of the schema as first shipped: later schemas must stay wire compatible with it.
+SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
 PY_SRC := src/e2a_grpc tests bench conformance
 
 .PHONY: venv gen check-gen lint test test-go conformance fuzz bench serve clean
@@ -25,10 +27,11 @@ check-gen: gen
 	git diff --exit-code --stat -- src/e2a gen/ts gen/go/e2a
 	test -z "$$(git status --porcelain --untracked-files=all -- src/e2a gen/ts gen/go/e2a)"
 
-## lint: buf lint/format, ruff, mypy
+## lint: buf lint/format, buf breaking (wire compatibility with the shipped schema), ruff, mypy
 lint: $(STAMP)
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf format -d --exit-code
+	$(VENV)/bin/buf breaking --against '.git#ref=$(SCHEMA_BASELINE),depth=1000' 	  --config '{"version":"v2","modules":[{"path":"proto"}],"breaking":{"use":["WIRE"]}}'
 	$(VENV)/bin/ruff check $(PY_SRC)
 	$(VENV)/bin/ruff format --check $(PY_SRC)
 	$(VENV)/bin/mypy

@@ -120,7 +120,7 @@ def test_calls_the_codec_unary_and_streaming(server_address: str) -> None:
     # proto3 JSON leaves out a zero index.
     assert [int(reply.get("index", 0)) for reply in replies] == [0, 1, 2]
     assert replies[0]["envelope"]["method"] == "chat.send"
-    assert replies[1]["error"]["fieldViolations"] == [
+    assert replies[1]["error"]["field_violations"] == [
         {"field": "response_json.body", "description": "expected an object, got array"}
     ]
-    assert json.loads(replies[2]["responseJson"])["body"] == {"delta": "hi"}
+    assert json.loads(replies[2]["response_json"])["body"] == {"delta": "hi"}

@@ -25,18 +25,18 @@ _sym_db = _symbol_database.Default()
 from e2a.v1 import e2a_pb2 as e2a_dot_v1_dot_e2a__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x65\x32\x61/v1/agent_service.proto\x12\x06\x65\x32\x61.v1\x1a\x10\x65\x32\x61/v1/e2a.proto\"4\n\x0b\x43hatRequest\x12%\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelope\"5\n\x0c\x43hatResponse\x12%\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponse2C\n\x0c\x41gentService\x12\x33\n\x04\x43hat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01\x42\x1dZ\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x65\x32\x61/v1/agent_service.proto\x12\x06\x65\x32\x61.v1\x1a\x10\x65\x32\x61/v1/e2a.proto\">\n\x0b\x43hatRequest\x12/\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeR\x08\x65nvelope\"?\n\x0c\x43hatResponse\x12/\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponseR\x08response2C\n\x0c\x41gentService\x12\x33\n\x04\x43hat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01\x42\x65\n\tio.e2a.v1B\x11\x41gentServiceProtoP\x01Z\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1\xa2\x02\x03\x45\x32\x41\xaa\x02\x06\x45\x32\x41.V1\xba\x02\x03\x45\x32\x41\xca\x02\x06\x45\x32\x41\\V1\xea\x02\x07\x45\x32\x41::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'e2a.v1.agent_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
-  _globals['DESCRIPTOR']._serialized_options = b'Z\033e2agrpc/gen/go/e2a/v1;e2av1'
+  _globals['DESCRIPTOR']._serialized_options = b'\n\tio.e2a.v1B\021AgentServiceProtoP\001Z\033e2agrpc/gen/go/e2a/v1;e2av1\242\002\003E2A\252\002\006E2A.V1\272\002\003E2A\312\002\006E2A\\V1\352\002\007E2A::V1'
   _globals['_CHATREQUEST']._serialized_start=56
-  _globals['_CHATREQUEST']._serialized_end=108
-  _globals['_CHATRESPONSE']._serialized_start=110
-  _globals['_CHATRESPONSE']._serialized_end=163
-  _globals['_AGENTSERVICE']._serialized_start=165
-  _globals['_AGENTSERVICE']._serialized_end=232
+  _globals['_CHATREQUEST']._serialized_end=118
+  _globals['_CHATRESPONSE']._serialized_start=120
+  _globals['_CHATRESPONSE']._serialized_end=183
+  _globals['_AGENTSERVICE']._serialized_start=185
+  _globals['_AGENTSERVICE']._serialized_end=252
 # @@protoc_insertion_point(module_scope)

@@ -25,38 +25,38 @@ _sym_db = _symbol_database.Default()
 from e2a.v1 import e2a_pb2 as e2a_dot_v1_dot_e2a__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x65\x32\x61/v1/codec_service.proto\x12\x06\x65\x32\x61.v1\x1a\x10\x65\x32\x61/v1/e2a.proto\"\'\n\x17\x45nvelopeFromJsonRequest\x12\x0c\n\x04json\x18\x01 \x01(\t\"A\n\x18\x45nvelopeFromJsonResponse\x12%\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelope\">\n\x15\x45nvelopeToJsonRequest\x12%\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelope\"&\n\x16\x45nvelopeToJsonResponse\x12\x0c\n\x04json\x18\x01 \x01(\t\"\'\n\x17ResponseFromJsonRequest\x12\x0c\n\x04json\x18\x01 \x01(\t\"A\n\x18ResponseFromJsonResponse\x12%\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponse\">\n\x15ResponseToJsonRequest\x12%\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponse\"&\n\x16ResponseToJsonResponse\x12\x0c\n\x04json\x18\x01 \x01(\t\"\xa0\x01\n\x10TranscodeRequest\x12\x17\n\renvelope_json\x18\x01 \x01(\tH\x00\x12\x17\n\rresponse_json\x18\x02 \x01(\tH\x00\x12\'\n\x08\x65nvelope\x18\x03 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00\x12\'\n\x08response\x18\x04 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00\x42\x08\n\x06record\"\xd9\x01\n\x11TranscodeResponse\x12\r\n\x05index\x18\x01 \x01(\x04\x12\'\n\x08\x65nvelope\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00\x12\'\n\x08response\x18\x03 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00\x12\x17\n\renvelope_json\x18\x04 \x01(\tH\x00\x12\x17\n\rresponse_json\x18\x05 \x01(\tH\x00\x12\'\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x16.e2a.v1.TranscodeErrorH\x00\x42\x08\n\x06result\"\x87\x01\n\x0eTranscodeError\x12?\n\x10\x66ield_violations\x18\x01 \x03(\x0b\x32%.e2a.v1.TranscodeError.FieldViolation\x1a\x34\n\x0e\x46ieldViolation\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t2\xa4\x03\n\x0c\x43odecService\x12U\n\x10\x45nvelopeFromJson\x12\x1f.e2a.v1.EnvelopeFromJsonRequest\x1a .e2a.v1.EnvelopeFromJsonResponse\x12O\n\x0e\x45nvelopeToJson\x12\x1d.e2a.v1.EnvelopeToJsonRequest\x1a\x1e.e2a.v1.EnvelopeToJsonResponse\x12U\n\x10ResponseFromJson\x12\x1f.e2a.v1.ResponseFromJsonRequest\x1a .e2a.v1.ResponseFromJsonResponse\x12O\n\x0eResponseToJson\x12\x1d.e2a.v1.ResponseToJsonRequest\x1a\x1e.e2a.v1.ResponseToJsonResponse\x12\x44\n\tTranscode\x12\x18.e2a.v1.TranscodeRequest\x1a\x19.e2a.v1.TranscodeResponse(\x01\x30\x01\x42\x1dZ\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x65\x32\x61/v1/codec_service.proto\x12\x06\x65\x32\x61.v1\x1a\x10\x65\x32\x61/v1/e2a.proto\"-\n\x17\x45nvelopeFromJsonRequest\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\"K\n\x18\x45nvelopeFromJsonResponse\x12/\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeR\x08\x65nvelope\"H\n\x15\x45nvelopeToJsonRequest\x12/\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeR\x08\x65nvelope\",\n\x16\x45nvelopeToJsonResponse\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\"-\n\x17ResponseFromJsonRequest\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\"K\n\x18ResponseFromJsonResponse\x12/\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponseR\x08response\"H\n\x15ResponseToJsonRequest\x12/\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponseR\x08response\",\n\x16ResponseToJsonResponse\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\"\xd2\x01\n\x10TranscodeRequest\x12&\n\renvelope_json\x18\x01 \x01(\tH\x00R\renvelope_json\x12&\n\rresponse_json\x18\x02 \x01(\tH\x00R\rresponse_json\x12\x31\n\x08\x65nvelope\x18\x03 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x04 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08responseB\x08\n\x06record\"\x99\x02\n\x11TranscodeResponse\x12\x14\n\x05index\x18\x01 \x01(\x04R\x05index\x12\x31\n\x08\x65nvelope\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x03 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08response\x12&\n\renvelope_json\x18\x04 \x01(\tH\x00R\renvelope_json\x12&\n\rresponse_json\x18\x05 \x01(\tH\x00R\rresponse_json\x12.\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x16.e2a.v1.TranscodeErrorH\x00R\x05\x65rrorB\x08\n\x06result\"\xad\x01\n\x0eTranscodeError\x12Q\n\x10\x66ield_violations\x18\x01 \x03(\x0b\x32%.e2a.v1.TranscodeError.FieldViolationR\x10\x66ield_violations\x1aH\n\x0e\x46ieldViolation\x12\x14\n\x05\x66ield\x18\x01 \x01(\tR\x05\x66ield\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription2\xa4\x03\n\x0c\x43odecService\x12U\n\x10\x45nvelopeFromJson\x12\x1f.e2a.v1.EnvelopeFromJsonRequest\x1a .e2a.v1.EnvelopeFromJsonResponse\x12O\n\x0e\x45nvelopeToJson\x12\x1d.e2a.v1.EnvelopeToJsonRequest\x1a\x1e.e2a.v1.EnvelopeToJsonResponse\x12U\n\x10ResponseFromJson\x12\x1f.e2a.v1.ResponseFromJsonRequest\x1a .e2a.v1.ResponseFromJsonResponse\x12O\n\x0eResponseToJson\x12\x1d.e2a.v1.ResponseToJsonRequest\x1a\x1e.e2a.v1.ResponseToJsonResponse\x12\x44\n\tTranscode\x12\x18.e2a.v1.TranscodeRequest\x1a\x19.e2a.v1.TranscodeResponse(\x01\x30\x01\x42\x65\n\tio.e2a.v1B\x11\x43odecServiceProtoP\x01Z\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1\xa2\x02\x03\x45\x32\x41\xaa\x02\x06\x45\x32\x41.V1\xba\x02\x03\x45\x32\x41\xca\x02\x06\x45\x32\x41\\V1\xea\x02\x07\x45\x32\x41::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'e2a.v1.codec_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
-  _globals['DESCRIPTOR']._serialized_options = b'Z\033e2agrpc/gen/go/e2a/v1;e2av1'
+  _globals['DESCRIPTOR']._serialized_options = b'\n\tio.e2a.v1B\021CodecServiceProtoP\001Z\033e2agrpc/gen/go/e2a/v1;e2av1\242\002\003E2A\252\002\006E2A.V1\272\002\003E2A\312\002\006E2A\\V1\352\002\007E2A::V1'
   _globals['_ENVELOPEFROMJSONREQUEST']._serialized_start=56
-  _globals['_ENVELOPEFROMJSONREQUEST']._serialized_end=95
-  _globals['_ENVELOPEFROMJSONRESPONSE']._serialized_start=97
-  _globals['_ENVELOPEFROMJSONRESPONSE']._serialized_end=162
-  _globals['_ENVELOPETOJSONREQUEST']._serialized_start=164
-  _globals['_ENVELOPETOJSONREQUEST']._serialized_end=226
-  _globals['_ENVELOPETOJSONRESPONSE']._serialized_start=228
-  _globals['_ENVELOPETOJSONRESPONSE']._serialized_end=266
-  _globals['_RESPONSEFROMJSONREQUEST']._serialized_start=268
-  _globals['_RESPONSEFROMJSONREQUEST']._serialized_end=307
-  _globals['_RESPONSEFROMJSONRESPONSE']._serialized_start=309
-  _globals['_RESPONSEFROMJSONRESPONSE']._serialized_end=374
-  _globals['_RESPONSETOJSONREQUEST']._serialized_start=376
-  _globals['_RESPONSETOJSONREQUEST']._serialized_end=438
-  _globals['_RESPONSETOJSONRESPONSE']._serialized_start=440
-  _globals['_RESPONSETOJSONRESPONSE']._serialized_end=478
-  _globals['_TRANSCODEREQUEST']._serialized_start=481
-  _globals['_TRANSCODEREQUEST']._serialized_end=641
-  _globals['_TRANSCODERESPONSE']._serialized_start=644
-  _globals['_TRANSCODERESPONSE']._serialized_end=861
-  _globals['_TRANSCODEERROR']._serialized_start=864
-  _globals['_TRANSCODEERROR']._serialized_end=999
-  _globals['_TRANSCODEERROR_FIELDVIOLATION']._serialized_start=947
-  _globals['_TRANSCODEERROR_FIELDVIOLATION']._serialized_end=999
-  _globals['_CODECSERVICE']._serialized_start=1002
-  _globals['_CODECSERVICE']._serialized_end=1422
+  _globals['_ENVELOPEFROMJSONREQUEST']._serialized_end=101
+  _globals['_ENVELOPEFROMJSONRESPONSE']._serialized_start=103
+  _globals['_ENVELOPEFROMJSONRESPONSE']._serialized_end=178
+  _globals['_ENVELOPETOJSONREQUEST']._serialized_start=180
+  _globals['_ENVELOPETOJSONREQUEST']._serialized_end=252
+  _globals['_ENVELOPETOJSONRESPONSE']._serialized_start=254
+  _globals['_ENVELOPETOJSONRESPONSE']._serialized_end=298
+  _globals['_RESPONSEFROMJSONREQUEST']._serialized_start=300
+  _globals['_RESPONSEFROMJSONREQUEST']._serialized_end=345
+  _globals['_RESPONSEFROMJSONRESPONSE']._serialized_start=347
+  _globals['_RESPONSEFROMJSONRESPONSE']._serialized_end=422
+  _globals['_RESPONSETOJSONREQUEST']._serialized_start=424
+  _globals['_RESPONSETOJSONREQUEST']._serialized_end=496
+  _globals['_RESPONSETOJSONRESPONSE']._serialized_start=498
+  _globals['_RESPONSETOJSONRESPONSE']._serialized_end=542
+  _globals['_TRANSCODEREQUEST']._serialized_start=545
+  _globals['_TRANSCODEREQUEST']._serialized_end=755
+  _globals['_TRANSCODERESPONSE']._serialized_start=758
+  _globals['_TRANSCODERESPONSE']._serialized_end=1039
+  _globals['_TRANSCODEERROR']._serialized_start=1042
+  _globals['_TRANSCODEERROR']._serialized_end=1215
+  _globals['_TRANSCODEERROR_FIELDVIOLATION']._serialized_start=1143
+  _globals['_TRANSCODEERROR_FIELDVIOLATION']._serialized_end=1215
+  _globals['_CODECSERVICE']._serialized_start=1218
+  _globals['_CODECSERVICE']._serialized_end=1638
 # @@protoc_insertion_point(module_scope)

@@ -123,7 +123,8 @@ const file_e2a_v1_agent_service_proto_rawDesc = "" +
 	"\fChatResponse\x12/\n" +
 	"\bresponse\x18\x01 \x01(\v2\x13.e2a.v1.E2AResponseR\bresponse2C\n" +
 	"\fAgentService\x123\n" +
-	"\x04Chat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01B\x1dZ\x1be2agrpc/gen/go/e2a/v1;e2av1b\x06proto3"
+	"\x04Chat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01Be\n" +
+	"\tio.e2a.v1B\x11AgentServiceProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
 	file_e2a_v1_agent_service_proto_rawDescOnce sync.Once

@@ -480,12 +480,12 @@ type isTranscodeRequest_Record interface {
 
 type TranscodeRequest_EnvelopeJson struct {
 	// Wire JSON of an envelope, answered with `envelope`.
-	EnvelopeJson string `protobuf:"bytes,1,opt,name=envelope_json,json=envelopeJson,proto3,oneof"`
+	EnvelopeJson string `protobuf:"bytes,1,opt,name=envelope_json,proto3,oneof"`
 }
 
 type TranscodeRequest_ResponseJson struct {
 	// Wire JSON of a response, answered with `response`.
-	ResponseJson string `protobuf:"bytes,2,opt,name=response_json,json=responseJson,proto3,oneof"`
+	ResponseJson string `protobuf:"bytes,2,opt,name=response_json,proto3,oneof"`
 }
 
 type TranscodeRequest_Envelope struct {
@@ -626,11 +626,11 @@ type TranscodeResponse_Response struct {
 }
 
 type TranscodeResponse_EnvelopeJson struct {
-	EnvelopeJson string `protobuf:"bytes,4,opt,name=envelope_json,json=envelopeJson,proto3,oneof"`
+	EnvelopeJson string `protobuf:"bytes,4,opt,name=envelope_json,proto3,oneof"`
 }
 
 type TranscodeResponse_ResponseJson struct {
-	ResponseJson string `protobuf:"bytes,5,opt,name=response_json,json=responseJson,proto3,oneof"`
+	ResponseJson string `protobuf:"bytes,5,opt,name=response_json,proto3,oneof"`
 }
 
 type TranscodeResponse_Error struct {
@@ -653,7 +653,7 @@ func (*TranscodeResponse_Error) isTranscodeResponse_Result() {}
 type TranscodeError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What is wrong with the record, one violation per bad field.
-	FieldViolations []*TranscodeError_FieldViolation `protobuf:"bytes,1,rep,name=field_violations,json=fieldViolations,proto3" json:"field_violations,omitempty"`
+	FieldViolations []*TranscodeError_FieldViolation `protobuf:"bytes,1,rep,name=field_violations,proto3" json:"field_violations,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -771,23 +771,23 @@ const file_e2a_v1_codec_service_proto_rawDesc = "" +
 	"\x15ResponseToJsonRequest\x12/\n" +
 	"\bresponse\x18\x01 \x01(\v2\x13.e2a.v1.E2AResponseR\bresponse\",\n" +
 	"\x16ResponseToJsonResponse\x12\x12\n" +
-	"\x04json\x18\x01 \x01(\tR\x04json\"\xd0\x01\n" +
-	"\x10TranscodeRequest\x12%\n" +
-	"\renvelope_json\x18\x01 \x01(\tH\x00R\fenvelopeJson\x12%\n" +
-	"\rresponse_json\x18\x02 \x01(\tH\x00R\fresponseJson\x121\n" +
+	"\x04json\x18\x01 \x01(\tR\x04json\"\xd2\x01\n" +
+	"\x10TranscodeRequest\x12&\n" +
+	"\renvelope_json\x18\x01 \x01(\tH\x00R\renvelope_json\x12&\n" +
+	"\rresponse_json\x18\x02 \x01(\tH\x00R\rresponse_json\x121\n" +
 	"\benvelope\x18\x03 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
 	"\bresponse\x18\x04 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponseB\b\n" +
-	"\x06record\"\x97\x02\n" +
+	"\x06record\"\x99\x02\n" +
 	"\x11TranscodeResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x121\n" +
 	"\benvelope\x18\x02 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
-	"\bresponse\x18\x03 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12%\n" +
-	"\renvelope_json\x18\x04 \x01(\tH\x00R\fenvelopeJson\x12%\n" +
-	"\rresponse_json\x18\x05 \x01(\tH\x00R\fresponseJson\x12.\n" +
+	"\bresponse\x18\x03 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12&\n" +
+	"\renvelope_json\x18\x04 \x01(\tH\x00R\renvelope_json\x12&\n" +
+	"\rresponse_json\x18\x05 \x01(\tH\x00R\rresponse_json\x12.\n" +
 	"\x05error\x18\x06 \x01(\v2\x16.e2a.v1.TranscodeErrorH\x00R\x05errorB\b\n" +
-	"\x06result\"\xac\x01\n" +
-	"\x0eTranscodeError\x12P\n" +
-	"\x10field_violations\x18\x01 \x03(\v2%.e2a.v1.TranscodeError.FieldViolationR\x0ffieldViolations\x1aH\n" +
+	"\x06result\"\xad\x01\n" +
+	"\x0eTranscodeError\x12Q\n" +
+	"\x10field_violations\x18\x01 \x03(\v2%.e2a.v1.TranscodeError.FieldViolationR\x10field_violations\x1aH\n" +
 	"\x0eFieldViolation\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription2\xa4\x03\n" +
@@ -796,7 +796,8 @@ const file_e2a_v1_codec_service_proto_rawDesc = "" +
 	"\x0eEnvelopeToJson\x12\x1d.e2a.v1.EnvelopeToJsonRequest\x1a\x1e.e2a.v1.EnvelopeToJsonResponse\x12U\n" +
 	"\x10ResponseFromJson\x12\x1f.e2a.v1.ResponseFromJsonRequest\x1a .e2a.v1.ResponseFromJsonResponse\x12O\n" +
 	"\x0eResponseToJson\x12\x1d.e2a.v1.ResponseToJsonRequest\x1a\x1e.e2a.v1.ResponseToJsonResponse\x12D\n" +
-	"\tTranscode\x12\x18.e2a.v1.TranscodeRequest\x1a\x19.e2a.v1.TranscodeResponse(\x010\x01B\x1dZ\x1be2agrpc/gen/go/e2a/v1;e2av1b\x06proto3"
+	"\tTranscode\x12\x18.e2a.v1.TranscodeRequest\x1a\x19.e2a.v1.TranscodeResponse(\x010\x01Be\n" +
+	"\tio.e2a.v1B\x11CodecServiceProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
 	file_e2a_v1_codec_service_proto_rawDescOnce sync.Once

@@ -133,7 +133,7 @@ type ToACPRequest struct {
 	Source isToACPRequest_Source `protobuf_oneof:"source"`
 	// Envelope methods to send as ACP session/prompt, e.g. "chat.send" (protocol section 2):
 	// the method becomes session/prompt and the prompt is built from params.
-	SessionPromptMethods []string   `protobuf:"bytes,5,rep,name=session_prompt_methods,json=sessionPromptMethods,proto3" json:"session_prompt_methods,omitempty"`
+	SessionPromptMethods []string   `protobuf:"bytes,5,rep,name=session_prompt_methods,proto3" json:"session_prompt_methods,omitempty"`
 	Dialect              AcpDialect `protobuf:"varint,6,opt,name=dialect,proto3,enum=e2a.v1.AcpDialect" json:"dialect,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
@@ -240,12 +240,12 @@ type ToACPRequest_Response struct {
 
 type ToACPRequest_EnvelopeJson struct {
 	// E2A wire JSON text of an envelope (the legacy keys of the protocol's sections 9-11 are read too).
-	EnvelopeJson string `protobuf:"bytes,3,opt,name=envelope_json,json=envelopeJson,proto3,oneof"`
+	EnvelopeJson string `protobuf:"bytes,3,opt,name=envelope_json,proto3,oneof"`
 }
 
 type ToACPRequest_ResponseJson struct {
 	// E2A wire JSON text of a response.
-	ResponseJson string `protobuf:"bytes,4,opt,name=response_json,json=responseJson,proto3,oneof"`
+	ResponseJson string `protobuf:"bytes,4,opt,name=response_json,proto3,oneof"`
 }
 
 func (*ToACPRequest_Envelope) isToACPRequest_Source() {}
@@ -334,7 +334,7 @@ type ToACPResponse_Jsonrpc struct {
 }
 
 type ToACPResponse_NotApplicable struct {
-	NotApplicable *NotApplicable `protobuf:"bytes,2,opt,name=not_applicable,json=notApplicable,proto3,oneof"`
+	NotApplicable *NotApplicable `protobuf:"bytes,2,opt,name=not_applicable,proto3,oneof"`
 }
 
 func (*ToACPResponse_Jsonrpc) isToACPResponse_Result() {}
@@ -348,7 +348,7 @@ type FromACPRequest struct {
 	// Ingress channel recorded on the produced envelopes.
 	Channel *string `protobuf:"bytes,2,opt,name=channel,proto3,oneof" json:"channel,omitempty"`
 	// Who sent the requests; unspecified means user.
-	IdentityOrigin IdentityOrigin `protobuf:"varint,3,opt,name=identity_origin,json=identityOrigin,proto3,enum=e2a.v1.IdentityOrigin" json:"identity_origin,omitempty"`
+	IdentityOrigin IdentityOrigin `protobuf:"varint,3,opt,name=identity_origin,proto3,enum=e2a.v1.IdentityOrigin" json:"identity_origin,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -546,7 +546,7 @@ type ToA2AStreamRequest struct {
 	Source isToA2AStreamRequest_Source `protobuf_oneof:"source"`
 	// Also project the native kinds: e2a.chunk -> artifactUpdate with a text (or data) part,
 	// e2a.complete / e2a.error -> a final statusUpdate (completed / failed).
-	ProjectNativeKinds bool `protobuf:"varint,3,opt,name=project_native_kinds,json=projectNativeKinds,proto3" json:"project_native_kinds,omitempty"`
+	ProjectNativeKinds bool `protobuf:"varint,3,opt,name=project_native_kinds,proto3" json:"project_native_kinds,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -623,7 +623,7 @@ type ToA2AStreamRequest_Response struct {
 
 type ToA2AStreamRequest_ResponseJson struct {
 	// E2A wire JSON text of a response.
-	ResponseJson string `protobuf:"bytes,2,opt,name=response_json,json=responseJson,proto3,oneof"`
+	ResponseJson string `protobuf:"bytes,2,opt,name=response_json,proto3,oneof"`
 }
 
 func (*ToA2AStreamRequest_Response) isToA2AStreamRequest_Source() {}
@@ -702,11 +702,11 @@ type isToA2AStreamResponse_Result interface {
 
 type ToA2AStreamResponse_StreamResponse struct {
 	// JSON text of the A2A StreamResponse.
-	StreamResponse string `protobuf:"bytes,1,opt,name=stream_response,json=streamResponse,proto3,oneof"`
+	StreamResponse string `protobuf:"bytes,1,opt,name=stream_response,proto3,oneof"`
 }
 
 type ToA2AStreamResponse_NotApplicable struct {
-	NotApplicable *NotApplicable `protobuf:"bytes,2,opt,name=not_applicable,json=notApplicable,proto3,oneof"`
+	NotApplicable *NotApplicable `protobuf:"bytes,2,opt,name=not_applicable,proto3,oneof"`
 }
 
 func (*ToA2AStreamResponse_StreamResponse) isToA2AStreamResponse_Result() {}
@@ -721,7 +721,7 @@ type FromA2ARequest struct {
 	// Ingress channel recorded on the envelope.
 	Channel *string `protobuf:"bytes,2,opt,name=channel,proto3,oneof" json:"channel,omitempty"`
 	// Who sent the message; unspecified means user.
-	IdentityOrigin IdentityOrigin `protobuf:"varint,3,opt,name=identity_origin,json=identityOrigin,proto3,enum=e2a.v1.IdentityOrigin" json:"identity_origin,omitempty"`
+	IdentityOrigin IdentityOrigin `protobuf:"varint,3,opt,name=identity_origin,proto3,enum=e2a.v1.IdentityOrigin" json:"identity_origin,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -827,23 +827,23 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1fe2a/v1/conversion_service.proto\x12\x06e2a.v1\x1a\x10e2a/v1/e2a.proto\"'\n" +
 	"\rNotApplicable\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xb0\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xb4\x02\n" +
 	"\fToACPRequest\x121\n" +
 	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
-	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12%\n" +
-	"\renvelope_json\x18\x03 \x01(\tH\x00R\fenvelopeJson\x12%\n" +
-	"\rresponse_json\x18\x04 \x01(\tH\x00R\fresponseJson\x124\n" +
-	"\x16session_prompt_methods\x18\x05 \x03(\tR\x14sessionPromptMethods\x12,\n" +
+	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12&\n" +
+	"\renvelope_json\x18\x03 \x01(\tH\x00R\renvelope_json\x12&\n" +
+	"\rresponse_json\x18\x04 \x01(\tH\x00R\rresponse_json\x126\n" +
+	"\x16session_prompt_methods\x18\x05 \x03(\tR\x16session_prompt_methods\x12,\n" +
 	"\adialect\x18\x06 \x01(\x0e2\x12.e2a.v1.AcpDialectR\adialectB\b\n" +
-	"\x06source\"u\n" +
+	"\x06source\"v\n" +
 	"\rToACPResponse\x12\x1a\n" +
-	"\ajsonrpc\x18\x01 \x01(\tH\x00R\ajsonrpc\x12>\n" +
-	"\x0enot_applicable\x18\x02 \x01(\v2\x15.e2a.v1.NotApplicableH\x00R\rnotApplicableB\b\n" +
-	"\x06result\"\x90\x01\n" +
+	"\ajsonrpc\x18\x01 \x01(\tH\x00R\ajsonrpc\x12?\n" +
+	"\x0enot_applicable\x18\x02 \x01(\v2\x15.e2a.v1.NotApplicableH\x00R\x0enot_applicableB\b\n" +
+	"\x06result\"\x91\x01\n" +
 	"\x0eFromACPRequest\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\tR\x04json\x12\x1d\n" +
-	"\achannel\x18\x02 \x01(\tH\x00R\achannel\x88\x01\x01\x12?\n" +
-	"\x0fidentity_origin\x18\x03 \x01(\x0e2\x16.e2a.v1.IdentityOriginR\x0eidentityOriginB\n" +
+	"\achannel\x18\x02 \x01(\tH\x00R\achannel\x88\x01\x01\x12@\n" +
+	"\x0fidentity_origin\x18\x03 \x01(\x0e2\x16.e2a.v1.IdentityOriginR\x0fidentity_originB\n" +
 	"\n" +
 	"\b_channel\"\x7f\n" +
 	"\rFromACPRecord\x121\n" +
@@ -851,20 +851,20 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponseB\b\n" +
 	"\x06record\"B\n" +
 	"\x0fFromACPResponse\x12/\n" +
-	"\arecords\x18\x01 \x03(\v2\x15.e2a.v1.FromACPRecordR\arecords\"\xaa\x01\n" +
+	"\arecords\x18\x01 \x03(\v2\x15.e2a.v1.FromACPRecordR\arecords\"\xad\x01\n" +
 	"\x12ToA2AStreamRequest\x121\n" +
-	"\bresponse\x18\x01 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12%\n" +
-	"\rresponse_json\x18\x02 \x01(\tH\x00R\fresponseJson\x120\n" +
-	"\x14project_native_kinds\x18\x03 \x01(\bR\x12projectNativeKindsB\b\n" +
-	"\x06source\"\x8a\x01\n" +
-	"\x13ToA2AStreamResponse\x12)\n" +
-	"\x0fstream_response\x18\x01 \x01(\tH\x00R\x0estreamResponse\x12>\n" +
-	"\x0enot_applicable\x18\x02 \x01(\v2\x15.e2a.v1.NotApplicableH\x00R\rnotApplicableB\b\n" +
-	"\x06result\"\x90\x01\n" +
+	"\bresponse\x18\x01 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12&\n" +
+	"\rresponse_json\x18\x02 \x01(\tH\x00R\rresponse_json\x122\n" +
+	"\x14project_native_kinds\x18\x03 \x01(\bR\x14project_native_kindsB\b\n" +
+	"\x06source\"\x8c\x01\n" +
+	"\x13ToA2AStreamResponse\x12*\n" +
+	"\x0fstream_response\x18\x01 \x01(\tH\x00R\x0fstream_response\x12?\n" +
+	"\x0enot_applicable\x18\x02 \x01(\v2\x15.e2a.v1.NotApplicableH\x00R\x0enot_applicableB\b\n" +
+	"\x06result\"\x91\x01\n" +
 	"\x0eFromA2ARequest\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\tR\x04json\x12\x1d\n" +
-	"\achannel\x18\x02 \x01(\tH\x00R\achannel\x88\x01\x01\x12?\n" +
-	"\x0fidentity_origin\x18\x03 \x01(\x0e2\x16.e2a.v1.IdentityOriginR\x0eidentityOriginB\n" +
+	"\achannel\x18\x02 \x01(\tH\x00R\achannel\x88\x01\x01\x12@\n" +
+	"\x0fidentity_origin\x18\x03 \x01(\x0e2\x16.e2a.v1.IdentityOriginR\x0fidentity_originB\n" +
 	"\n" +
 	"\b_channel\"B\n" +
 	"\x0fFromA2AResponse\x12/\n" +
@@ -877,7 +877,8 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\x05ToACP\x12\x14.e2a.v1.ToACPRequest\x1a\x15.e2a.v1.ToACPResponse\x12:\n" +
 	"\aFromACP\x12\x16.e2a.v1.FromACPRequest\x1a\x17.e2a.v1.FromACPResponse\x12F\n" +
 	"\vToA2AStream\x12\x1a.e2a.v1.ToA2AStreamRequest\x1a\x1b.e2a.v1.ToA2AStreamResponse\x12:\n" +
-	"\aFromA2A\x12\x16.e2a.v1.FromA2ARequest\x1a\x17.e2a.v1.FromA2AResponseB\x1dZ\x1be2agrpc/gen/go/e2a/v1;e2av1b\x06proto3"
+	"\aFromA2A\x12\x16.e2a.v1.FromA2ARequest\x1a\x17.e2a.v1.FromA2AResponseBj\n" +
+	"\tio.e2a.v1B\x16ConversionServiceProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
 	file_e2a_v1_conversion_service_proto_rawDescOnce sync.Once

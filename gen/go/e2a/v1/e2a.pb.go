@@ -1226,7 +1226,8 @@ const file_e2a_v1_e2a_proto_rawDesc = "" +
 	"\x16IDENTITY_ORIGIN_SYSTEM\x10\x01\x12\x18\n" +
 	"\x14IDENTITY_ORIGIN_USER\x10\x02\x12\x19\n" +
 	"\x15IDENTITY_ORIGIN_AGENT\x10\x03\x12\x1b\n" +
-	"\x17IDENTITY_ORIGIN_SERVICE\x10\x04B\x1dZ\x1be2agrpc/gen/go/e2a/v1;e2av1b\x06proto3"
+	"\x17IDENTITY_ORIGIN_SERVICE\x10\x04B\\\n" +
+	"\tio.e2a.v1B\bE2AProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
 	file_e2a_v1_e2a_proto_rawDescOnce sync.Once

@@ -172,7 +172,7 @@ export declare type TranscodeRequest = Message<"e2a.v1.TranscodeRequest"> & {
     /**
      * Wire JSON of an envelope, answered with `envelope`.
      *
-     * @generated from field: string envelope_json = 1;
+     * @generated from field: string envelope_json = 1 [json_name = "envelope_json"];
      */
     value: string;
     case: "envelopeJson";
@@ -180,7 +180,7 @@ export declare type TranscodeRequest = Message<"e2a.v1.TranscodeRequest"> & {
     /**
      * Wire JSON of a response, answered with `response`.
      *
-     * @generated from field: string response_json = 2;
+     * @generated from field: string response_json = 2 [json_name = "response_json"];
      */
     value: string;
     case: "responseJson";
@@ -240,13 +240,13 @@ export declare type TranscodeResponse = Message<"e2a.v1.TranscodeResponse"> & {
     case: "response";
   } | {
     /**
-     * @generated from field: string envelope_json = 4;
+     * @generated from field: string envelope_json = 4 [json_name = "envelope_json"];
      */
     value: string;
     case: "envelopeJson";
   } | {
     /**
-     * @generated from field: string response_json = 5;
+     * @generated from field: string response_json = 5 [json_name = "response_json"];
      */
     value: string;
     case: "responseJson";
@@ -277,7 +277,7 @@ export declare type TranscodeError = Message<"e2a.v1.TranscodeError"> & {
   /**
    * What is wrong with the record, one violation per bad field.
    *
-   * @generated from field: repeated e2a.v1.TranscodeError.FieldViolation field_violations = 1;
+   * @generated from field: repeated e2a.v1.TranscodeError.FieldViolation field_violations = 1 [json_name = "field_violations"];
    */
   fieldViolations: TranscodeError_FieldViolation[];
 };

@@ -60,7 +60,7 @@ export declare type ToACPRequest = Message<"e2a.v1.ToACPRequest"> & {
     /**
      * E2A wire JSON text of an envelope (the legacy keys of the protocol's sections 9-11 are read too).
      *
-     * @generated from field: string envelope_json = 3;
+     * @generated from field: string envelope_json = 3 [json_name = "envelope_json"];
      */
     value: string;
     case: "envelopeJson";
@@ -68,7 +68,7 @@ export declare type ToACPRequest = Message<"e2a.v1.ToACPRequest"> & {
     /**
      * E2A wire JSON text of a response.
      *
-     * @generated from field: string response_json = 4;
+     * @generated from field: string response_json = 4 [json_name = "response_json"];
      */
     value: string;
     case: "responseJson";
@@ -78,7 +78,7 @@ export declare type ToACPRequest = Message<"e2a.v1.ToACPRequest"> & {
    * Envelope methods to send as ACP session/prompt, e.g. "chat.send" (protocol section 2):
    * the method becomes session/prompt and the prompt is built from params.
    *
-   * @generated from field: repeated string session_prompt_methods = 5;
+   * @generated from field: repeated string session_prompt_methods = 5 [json_name = "session_prompt_methods"];
    */
   sessionPromptMethods: string[];
 
@@ -113,7 +113,7 @@ export declare type ToACPResponse = Message<"e2a.v1.ToACPResponse"> & {
     case: "jsonrpc";
   } | {
     /**
-     * @generated from field: e2a.v1.NotApplicable not_applicable = 2;
+     * @generated from field: e2a.v1.NotApplicable not_applicable = 2 [json_name = "not_applicable"];
      */
     value: NotApplicable;
     case: "notApplicable";
@@ -147,7 +147,7 @@ export declare type FromACPRequest = Message<"e2a.v1.FromACPRequest"> & {
   /**
    * Who sent the requests; unspecified means user.
    *
-   * @generated from field: e2a.v1.IdentityOrigin identity_origin = 3;
+   * @generated from field: e2a.v1.IdentityOrigin identity_origin = 3 [json_name = "identity_origin"];
    */
   identityOrigin: IdentityOrigin;
 };
@@ -230,7 +230,7 @@ export declare type ToA2AStreamRequest = Message<"e2a.v1.ToA2AStreamRequest"> & 
     /**
      * E2A wire JSON text of a response.
      *
-     * @generated from field: string response_json = 2;
+     * @generated from field: string response_json = 2 [json_name = "response_json"];
      */
     value: string;
     case: "responseJson";
@@ -240,7 +240,7 @@ export declare type ToA2AStreamRequest = Message<"e2a.v1.ToA2AStreamRequest"> & 
    * Also project the native kinds: e2a.chunk -> artifactUpdate with a text (or data) part,
    * e2a.complete / e2a.error -> a final statusUpdate (completed / failed).
    *
-   * @generated from field: bool project_native_kinds = 3;
+   * @generated from field: bool project_native_kinds = 3 [json_name = "project_native_kinds"];
    */
   projectNativeKinds: boolean;
 };
@@ -262,13 +262,13 @@ export declare type ToA2AStreamResponse = Message<"e2a.v1.ToA2AStreamResponse"> 
     /**
      * JSON text of the A2A StreamResponse.
      *
-     * @generated from field: string stream_response = 1;
+     * @generated from field: string stream_response = 1 [json_name = "stream_response"];
      */
     value: string;
     case: "streamResponse";
   } | {
     /**
-     * @generated from field: e2a.v1.NotApplicable not_applicable = 2;
+     * @generated from field: e2a.v1.NotApplicable not_applicable = 2 [json_name = "not_applicable"];
      */
     value: NotApplicable;
     case: "notApplicable";
@@ -303,7 +303,7 @@ export declare type FromA2ARequest = Message<"e2a.v1.FromA2ARequest"> & {
   /**
    * Who sent the message; unspecified means user.
    *
-   * @generated from field: e2a.v1.IdentityOrigin identity_origin = 3;
+   * @generated from field: e2a.v1.IdentityOrigin identity_origin = 3 [json_name = "identity_origin"];
    */
   identityOrigin: IdentityOrigin;
 };
