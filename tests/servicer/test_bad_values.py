@@ -5,13 +5,10 @@ request content too long to quote (issue 10, items 4, 5 and 6).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 
 import grpc
 import pytest
-import pytest_asyncio
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc, e2a_pb2
 from e2a.v1 import conversion_service_pb2 as pb
@@ -19,33 +16,10 @@ from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AEnvelope, E2AValueError, jsontext
 from e2a_grpc.errors import MAX_FIELD_CHARS, MAX_PROBLEM_CHARS
 from e2a_grpc.model.proto import from_proto_jsonrpc_id, to_proto_jsonrpc_id
-from tests.conftest import InProcessServer, in_process_server
+from tests.support.status import field_violations
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 TOO_MANY_DIGITS = "9" * (jsontext.MAX_INTEGER_DIGITS + 1)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server() -> AsyncIterator[InProcessServer]:
-    async with in_process_server() as running:
-        yield running
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(server.address) as opened:
-        yield opened
-
-
-def _violations(error: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]  # an AioRpcError carries the same trailers
-    assert status is not None
-    found: list[tuple[str, str]] = []
-    for detail in status.details:
-        bad_request = error_details_pb2.BadRequest()
-        assert detail.Unpack(bad_request)
-        found.extend((v.field, v.description) for v in bad_request.field_violations)
-    return found
 
 
 async def _rejected(call: Awaitable[object]) -> list[tuple[str, str]]:
@@ -54,7 +28,7 @@ async def _rejected(call: Awaitable[object]) -> list[tuple[str, str]]:
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT, raised.value.details()
     trailers = sum(len(key) + len(str(value)) for key, value in raised.value.trailing_metadata() or ())
     assert trailers < 8_000 and len(raised.value.details() or "") < 2_000
-    return _violations(raised.value)
+    return field_violations(raised.value)
 
 
 def test_big_integer_value_within_the_limit_round_trips() -> None:
@@ -95,7 +69,7 @@ async def test_chat_with_a_big_integer_id_past_the_limit_gets_invalid_argument(c
         async for _ in stream:
             pass
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert [field for field, _ in _violations(raised.value)] == ["envelope.jsonrpc_id"]
+    assert [field for field, _ in field_violations(raised.value)] == ["envelope.jsonrpc_id"]
 
 
 @in_module_loop

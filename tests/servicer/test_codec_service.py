@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any, TypeVar, cast
 
 import grpc
 import pytest
-import pytest_asyncio
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -24,23 +23,10 @@ from e2a.v1 import e2a_pb2
 from e2a_grpc import E2AEnvelope, E2AFieldError, E2AResponse
 from e2a_grpc.client.conversion import ServiceError
 from e2a_grpc.grpc import codec_servicer
-from tests.conftest import InProcessServer, in_process_server
 from tests.support import vectors
 
 #: Every async test here runs in the module's event loop, where the module's server runs.
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server() -> AsyncIterator[InProcessServer]:
-    async with in_process_server() as running:
-        yield running
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(server.address) as opened:
-        yield opened
 
 
 @pytest.fixture(scope="module")

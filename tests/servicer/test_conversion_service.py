@@ -9,15 +9,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
-import pytest_asyncio
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_status import rpc_status
 
 from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
@@ -30,24 +26,13 @@ from e2a_grpc import (
     envelope_to_acp_jsonrpc_call,
     jsontext,
 )
-from tests.conftest import REPO_ROOT, InProcessServer, in_process_server
+from tests.conftest import REPO_ROOT, in_process_server
 from tests.support import vectors
+from tests.support.status import field_violations
 from tests.support.wellformed import envelope_well_typed, response_well_typed
 
 #: Every async test here runs in the module's event loop, where the module's server runs.
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server() -> AsyncIterator[InProcessServer]:
-    async with in_process_server() as running:
-        yield running
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(server.address) as opened:
-        yield opened
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +40,8 @@ def stub(channel: grpc.aio.Channel) -> pb_grpc.ConversionServiceAsyncStub:
     return pb_grpc.ConversionServiceStub(channel)
 
 
-def _bad_request(error: grpc.aio.AioRpcError) -> list[str]:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]  # an AioRpcError carries the same trailers
-    assert status is not None, "INVALID_ARGUMENT must carry rich status details"
-    fields: list[str] = []
-    for detail in status.details:
-        bad_request = error_details_pb2.BadRequest()
-        assert detail.Unpack(bad_request)
-        fields.extend(v.field for v in bad_request.field_violations)
-    return fields
+def _violated_fields(error: grpc.aio.AioRpcError) -> list[str]:
+    return [field for field, _ in field_violations(error)]
 
 
 def _model_error(model: type[E2AEnvelope] | type[E2AResponse], document: Any) -> E2AFieldError | None:
@@ -99,7 +77,7 @@ async def _assert_rejected_like_the_model(
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call(request, timeout=10)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
-    assert _bad_request(caught.value) == [f"{request_field}.{error.field}"]
+    assert _violated_fields(caught.value) == [f"{request_field}.{error.field}"]
 
 
 # --- ToACP -----------------------------------------------------------------------------------------
@@ -417,7 +395,7 @@ async def test_bad_input_is_invalid_argument_naming_the_field(
     error = caught.value
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
     assert field in str(error.details())
-    assert field in _bad_request(error)
+    assert field in _violated_fields(error)
     health_stub = health_pb2_grpc.HealthStub(channel)
     health = await health_stub.Check(health_pb2.HealthCheckRequest(), timeout=5)  # type: ignore[attr-defined]  # the stubs list no methods
     assert health.status == health_pb2.HealthCheckResponse.SERVING  # and the server is still fine
@@ -433,7 +411,7 @@ async def test_unknown_oneof_case_is_invalid_argument(channel: grpc.aio.Channel)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call(unknown_case, timeout=10)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert _bad_request(caught.value) == ["source"]
+    assert _violated_fields(caught.value) == ["source"]
 
 
 @in_module_loop

@@ -30,7 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from e2a.v1 import agent_service_pb2, codec_service_pb2, conversion_service_pb2, e2a_pb2
 from e2a_grpc import E2AEnvelope, E2AResponse
-from tests.conftest import InProcessServer, in_process_server
+from tests.conftest import InProcessServer
 from tests.support import vectors
 
 CASES = int(os.environ.get("E2A_FUZZ_CASES", "2000"))
@@ -294,12 +294,6 @@ def generate(rng: random.Random) -> tuple[Rpc, bytes]:
 
 
 # --- running ---------------------------------------------------------------------------------------
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server() -> AsyncIterator[InProcessServer]:
-    async with in_process_server() as running:
-        yield running
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

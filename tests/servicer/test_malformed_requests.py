@@ -20,13 +20,12 @@ from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from e2a.v1 import codec_service_pb2 as codec_pb
 from e2a_grpc import E2AEnvelope
 from e2a_grpc.grpc.server import SERVICE_NAMES
-from tests.conftest import InProcessServer, in_process_server
+from tests.conftest import in_process_server
+from tests.support.status import field_violations
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -87,18 +86,6 @@ CASES = [(method, kind) for method in METHODS for kind in MALFORMED]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server() -> AsyncIterator[InProcessServer]:
-    async with in_process_server() as running:
-        yield running
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(server.address) as opened:
-        yield opened
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def token_channel() -> AsyncIterator[grpc.aio.Channel]:
     async with in_process_server(token=TOKEN) as running, grpc.aio.insecure_channel(running.address) as opened:
         yield opened
@@ -122,21 +109,10 @@ async def _call_raw(
     return [await unary(data, metadata=metadata, timeout=10)]
 
 
-def _violations(error: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]  # reads code(), details(), trailing_metadata()
-    assert status is not None, "no google.rpc.Status in the trailers"
-    violations: list[tuple[str, str]] = []
-    for detail in status.details:
-        bad_request = error_details_pb2.BadRequest()
-        assert detail.Unpack(bad_request)
-        violations.extend((violation.field, violation.description) for violation in bad_request.field_violations)
-    return violations
-
-
 def _assert_names_the_bad_request(error: grpc.aio.AioRpcError, message_type: str) -> None:
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, (error.code(), error.details())
     assert f"not a valid {message_type} protobuf message" in str(error.details())
-    [(field, description)] = _violations(error)
+    [(field, description)] = field_violations(error)
     assert field == "$" and message_type in description
 
 
