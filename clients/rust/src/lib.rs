@@ -5,6 +5,7 @@
 //! in the repository (`proto/e2a/v1`), with a protoc that comes from crates.io: building needs
 //! nothing installed besides cargo.
 #![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 pub mod json;
 

@@ -1,6 +1,6 @@
 //! Checking JSON text and writing it in canonical form.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::FieldError;
 
@@ -265,19 +265,14 @@ impl<'a> Normalizer<'a> {
         let members = &self.members[base..];
         let dst = &self.dst;
         let key_of = |m: &MemberSpan| &dst[m.key..m.colon];
+        // Each key's last member; a key leaves the map once written.
+        let mut last: HashMap<&str, &MemberSpan> = members.iter().map(|m| (key_of(m), m)).collect();
         let mut out = String::with_capacity(dst.len() - start);
         out.push('{');
-        let mut written: HashSet<&str> = HashSet::new();
         for member in members {
-            let key = key_of(member);
-            if !written.insert(key) {
+            let Some(winner) = last.remove(key_of(member)) else {
                 continue; // written already, at the key's first position
-            }
-            let winner = members
-                .iter()
-                .rev()
-                .find(|m| key_of(m) == key)
-                .unwrap_or(member);
+            };
             if out.len() > 1 {
                 out.push(',');
             }
