@@ -37,7 +37,7 @@ fn line_protocol() {
     // Python: base64.b64encode(E2AEnvelope.from_json('{"params":{"a":1.0},"request_id":"r"}').to_bytes())
     let python_bytes = "CgMxLjASBQoDZTJhGgFyWAKqAQl7ImEiOjEuMH0=";
     let requests = [
-        format!(r#"{{"id":1,"message":"envelope","from":"wire_json","to":"protobuf","payload":"{{\"params\":{{\"a\":1.0}},\"request_id\":\"r\"}}"}}"#),
+        r#"{"id":1,"message":"envelope","from":"wire_json","to":"protobuf","payload":"{\"params\":{\"a\":1.0},\"request_id\":\"r\"}"}"#.into(),
         format!(r#"{{"id":2,"message":"envelope","from":"protobuf","to":"protobuf","payload":"{python_bytes}"}}"#),
         r#"{"id":3,"message":"response","from":"wire_json","to":"wire_json","payload":"{\"sequence\":true}"}"#.into(),
         r#"{"id":4,"message":"response","from":"protobuf","to":"wire_json","payload":"/w=="}"#.into(),
