@@ -646,14 +646,12 @@ final class WireReader {
     return merged.isEmpty() ? "" : JsonValue.text(new Obj(merged));
   }
 
-  /** A key for an error path: its text, or its JSON escapes if it holds a lone surrogate. */
+  /**
+   * A key for an error path: the key itself, as Python names it (a Java string, like a Python
+   * one, can hold a lone surrogate from an escape).
+   */
   static String keyName(String key) {
-    if (!lone(key)) {
-      return key;
-    }
-    StringBuilder out = new StringBuilder();
-    JsonValue.quote(key, out);
-    return out.substring(1, out.length() - 1);
+    return key;
   }
 
   /** The auth object, or null. */
