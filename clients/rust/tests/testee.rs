@@ -85,3 +85,14 @@ fn conformance_suite() {
     );
     assert!(report.contains(" passed, 0 failed"), "{report}");
 }
+
+#[test]
+fn declared_field_of_another_wire_type_is_an_unknown_field() {
+    // E2AEnvelope.jsonrpc_id holding JsonRpcId field 1 (a string) as fixed32: protobuf's
+    // runtimes (and so the Python reference) skip it, prost alone would reject the message.
+    let answers = run_testee(
+        r#"{"id":1,"message":"envelope","from":"protobuf","to":"wire_json","payload":"IgUNAzEyeA=="}"#,
+    );
+    let payload = answers[0].str("payload").expect("a payload");
+    assert!(payload.contains(r#""jsonrpc_id":null,"#), "{payload}");
+}

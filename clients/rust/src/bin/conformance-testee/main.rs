@@ -7,6 +7,8 @@
 //! to stdout, flushed at once: `{"id": 1, "payload": "..."}` or
 //! `{"id": 1, "error": {"field": "params", "message": "..."}}`.
 
+mod lenient;
+
 use std::io::{self, BufRead, Write};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -59,12 +61,14 @@ impl From<FieldError> for Failure {
 /// The conversions of one record type.
 trait Record: Message + Default + Sized {
     const NAME: &'static str;
+    const SCHEMA: lenient::Schema;
     fn from_json(text: &str) -> Result<Self, FieldError>;
     fn to_json(&self) -> Result<String, FieldError>;
 }
 
 impl Record for E2aEnvelope {
     const NAME: &'static str = "e2a.v1.E2AEnvelope";
+    const SCHEMA: lenient::Schema = lenient::Schema::Envelope;
     fn from_json(text: &str) -> Result<Self, FieldError> {
         envelope_from_json(text)
     }
@@ -75,6 +79,7 @@ impl Record for E2aEnvelope {
 
 impl Record for E2aResponse {
     const NAME: &'static str = "e2a.v1.E2AResponse";
+    const SCHEMA: lenient::Schema = lenient::Schema::Response;
     fn from_json(text: &str) -> Result<Self, FieldError> {
         response_from_json(text)
     }
@@ -91,6 +96,8 @@ fn convert<R: Record>(from_wire: bool, to_wire: bool, payload: &str) -> Result<S
         let data = BASE64
             .decode(payload)
             .map_err(|err| Failure::Request(format!("payload is not standard base64: {err}")))?;
+        // As protobuf's runtimes, take a declared field of another wire type as unknown.
+        let data = lenient::strip(&data, R::SCHEMA);
         let message = R::decode(data.as_slice()).map_err(|err| {
             FieldError::new("$", format!("not a valid {} message: {err}", R::NAME))
         })?;
