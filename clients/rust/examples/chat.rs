@@ -36,7 +36,7 @@ pub async fn run(
     Ok((jsonrpc, frames))
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = std::env::args()
         .nth(1)
