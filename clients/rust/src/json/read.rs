@@ -652,8 +652,7 @@ impl<'t> Reader<'t> {
             }
             let (text, lone) = decode_string(item);
             if lone {
-                self.encode_err
-                    .get_or_insert_with(|| FieldError::lone_surrogate(path));
+                self.defer_encode(FieldError::lone_surrogate(path));
             }
             *dst = Some(text);
         }
