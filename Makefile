@@ -8,7 +8,7 @@ NODE_MODULES := clients/ts/node_modules/.package-lock.json
 SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
 PY_SRC := src/e2a_grpc tests bench conformance
 
-.PHONY: venv gen check-gen lint test test-go conformance fuzz bench serve clean
+.PHONY: venv gen check-gen lint test test-go test-java test-rust conformance fuzz bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,12 +40,26 @@ lint: $(STAMP)
 test: lint
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory test-go
+	$(MAKE) --no-print-directory test-java
+	$(MAKE) --no-print-directory test-rust
 	$(MAKE) --no-print-directory conformance
 
 ## conformance: build every testee and run the wire JSON conformance suite on all of them (conformance/README.md)
 conformance: $(STAMP) $(NODE_MODULES)
 	cd gen/go && go build -o bin/conformance-testee ./cmd/conformance-testee
+	cd clients/java && mvn -q -B -DskipTests package
+	cargo build -q --manifest-path clients/rust/Cargo.toml --bin conformance-testee
 	$(PY) conformance/run.py
+
+## test-java: the Java module's JUnit tests (they start the Python server from .venv on a free port)
+test-java: $(STAMP)
+	cd clients/java && mvn -q -B test
+
+## test-rust: the Rust crate's tests, clippy and rustfmt (the live tests start the Python server from .venv)
+test-rust: $(STAMP)
+	cargo fmt --manifest-path clients/rust/Cargo.toml --check
+	cargo clippy -q --manifest-path clients/rust/Cargo.toml --all-targets -- -D warnings
+	cargo test -q --manifest-path clients/rust/Cargo.toml
 
 # The pinned npm packages of clients/ts (the TypeScript codec and client, and the codegen plugin).
 $(NODE_MODULES): clients/ts/package-lock.json
@@ -72,4 +86,4 @@ bench: $(STAMP)
 	$(PY) -m bench.run --output BENCHMARKS.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bin
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bin gen/go/bin clients/java/target clients/rust/target
