@@ -29,7 +29,9 @@ def example_bodies() -> dict[str, str]:
 def readme_blocks() -> list[str]:
     """The README's java blocks without their import lines (the test file imports at its top)."""
     blocks = re.findall(r"```java\n(.*?)```", java_section(), re.S)
-    return ["\n".join(line for line in block.splitlines() if not line.startswith("import ")).strip() for block in blocks]
+    return [
+        "\n".join(line for line in block.splitlines() if not line.startswith("import ")).strip() for block in blocks
+    ]
 
 
 def test_the_test_has_the_examples() -> None:
