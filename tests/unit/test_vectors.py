@@ -1,4 +1,4 @@
-"""The conformance vectors of ../shared/vectors, under the rules of their README."""
+"""The conformance vectors of testdata/vectors, under the rules of testdata/README.md."""
 
 from __future__ import annotations
 
