@@ -114,15 +114,20 @@ def to_proto_provenance(value: E2AProvenance | Mapping[str, Any]) -> e2a_pb2.E2A
     return build(e2a_pb2.E2AProvenance, _provenance_fields(value), "provenance")
 
 
-def from_proto_provenance(message: e2a_pb2.E2AProvenance, field: str = "provenance") -> E2AProvenance:
+def provenance_dict(message: e2a_pb2.E2AProvenance, field: str = "provenance") -> dict[str, Any]:
+    """A provenance message in its plain-dict form (``E2AProvenance.to_dict()``)."""
     # Attribute reads, not ListFields(): cheaper for a message this small (it is on every record).
     details = message.details
-    return E2AProvenance(
-        source_protocol=message.source_protocol,
-        converter=message.converter if message.HasField("converter") else None,
-        converted_at=message.converted_at if message.HasField("converted_at") else None,
-        details=jsontext.loads_object(details, f"{field}.details") if details else {},
-    )
+    return {
+        "source_protocol": message.source_protocol,
+        "converter": message.converter if message.HasField("converter") else None,
+        "converted_at": message.converted_at if message.HasField("converted_at") else None,
+        "details": jsontext.loads_object(details, f"{field}.details") if details else {},
+    }
+
+
+def from_proto_provenance(message: e2a_pb2.E2AProvenance, field: str = "provenance") -> E2AProvenance:
+    return E2AProvenance(**provenance_dict(message, field))
 
 
 def to_proto_auth(value: E2AAuth | Mapping[str, Any], field: str = "auth") -> e2a_pb2.E2AAuth:
@@ -246,8 +251,16 @@ DECODERS: dict[Kind, Decoder] = {
     Kind.TEXT_LIST: lambda values, _field: list(values),
 }
 # The attribute of a field the message does not set; None for kinds whose default is a fresh value.
+#: What differs when a message is decoded into the plain-dict form (``to_dict()``) instead of attributes.
+PLAIN_DECODERS: dict[Kind, Decoder] = {
+    **DECODERS,
+    Kind.ORIGIN: lambda number, field: _decode_origin(number, field).value,
+    Kind.PROVENANCE: provenance_dict,
+    Kind.AUTH: lambda message, field: from_proto_auth(message, field).to_dict(),
+}
 _WIRE_DEFAULTS: dict[Kind, Any] = {Kind.PLAIN_TEXT: "", Kind.FLAG: False, Kind.INTEGER: 0}
 _FRESH: dict[Kind, Callable[[], Any]] = {Kind.OBJECT: dict, Kind.TEXT_LIST: list, Kind.PROVENANCE: E2AProvenance}
+_PLAIN_FRESH: dict[Kind, Callable[[], Any]] = {**_FRESH, Kind.PROVENANCE: lambda: E2AProvenance().to_dict()}
 
 
 @dataclass(frozen=True)
@@ -266,19 +279,22 @@ class Codec(Generic[M_co]):
     fresh: tuple[tuple[str, Callable[[], Any]], ...]
 
 
-def codec(message_type: type[M], fields: tuple[RecordField, ...]) -> Codec[M]:
-    """The codec of a record type, from its field table."""
+def codec(message_type: type[M], fields: tuple[RecordField, ...], *, plain: bool = False) -> Codec[M]:
+    """The codec of a record type, from its field table; ``plain`` decodes into the ``to_dict()`` form."""
+    decoders, fresh = (PLAIN_DECODERS, _PLAIN_FRESH) if plain else (DECODERS, _FRESH)
 
     def wire_default(field: RecordField) -> Any:
         # An unset enum is IDENTITY_ORIGIN_UNSPECIFIED, which reads as the record's own default.
-        return field.default if field.kind is Kind.ORIGIN else _WIRE_DEFAULTS.get(field.kind)
+        if field.kind is Kind.ORIGIN:
+            return field.default.value if plain else field.default
+        return _WIRE_DEFAULTS.get(field.kind)
 
     return Codec(
         message_type=message_type,
         encoders=tuple((field.name, ENCODERS[field.kind]) for field in fields if field.kind in ENCODERS),
         template={field.name: wire_default(field) for field in fields},
-        decoders={field.descriptor: (field.name, DECODERS.get(field.kind)) for field in fields},
-        fresh=tuple((field.name, _FRESH[field.kind]) for field in fields if field.kind in _FRESH),
+        decoders={field.descriptor: (field.name, decoders.get(field.kind)) for field in fields},
+        fresh=tuple((field.name, fresh[field.kind]) for field in fields if field.kind in fresh),
     )
 
 

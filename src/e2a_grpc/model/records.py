@@ -12,7 +12,7 @@ work from that table. Only the legacy readers (``LEGACY_READERS``) are written p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, Self, TypeVar
@@ -92,6 +92,7 @@ class _Record(Generic[Msg]):
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
     CODEC: ClassVar[proto.Codec[Any]]
+    _PLAIN_CODEC: ClassVar[proto.Codec[Any]]
     #: What an error about the whole input calls it.
     _DOCUMENT: ClassVar[str]
 
@@ -106,6 +107,7 @@ class _Record(Generic[Msg]):
             for item in cls.FIELDS
         )
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
+        cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field in protocol order, as plain JSON values (nested records as dicts)."""
@@ -152,6 +154,18 @@ class _Record(Generic[Msg]):
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
         return cls.from_proto(proto.parse(cls.CODEC.message_type, data))
+
+    @classmethod
+    def dict_from_bytes(cls, data: bytes) -> dict[str, Any]:
+        """``from_bytes(data).to_dict()``, decoded straight into the dict (no record in between)."""
+        values: dict[str, Any] = proto.decode(proto.parse(cls.CODEC.message_type, data), cls._PLAIN_CODEC)
+        return values
+
+    @classmethod
+    def dict_to_bytes(cls, values: Mapping[str, Any]) -> bytes:
+        """A record in its ``to_dict()`` form (every key) as protobuf bytes, without building the record."""
+        data: bytes = proto.encode(values, cls.CODEC).SerializeToString()
+        return data
 
     def to_json(self) -> str:
         """The E2A wire JSON: ``to_dict()`` as compact JSON text."""
