@@ -152,14 +152,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                     f"the prompt has {prompt_bytes} bytes; this server takes at most {self._max_prompt_bytes}",
                     {"prompt_bytes": prompt_bytes, "max_prompt_bytes": self._max_prompt_bytes},
                 )
-            while True:
-                if stream.time_up:  # it passed during a write: the timer interrupts only a wait on the backend
-                    final = self._time_limit_error(frames)
-                    break
-                event = await anext(events, None)
-                if event is None:
-                    final = frames.error(ErrorCode.BACKEND_INCOMPLETE, "the agent ended the stream without a result")
-                    break
+            async for event in events:
                 if isinstance(event, AgentIds):
                     frames.adopt_agent_ids(event)
                     continue
@@ -180,6 +173,11 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                     return
                 if self._shutting_down:
                     raise asyncio.CancelledError
+                if stream.time_up:  # it passed during the write: the timer interrupts only a wait on the backend
+                    final = self._time_limit_error(frames)
+                    break
+            else:
+                final = frames.error(ErrorCode.BACKEND_INCOMPLETE, "the agent ended the stream without a result")
         except BackendError as exc:
             final = frames.error(exc.code, exc.message, exc.details, exc.external)
         except _LimitReached as hit:
