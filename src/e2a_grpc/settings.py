@@ -94,6 +94,13 @@ class ServerSettings(BaseSettings):
     )
     acp_command: str = Field(
         default="",
+    metrics_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="serve Prometheus metrics at http://HOST:PORT/metrics (HOST: --host; 0 picks a free port); "
+        "default: no metrics",
+    )
         description="acp backend: the ACP agent to run, as a shell-style command line, e.g. 'python agent.py' "
         "(needed with --backend acp)",
     )

@@ -30,6 +30,7 @@ from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete,
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, validate_chat_request
 from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import status_for
 from e2a_grpc.model import E2AEnvelope, ErrorCode
 from e2a_grpc.settings import ServerSettings
@@ -94,9 +95,15 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
     """e2a.v1.AgentService."""
 
     def __init__(
-        self, backend: AgentBackend, settings: ServerSettings, *, methods: tuple[str, ...] = DEFAULT_CHAT_METHODS
+        self,
+        backend: AgentBackend,
+        settings: ServerSettings,
+        *,
+        methods: tuple[str, ...] = DEFAULT_CHAT_METHODS,
+        metrics: ServerMetrics | None = None,
     ) -> None:
         self.backend = backend
+        self._metrics = metrics
         self._methods = methods
         self._log_frames = settings.log_frames
         self._max_prompt_bytes = settings.chat_max_prompt_bytes
@@ -125,10 +132,14 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         stream.limit_time(self._max_stream_seconds)
         # Not started yet: the backend runs no code before the first event is asked for.
         events = self.backend.stream(envelope)
+        if self._metrics is not None:
+            self._metrics.chat_streams_in_flight.inc()
         try:
             try:
                 await self._stream_frames(context, envelope, events, frames, stream)
             finally:
+                if self._metrics is not None:
+                    self._metrics.chat_streams_in_flight.dec()
                 stream.cancel_timers()
                 self._streams.discard(stream)
                 await events.aclose()
@@ -169,6 +180,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 stream.writing = True
                 await context.write(frame)
                 stream.writing = False
+                if self._metrics is not None:
+                    self._metrics.chat_frame_sent(frame)
                 if frames.finished:
                     return
                 if self._shutting_down:
@@ -179,8 +192,12 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             else:
                 final = frames.error(ErrorCode.BACKEND_INCOMPLETE, "the agent ended the stream without a result")
         except BackendError as exc:
+            if self._metrics is not None:
+                self._metrics.chat_backend_errors.labels(str(exc.code)).inc()
             final = frames.error(exc.code, exc.message, exc.details, exc.external)
         except _LimitReached as hit:
+            if self._metrics is not None:
+                self._metrics.chat_limits_hit.labels(hit.code).inc()
             final = frames.error(hit.code, hit.message, hit.details)
         except asyncio.CancelledError:
             if stream.stalled:
@@ -202,6 +219,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         stream.writing = True
         try:
             await context.write(final)
+            if self._metrics is not None:
+                self._metrics.chat_frame_sent(final)
         except asyncio.CancelledError:
             if stream.stalled:
                 raise _ClientStalled from None
@@ -213,6 +232,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         )
 
     def _time_limit_error(self, frames: FrameBuilder) -> agent_service_pb2.ChatResponse:
+        if self._metrics is not None:
+            self._metrics.chat_limits_hit.labels(ErrorCode.STREAM_TIME_LIMIT).inc()
         return frames.error(
             ErrorCode.STREAM_TIME_LIMIT, self._time_limit_message(), {"max_stream_seconds": self._max_stream_seconds}
         )
@@ -224,6 +245,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         behind the frame it did not take. The client gets the status once it reads the frames gRPC
         holds for it; until then (or until it goes away) this waits, holding no backend."""
         message = self._time_limit_message()
+        if self._metrics is not None:
+            self._metrics.chat_limits_hit.labels(ErrorCode.STREAM_TIME_LIMIT).inc()
         log.warning("Chat stream ended: its client took no frame within the time limit (%s)", message)
         # abort sends a status, not a second message: it may start while the cancelled write is pending.
         await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{ErrorCode.STREAM_TIME_LIMIT}: {message}")

@@ -29,6 +29,7 @@ from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer
 from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
+from e2a_grpc.grpc.observability import MetricsHttpServer, MetricsInterceptor, ServerMetrics, method_paths
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger("e2a_grpc.server")
@@ -92,10 +93,19 @@ class E2AServer:
         interceptors: list[grpc.aio.ServerInterceptor] = [RequestParsingInterceptor(SERVICE_NAMES, self.calls)]
         if config.token:
             interceptors.insert(0, BearerTokenInterceptor(config.token.get_secret_value()))
+        self.metrics = ServerMetrics() if config.metrics_port is not None else None
+        #: The port of /metrics once started, when metrics are on.
+        self.metrics_port: int | None = None
+        self._metrics_http: MetricsHttpServer | None = None
+        if self.metrics is not None:
+            # First: calls refused by the auth interceptor are counted too.
+            health_service = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+            measured = method_paths((*SERVICE_NAMES, health_service))
+            interceptors.insert(0, MetricsInterceptor(self.metrics, measured))
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
         conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)
         codec_service_pb2_grpc.add_CodecServiceServicer_to_server(CodecServicer(), self.server)
-        self.chat = ChatServicer(make_backend(config), config)
+        self.chat = ChatServicer(make_backend(config), config, metrics=self.metrics)
         agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -114,6 +124,18 @@ class E2AServer:
             raise ListenError(f"cannot listen on {address}: {exc}") from None
 
     async def start(self) -> None:
+        if self.metrics is not None and self.config.metrics_port is not None:
+            # Before the gRPC port opens: a taken metrics port stops the server before any call.
+            try:
+                self._metrics_http = MetricsHttpServer(
+                    self.metrics.registry, self.config.host, self.config.metrics_port
+                )
+            except OSError as exc:
+                raise ListenError(
+                    f"cannot serve metrics on {self.config.host}:{self.config.metrics_port}: {exc}"
+                ) from None
+            self.metrics_port = self._metrics_http.port
+            log.info("metrics on http://%s:%d/metrics", self.config.host, self.metrics_port)
         await self.server.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -157,6 +179,8 @@ class E2AServer:
             if self.calls.count:
                 log.warning("grace period over with %d calls in flight: cancelling them", self.calls.count)
         await self.server.stop(max(0.0, deadline - time.monotonic()))
+        if self._metrics_http is not None:
+            self._metrics_http.close()
         log.info("e2a-grpc stopped")
 
 

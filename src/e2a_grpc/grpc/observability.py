@@ -1,0 +1,226 @@
+"""Prometheus metrics of one server: the usual gRPC call metrics, plus the Chat stream's own.
+
+The call metrics follow go-grpc-prometheus's names (``grpc_server_started_total``,
+``grpc_server_handled_total``, ``grpc_server_handling_seconds``, ``grpc_server_msg_sent_total``), so
+existing dashboards work. They are recorded by ``MetricsInterceptor``, which the server puts before
+the auth interceptor: calls refused with UNAUTHENTICATED are counted too. Only the methods of the
+services the server has get labels; calls of unknown methods are not counted, so a caller cannot
+grow the label sets without bound.
+
+Every server has its own ``CollectorRegistry``: two servers in one process (the tests) never share
+a counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from threading import Thread
+from typing import Any, TypeAlias
+from wsgiref.simple_server import WSGIServer
+
+import grpc
+from google.protobuf import descriptor_pool
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from e2a.v1 import agent_service_pb2
+
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+
+_CALL_LABELS = ("grpc_service", "grpc_method", "grpc_type")
+_GRPC_TYPES = {
+    (False, False): "unary",
+    (False, True): "server_stream",
+    (True, False): "client_stream",
+    (True, True): "bidi_stream",
+}
+
+
+class ServerMetrics:
+    """The metrics of one server, in their own registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self.started = Counter(
+            "grpc_server_started_total", "RPCs started on the server.", _CALL_LABELS, registry=registry
+        )
+        self.handled = Counter(
+            "grpc_server_handled_total",
+            "RPCs completed on the server, by status code.",
+            (*_CALL_LABELS, "grpc_code"),
+            registry=registry,
+        )
+        self.handling_seconds = Histogram(
+            "grpc_server_handling_seconds",
+            "Time from the start of an RPC's handler to its end, in seconds.",
+            _CALL_LABELS,
+            registry=registry,
+        )
+        self.msg_sent = Counter(
+            "grpc_server_msg_sent_total", "Stream messages sent by the server.", _CALL_LABELS, registry=registry
+        )
+        self.chat_streams_in_flight = Gauge(
+            "e2a_chat_streams_in_flight", "Chat streams being served right now.", registry=registry
+        )
+        self.chat_frames_sent = Counter(
+            "e2a_chat_frames_sent_total",
+            "Chat frames written, by response_kind.",
+            ("response_kind",),
+            registry=registry,
+        )
+        self.chat_backend_errors = Counter(
+            "e2a_chat_backend_errors_total",
+            "Chat streams a backend ended with an error, by E2A error code.",
+            ("code",),
+            registry=registry,
+        )
+        self.chat_limits_hit = Counter(
+            "e2a_chat_limits_hit_total",
+            "Chat streams ended by a limit of this server (chat_max_*), by limit.",
+            ("limit",),
+            registry=registry,
+        )
+
+    def chat_frame_sent(self, frame: agent_service_pb2.ChatResponse) -> None:
+        self.chat_frames_sent.labels(frame.response.response_kind).inc()
+
+
+class MetricsHttpServer:
+    """``/metrics`` of a registry over HTTP, served from a thread (prometheus_client's own server)."""
+
+    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
+        bind_host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        self._server: WSGIServer
+        self._thread: Thread
+        self._server, self._thread = start_http_server(port, addr=bind_host, registry=registry)
+        self.port: int = self._server.server_port
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+def method_paths(services: tuple[str, ...]) -> frozenset[str]:
+    """``/package.Service/Method`` of every method of ``services`` (whose descriptors are imported)."""
+    pool = descriptor_pool.Default()
+    return frozenset(
+        f"/{service}/{method.name}" for service in services for method in pool.FindServiceByName(service).methods
+    )
+
+
+class MetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Counts and times the calls of ``methods`` by their status code."""
+
+    def __init__(self, metrics: ServerMetrics, methods: frozenset[str]) -> None:
+        self._metrics = metrics
+        self._methods = methods
+        # grpc hands out the same handler object for a method on every call: wrap it once.
+        self._wrapped: dict[str, tuple[Handler, Handler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method not in self._methods:
+            return handler
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._measured(handler, method)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _measured(self, handler: Handler, method: str) -> Handler:
+        service, name = method[1:].split("/", 1)
+        kind = (handler.request_streaming, handler.response_streaming)
+        labels = (service, name, _GRPC_TYPES[kind])
+        metrics = self._metrics
+        # Bound once per method: the per-call path does no label lookups.
+        started = metrics.started.labels(*labels)
+        seconds = metrics.handling_seconds.labels(*labels)
+        msg_sent = metrics.msg_sent.labels(*labels)
+
+        def handled(code: grpc.StatusCode, began: float) -> None:
+            seconds.observe(time.perf_counter() - began)
+            metrics.handled.labels(*labels, code.name).inc()
+
+        behavior = _behavior_of(handler)
+        if inspect.isasyncgenfunction(behavior):
+
+            async def measured_stream(request: Any, context: Context) -> AsyncIterator[Any]:
+                started.inc()
+                began = time.perf_counter()
+                try:
+                    async for reply in behavior(request, context):
+                        yield reply
+                except BaseException as exc:
+                    handled(_code_of_failure(exc, context), began)
+                    raise
+                handled(context.code() or grpc.StatusCode.OK, began)
+
+            new_behavior: Callable[..., Any] = measured_stream
+        else:
+
+            async def measured(request: Any, context: Context) -> Any:
+                started.inc()
+                began = time.perf_counter()
+                try:
+                    reply = await behavior(request, context)
+                except BaseException as exc:
+                    handled(_code_of_failure(exc, context), began)
+                    raise
+                handled(context.code() or grpc.StatusCode.OK, began)
+                return reply
+
+            new_behavior = measured
+        serialize = handler.response_serializer
+        if handler.response_streaming and serialize is not None:
+            serialize = _counting(serialize, msg_sent)
+        return _handler_like(handler, new_behavior, serialize)
+
+
+def _counting(serialize: Callable[[Any], bytes], messages: Counter) -> Callable[[Any], bytes]:
+    """``serialize`` counting each message: every one passes it, yielded or written with context.write."""
+
+    def counted(message: Any) -> bytes:
+        messages.inc()
+        return serialize(message)
+
+    return counted
+
+
+def _code_of_failure(exc: BaseException, context: Context) -> grpc.StatusCode:
+    if isinstance(exc, grpc.aio.AbortError):
+        return context.code() or grpc.StatusCode.UNKNOWN
+    if isinstance(exc, asyncio.CancelledError | GeneratorExit):
+        return grpc.StatusCode.CANCELLED
+    return grpc.StatusCode.UNKNOWN  # what grpc answers an exception of the handler with
+
+
+def _behavior_of(handler: Handler) -> Callable[..., Any]:
+    behavior = {
+        (False, False): handler.unary_unary,
+        (False, True): handler.unary_stream,
+        (True, False): handler.stream_unary,
+        (True, True): handler.stream_stream,
+    }[(handler.request_streaming, handler.response_streaming)]
+    assert behavior is not None, "grpc sets the behavior of the handler's kind"
+    return behavior
+
+
+def _handler_like(handler: Handler, behavior: Callable[..., Any], serialize: Callable[[Any], bytes] | None) -> Handler:
+    make = {
+        (False, False): grpc.unary_unary_rpc_method_handler,
+        (False, True): grpc.unary_stream_rpc_method_handler,
+        (True, False): grpc.stream_unary_rpc_method_handler,
+        (True, True): grpc.stream_stream_rpc_method_handler,
+    }[(handler.request_streaming, handler.response_streaming)]
+    return make(behavior, request_deserializer=handler.request_deserializer, response_serializer=serialize)
