@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib.metadata
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -20,15 +22,31 @@ from e2a_grpc import conversion, jsontext
 from e2a_grpc.chat.frames import frame_log
 from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.client import ConversionClient, ServiceError, chat
+from e2a_grpc.client.address import ServerAddress
+from e2a_grpc.client.chat_text import ChatTextPrinter
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.server import serve
-from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, IdentityOrigin, ResponseKind, ResponseStatus
+from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin, ResponseStatus
 from e2a_grpc.settings import BackendName, ClientSettings, ServerSettings, env_var
 
 EXIT_OK = 0
-EXIT_FAILED = 1  # the server failed or could not be reached
+EXIT_FAILED = 1  # the server or the agent failed
 EXIT_BAD_INPUT = 2  # also argparse's exit code for usage errors
 EXIT_NOT_APPLICABLE = 3
+EXIT_NO_SERVER = 4
+EXIT_TIMEOUT = 124  # as timeout(1) exits
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+EXIT_CODES_HELP = f"""\
+exit codes:
+  {EXIT_OK:<4} ok
+  {EXIT_FAILED:<4} the server or the agent failed
+  {EXIT_BAD_INPUT:<4} bad input or usage (also a missing or unreadable file)
+  {EXIT_NOT_APPLICABLE:<4} the conversion does not apply to this record
+  {EXIT_NO_SERVER:<4} no server could be reached at --server
+  {EXIT_TIMEOUT:<4} --timeout passed before the answer was complete
+  {EXIT_INTERRUPTED:<4} interrupted (Ctrl-C)
+"""
 
 DESCRIPTION = """\
 E2A (Everything-to-Agent) over gRPC.
@@ -40,7 +58,7 @@ E2A (Everything-to-Agent) over gRPC.
     | e2a-grpc convert from-acp           ACP JSON-RPC -> E2A
 
 convert works offline by default; add --server HOST:PORT to ask a running service instead.
-Exit codes: 0 ok, 1 server error, 2 bad input, 3 the conversion does not apply to this record.
+--server takes HOST, HOST:PORT, [IPv6]:PORT or http(s)://HOST:PORT (port 50051 by default; https:// uses TLS).
 """
 
 
@@ -114,8 +132,16 @@ def _add_serve(commands: Any) -> None:
     parser.set_defaults(run=_run_serve)
 
 
+#: Libraries whose DEBUG records are their own internals (grpc's event loop bookkeeping, one line per
+#: call; asyncio's selector): -v is for e2a-grpc's records. gRPC's core has its own switches for that
+#: (GRPC_VERBOSITY, GRPC_TRACE); asyncio's debug mode (PYTHONASYNCIODEBUG) warns at WARNING.
+_QUIET_LIBRARY_LOGGERS = ("grpc", "asyncio")
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     config = _settings(ServerSettings, args)
+    for name in _QUIET_LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     if config.backend is BackendName.A2A:
         try:  # a2a-sdk is optional: say so now, not with a traceback from inside the server
             import e2a_grpc.backends.a2a  # noqa: F401
@@ -137,17 +163,28 @@ def _add_convert(commands: Any) -> None:
         "convert",
         help="convert one document (file or stdin) and print JSON",
         description="Convert JSON read from FILE (or stdin when FILE is '-' or missing) and print JSON to stdout.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     kinds = convert.add_subparsers(dest="kind", required=True, metavar="KIND")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("file", nargs="?", default="-", help="input file, '-' for stdin (default)")
     common.add_argument(
-        "--server", metavar="HOST:PORT", help="ask a running e2a-grpc service instead of converting here"
+        "--server",
+        metavar="ADDRESS",
+        help="ask a running e2a-grpc service instead of converting here: HOST, HOST:PORT, [IPv6]:PORT or "
+        "http(s)://HOST:PORT (port default 50051; https:// means TLS)",
     )
     _add_setting_options(common, ClientSettings, "token_env")
     common.add_argument("--tls-ca", type=Path, help="CA certificate (PEM) to reach --server over TLS")
 
-    to_acp = kinds.add_parser("to-acp", parents=[common], help="E2A envelope or response -> ACP JSON-RPC")
+    to_acp = kinds.add_parser(
+        "to-acp",
+        parents=[common],
+        help="E2A envelope or response -> ACP JSON-RPC",
+        description="Convert an E2A envelope (a request) or response (a record with response_kind) to the ACP "
+        "JSON-RPC message it stands for. Exits 3 when the record has no ACP form.",
+    )
     to_acp.add_argument(
         "--session-prompt-method", action="append", default=[], metavar="METHOD",
         help="send this gateway method as ACP session/prompt (e.g. chat.send); repeatable",
@@ -155,15 +192,33 @@ def _add_convert(commands: Any) -> None:
     to_acp.add_argument("--wire", action="store_true", help="camelCase ACP as agents expect it (sessionId, ...)")
     to_acp.set_defaults(run=_run_to_acp)
 
-    from_acp = kinds.add_parser("from-acp", parents=[common], help="ACP JSON-RPC message or batch -> E2A records")
+    from_acp = kinds.add_parser(
+        "from-acp",
+        parents=[common],
+        help="ACP JSON-RPC message or batch -> E2A records",
+        description="Convert an ACP JSON-RPC message (request, notification, result or error) to an E2A envelope "
+        "or response; a JSON array (a batch) gives an array of records.",
+    )
     from_acp.add_argument("--channel", help="ingress channel to record")
     from_acp.set_defaults(run=_run_from_acp)
 
-    to_a2a = kinds.add_parser("to-a2a-stream", parents=[common], help="E2A response -> A2A StreamResponse JSON")
+    to_a2a = kinds.add_parser(
+        "to-a2a-stream",
+        parents=[common],
+        help="E2A response -> A2A StreamResponse JSON",
+        description="Convert one E2A response frame to the A2A StreamResponse an A2A client expects. E2A's own "
+        "kinds (e2a.chunk, e2a.complete, e2a.error) have no A2A form unless --native; without it they exit 3.",
+    )
     to_a2a.add_argument("--native", action="store_true", help="also project e2a.chunk / e2a.complete / e2a.error")
     to_a2a.set_defaults(run=_run_to_a2a_stream)
 
-    from_a2a = kinds.add_parser("from-a2a", parents=[common], help="A2A SendMessage params -> E2A envelope")
+    from_a2a = kinds.add_parser(
+        "from-a2a",
+        parents=[common],
+        help="A2A SendMessage params -> E2A envelope",
+        description="Convert the params of an A2A SendMessage (or SendStreamingMessage) request to the E2A "
+        "envelope a gateway routes.",
+    )
     from_a2a.add_argument("--channel", help="ingress channel to record")
     from_a2a.set_defaults(run=_run_from_a2a)
 
@@ -194,9 +249,27 @@ def _answer(result: Any, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _connect(args: argparse.Namespace) -> ConversionClient:
+class ServerUnreachable(Exception):
+    """No server answered at the address: the call failed with UNAVAILABLE."""
+
+    def __init__(self, error: ServiceError, address: ServerAddress) -> None:
+        super().__init__(str(error))
+        self.address = address
+
+
+@contextlib.contextmanager
+def _connect(args: argparse.Namespace) -> Iterator[ConversionClient]:
+    """A client of ``--server`` (or ``E2A_GRPC_SERVER``) for ``convert`` and ``chat``."""
     client_settings = _settings(ClientSettings, args)
-    return ConversionClient.connect(client_settings.server, token=client_settings.bearer_token(), tls_ca=args.tls_ca)
+    address = client_settings.server_address
+    token = client_settings.bearer_token()
+    with ConversionClient.connect(address.target, token=token, tls=address.tls, tls_ca=args.tls_ca) as client:
+        try:
+            yield client
+        except ServiceError as error:
+            if error.code == grpc.StatusCode.UNAVAILABLE:
+                raise ServerUnreachable(error, address) from None
+            raise
 
 
 def _run_to_acp(args: argparse.Namespace) -> int:
@@ -249,58 +322,95 @@ def _add_chat(commands: Any) -> None:
     parser = commands.add_parser(
         "chat",
         help="send text to the service's Chat RPC and print the answer as it streams",
-        description="Send TEXT to a running service (AgentService.Chat) and print the answer's text deltas as they "
-        "arrive. Every frame is checked against the E2A stream invariants (spec section 12).",
+        description="Send TEXT to a running service (AgentService.Chat) and print the answer as it arrives: its "
+        "text, then reasoning ('thinking:') and tool calls ('[tool] ...') on lines of their own (in colour on a "
+        "terminal). Every frame is checked against the E2A stream invariants (spec section 12).",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("text", help="what to say")
     _add_setting_options(parser, ClientSettings, "server")
     parser.add_argument("--method", default="chat.send", help="envelope method (default: %(default)s)")
     parser.add_argument("--session-id", help="session to continue")
     parser.add_argument("--json", action="store_true", help="print each frame as a line of E2A wire JSON instead")
-    parser.add_argument("--timeout", type=float, help="deadline in seconds")
+    parser.add_argument("--timeout", type=float, help=f"deadline in seconds; past it, exit {EXIT_TIMEOUT}")
     _add_setting_options(parser, ClientSettings, "token_env")
     parser.add_argument("--tls-ca", type=Path, help="CA certificate (PEM) to reach --server over TLS")
     parser.set_defaults(run=_run_chat)
 
 
+#: Lines of an agent's stderr shown under its error: the end, where the reason usually is.
+_STDERR_TAIL_LINES = 10
+
+
+def _print_agent_error(final: E2AResponse) -> None:
+    """The final e2a.error: its code and message, then the end of the agent's stderr if the server sent it."""
+    body = final.body if isinstance(final.body, dict) else {}
+    print(f"error: {body.get('code')}: {body.get('message')}", file=sys.stderr)
+    details = body.get("details")
+    stderr_tail = details.get("stderr_tail") if isinstance(details, dict) else None
+    if isinstance(stderr_tail, str) and stderr_tail.strip():
+        print("agent stderr (last lines):", file=sys.stderr)
+        for line in stderr_tail.rstrip("\n").splitlines()[-_STDERR_TAIL_LINES:]:
+            print(f"  {line}", file=sys.stderr)
+
+
 def _run_chat(args: argparse.Namespace) -> int:
+    if not args.text.strip():
+        print("error: nothing to send: give some text", file=sys.stderr)
+        return EXIT_BAD_INPUT
     envelope = E2AEnvelope(
         method=args.method, session_id=args.session_id, is_stream=True, channel="cli", params={"text": args.text}
     )
     envelope.ensure_timestamp()
-    client_settings = _settings(ClientSettings, args)
-    token = client_settings.bearer_token()
+    token = _settings(ClientSettings, args).bearer_token()
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    printer = ChatTextPrinter(sys.stdout, styled=sys.stdout.isatty())
     final = None
-    with ConversionClient.connect(client_settings.server, token=token, tls_ca=args.tls_ca) as client:
-        try:
-            for frame in chat(client.channel, envelope, timeout=args.timeout, metadata=metadata):
-                final = frame
-                if args.json:
-                    sys.stdout.write(frame.to_json() + "\n")
-                elif frame.response_kind == ResponseKind.E2A_CHUNK and frame.body.get("delta_kind") == DeltaKind.TEXT:
-                    sys.stdout.write(str(frame.body.get("delta", "")))
-                sys.stdout.flush()
-        except grpc.RpcError as error:
-            raise ServiceError.from_rpc_error(error) from None
-    if not args.json:
-        sys.stdout.write("\n")
+    try:
+        with _connect(args) as client:
+            try:
+                for frame in chat(client.channel, envelope, timeout=args.timeout, metadata=metadata):
+                    final = frame
+                    if args.json:
+                        sys.stdout.write(frame.to_json() + "\n")
+                        sys.stdout.flush()
+                    else:
+                        printer.frame(frame)
+            except grpc.RpcError as error:
+                raise ServiceError.from_rpc_error(error) from None
+    except ServiceError as error:
+        if error.code != grpc.StatusCode.DEADLINE_EXCEEDED or args.timeout is None:
+            raise
+        printer.finish()
+        print(f"error: no complete answer within --timeout {args.timeout:g} s (DEADLINE_EXCEEDED)", file=sys.stderr)
+        return EXIT_TIMEOUT
+    finally:
+        printer.finish()  # the error line, if any, starts on a line of its own
     if final is not None and final.status == ResponseStatus.FAILED:
-        print(f"error: {final.body.get('code')}: {final.body.get('message')}", file=sys.stderr)
+        _print_agent_error(final)
         return EXIT_FAILED
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="e2a-grpc", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="e2a-grpc",
+        description=DESCRIPTION,
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {importlib.metadata.version('e2a-grpc')}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(commands)
     _add_convert(commands)
     _add_chat(commands)
     return parser
+
+
+#: Errors reading the user's input (a file named on the command line, a CA file): bad input, not a failure.
+_BAD_INPUT_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -319,19 +429,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except E2AFieldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ServerUnreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print(f"hint: is `e2a-grpc serve` running on {exc.address.target}?", file=sys.stderr)
+        return EXIT_NO_SERVER
     except ServiceError as exc:
-        print(f"error: {exc.code.name}", file=sys.stderr)
-        for field, description in exc.violations or [("", str(exc))]:
-            print(f"  {field}: {description}" if field else f"  {description}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        for field, description in exc.violations:
+            print(f"  {field}: {description}", file=sys.stderr)
+        if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return EXIT_TIMEOUT
         return EXIT_BAD_INPUT if exc.code == grpc.StatusCode.INVALID_ARGUMENT else EXIT_FAILED
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT if isinstance(exc, (FileNotFoundError, UnicodeDecodeError)) else EXIT_FAILED
+        return EXIT_BAD_INPUT if isinstance(exc, _BAD_INPUT_ERRORS) else EXIT_FAILED
     except StreamInvariantError as exc:
         print(f"error: the stream broke the E2A invariants: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

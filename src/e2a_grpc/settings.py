@@ -15,6 +15,8 @@ from typing import Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from e2a_grpc.client.address import ServerAddress, parse_server_address
+
 ENV_PREFIX = "E2A_GRPC_"
 _SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True)
 _DEFAULT_HOST = "127.0.0.1"  # the server's bind address and the client's default target
@@ -181,8 +183,23 @@ class ClientSettings(BaseSettings):
 
     model_config = _SETTINGS_CONFIG
 
-    server: str = Field(default=f"{_DEFAULT_HOST}:{_DEFAULT_PORT}", description="the service, HOST:PORT")
+    server: str = Field(
+        default=f"{_DEFAULT_HOST}:{_DEFAULT_PORT}",
+        description=f"the service: HOST, HOST:PORT, [IPv6]:PORT or http(s)://HOST:PORT (port default {_DEFAULT_PORT}; "
+        "https:// means TLS, with the system's CA certificates unless --tls-ca)",
+    )
     token_env: str = Field(default=env_var("token"), description="environment variable with the bearer token")
+
+    @field_validator("server")
+    @classmethod
+    def _an_address(cls, server: str) -> str:
+        parse_server_address(server)  # its ValueError names what is wrong
+        return server
+
+    @property
+    def server_address(self) -> ServerAddress:
+        """``server`` parsed: host, port and whether to use TLS."""
+        return parse_server_address(self.server)
 
     def bearer_token(self) -> str | None:
         """The token from the environment variable ``token_env`` names, if it is set and not empty."""

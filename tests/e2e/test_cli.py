@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.support.processes import running_server
+
+TRANSCRIPTS = Path(__file__).parent / "transcripts"
+ACP_AGENT = REPO_ROOT / "tests" / "support" / "agents" / "acp_agent.py"
 
 
 def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -32,8 +38,38 @@ ENVELOPE = {"method": "chat.send", "session_id": "s1", "jsonrpc_id": 7, "params"
 def test_help_explains_the_commands() -> None:
     result = run("--help")
     assert result.returncode == 0
-    assert "serve" in result.stdout and "convert" in result.stdout and "Exit codes" in result.stdout
-    assert run("convert", "to-acp", "--help").returncode == 0
+    assert "serve" in result.stdout and "convert" in result.stdout
+    assert result.stdout.endswith(
+        "exit codes:\n"
+        "  0    ok\n"
+        "  1    the server or the agent failed\n"
+        "  2    bad input or usage (also a missing or unreadable file)\n"
+        "  3    the conversion does not apply to this record\n"
+        "  4    no server could be reached at --server\n"
+        "  124  --timeout passed before the answer was complete\n"
+        "  130  interrupted (Ctrl-C)\n"
+    )
+    assert "exit codes:" in run("chat", "--help").stdout
+
+
+@pytest.mark.parametrize(
+    ("kind", "description"),
+    [
+        ("to-acp", "Convert an E2A envelope (a request) or response"),
+        ("from-acp", "Convert an ACP JSON-RPC message"),
+        ("to-a2a-stream", "Convert one E2A response frame to the A2A StreamResponse"),
+        ("from-a2a", "Convert the params of an A2A SendMessage"),
+    ],
+)
+def test_each_conversion_has_its_own_description(kind: str, description: str) -> None:
+    result = run("convert", kind, "--help")
+    assert result.returncode == 0
+    assert description in " ".join(result.stdout.split())
+
+
+def test_serve_help_names_the_services_and_defaults() -> None:
+    help_text = " ".join(run("serve", "--help").stdout.split())
+    assert "AgentService.Chat" in help_text and "(default: 127.0.0.1) [E2A_GRPC_HOST]" in help_text
 
 
 @pytest.mark.parametrize("through_server", [False, True])
@@ -81,8 +117,64 @@ def test_exit_codes(server_address: str, tmp_path: Path) -> None:
     assert native.returncode == 0 and "artifactUpdate" in json.loads(native.stdout)
     missing = run("convert", "to-acp", str(tmp_path / "missing.json"))
     assert missing.returncode == 2 and "missing.json" in missing.stderr
-    unreachable = run("convert", "to-acp", "--server", "127.0.0.1:1", stdin=json.dumps(ENVELOPE))
-    assert unreachable.returncode == 1 and "UNAVAILABLE" in unreachable.stderr
+    directory = run("convert", "to-acp", str(tmp_path))
+    assert directory.returncode == 2 and "Is a directory" in directory.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [("convert", "to-acp", "--server", "http://127.0.0.1:1"), ("chat", "--server", "127.0.0.1:1", "hi")]
+)
+def test_no_server_exits_4_with_a_hint(command: tuple[str, ...]) -> None:
+    unreachable = run(*command, stdin=json.dumps(ENVELOPE))
+    assert unreachable.returncode == 4
+    status, hint = unreachable.stderr.splitlines()
+    assert status.startswith("error: UNAVAILABLE: ") and status.count("UNAVAILABLE") == 1
+    assert hint == "hint: is `e2a-grpc serve` running on 127.0.0.1:1?"
+
+
+def test_server_forms(server_address: str) -> None:
+    port = server_address.rsplit(":", 1)[1]
+    for server in (f"http://127.0.0.1:{port}", f"localhost:{port}"):
+        result = run("chat", "--server", server, "hi there")
+        assert (result.returncode, result.stdout, result.stderr) == (0, "hi there\n", ""), server
+    from_env = run("chat", "hi", env={"E2A_GRPC_SERVER": f"http://127.0.0.1:{port}"})
+    assert (from_env.returncode, from_env.stdout) == (0, "hi\n")
+
+
+@pytest.fixture(scope="module")
+def acp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server whose Chat runs the scripted ACP test agent."""
+    command = shlex.join([sys.executable, str(ACP_AGENT)])
+    log = tmp_path_factory.mktemp("acp-server") / "server.log"
+    with running_server("--backend", "acp", "--acp-command", command, log=log) as address:
+        yield address
+
+
+def transcript(args: tuple[str, ...], result: subprocess.CompletedProcess[str]) -> str:
+    """A terminal session as a file records it: the command, its stdout, its stderr, its exit code."""
+    return (
+        f"$ e2a-grpc {shlex.join(args)}\n--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
+        f"--- exit {result.returncode}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("chat_acp_turn", ("chat", "what is up")),  # thinking, tool calls, then the answer
+        ("chat_acp_crash", ("chat", "crash please")),  # the error, its reason and the agent's stderr
+    ],
+)
+def test_chat_transcripts(acp_server: str, name: str, args: tuple[str, ...]) -> None:
+    result = run(*args, env={"E2A_GRPC_SERVER": acp_server})
+    assert transcript(args, result) == (TRANSCRIPTS / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def test_a_client_timeout_exits_124_after_ending_the_partial_answer(acp_server: str) -> None:
+    result = run("chat", "--server", acp_server, "--timeout", "3", "slow")  # the agent says its pid at once
+    assert result.returncode == 124
+    assert result.stdout.strip() and result.stdout.endswith("\n")
+    assert result.stderr == "error: no complete answer within --timeout 3 s (DEADLINE_EXCEEDED)\n"
 
 
 def test_a_bad_environment_setting_only_stops_the_command_that_uses_it() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -153,3 +155,41 @@ def test_client_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_TOKEN", "t0k")
     settings = ClientSettings(token_env="MY_TOKEN")
     assert (settings.server, settings.bearer_token()) == ("10.0.0.1:443", "t0k")
+
+
+def test_client_settings_parse_the_server_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ClientSettings().server_address.target == "127.0.0.1:50051"
+    monkeypatch.setenv("E2A_GRPC_SERVER", "https://agents.example.com")
+    address = ClientSettings().server_address
+    assert (address.target, address.tls) == ("agents.example.com:50051", True)
+    assert ClientSettings(server="10.0.0.2").server_address.target == "10.0.0.2:50051"  # the option wins
+
+
+def test_a_bad_server_address_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["chat", "--server", "grpc://x:1", "hi"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --server: unsupported scheme 'grpc' in 'grpc://x:1': use http:// or https://\n"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "  "])
+def test_chat_needs_some_text(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["chat", text]) == 2
+    assert capsys.readouterr().err == "error: nothing to send: give some text\n"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"e2a-grpc {importlib.metadata.version('e2a-grpc')}\n"
+
+
+def test_verbose_serve_leaves_library_internals_out(
+    monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]
+) -> None:
+    for name in ("grpc", "asyncio"):
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
+    assert cli.main(["serve", "-v"]) == 0
+    assert logging.getLogger("grpc._cython.cygrpc").getEffectiveLevel() == logging.WARNING
+    assert logging.getLogger("asyncio").getEffectiveLevel() == logging.WARNING

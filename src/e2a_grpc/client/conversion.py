@@ -40,10 +40,12 @@ class ServiceError(Exception):
         return cls(error.code(), error.details() or "", violations)
 
 
-def _channel(address: str, tls_ca: Path | None, max_message_bytes: int) -> grpc.Channel:
+def _channel(address: str, tls: bool, tls_ca: Path | None, max_message_bytes: int) -> grpc.Channel:
     options = [("grpc.max_receive_message_length", max_message_bytes)]
-    if tls_ca is not None:
-        return grpc.secure_channel(address, grpc.ssl_channel_credentials(tls_ca.read_bytes()), options=options)
+    if tls or tls_ca is not None:
+        # No CA file: gRPC's bundled / system root certificates.
+        root_certificates = tls_ca.read_bytes() if tls_ca is not None else None
+        return grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates), options=options)
     return grpc.insecure_channel(address, options=options)
 
 
@@ -62,10 +64,12 @@ class ConversionClient:
         address: str,
         *,
         token: str | None = None,
+        tls: bool = False,
         tls_ca: Path | None = None,
         max_message_bytes: int = 64 * 1024 * 1024,
     ) -> ConversionClient:
-        return cls(_channel(address, tls_ca, max_message_bytes), token=token)
+        """A client of ``address`` (``host:port``); TLS when ``tls`` or a ``tls_ca`` is given."""
+        return cls(_channel(address, tls, tls_ca, max_message_bytes), token=token)
 
     @property
     def channel(self) -> grpc.Channel:
