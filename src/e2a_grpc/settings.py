@@ -94,8 +94,6 @@ class ServerSettings(BaseSettings):
     log_frames: bool = Field(
         default=False, description="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets)"
     )
-    acp_command: str = Field(
-        default="",
     metrics_port: int | None = Field(
         default=None,
         ge=0,
@@ -103,6 +101,8 @@ class ServerSettings(BaseSettings):
         description="serve Prometheus metrics at http://HOST:PORT/metrics (HOST: --host; 0 picks a free port); "
         "default: no metrics",
     )
+    acp_command: str = Field(
+        default="",
         description="acp backend: the ACP agent to run, as a shell-style command line, e.g. 'python agent.py' "
         "(needed with --backend acp)",
     )
