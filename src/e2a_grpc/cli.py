@@ -26,6 +26,7 @@ from e2a_grpc.client.address import ServerAddress
 from e2a_grpc.client.chat_text import ChatTextPrinter
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.server import serve
+from e2a_grpc.logs import configure_logging
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin, ResponseStatus
 from e2a_grpc.settings import BackendName, ClientSettings, ServerSettings, env_var
 
@@ -415,11 +416,7 @@ _BAD_INPUT_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, P
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(verbose=args.verbose, log_format=getattr(args, "log_format", None))
     try:
         return int(args.run(args))
     except ValidationError as exc:

@@ -38,6 +38,13 @@ class PermissionPolicy(StrEnum):
     ALLOW = "allow"
 
 
+class LogFormat(StrEnum):
+    """How ``e2a-grpc`` writes its log lines."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
 def env_var(field_name: str) -> str:
     """The environment variable that sets a settings field."""
     return ENV_PREFIX + field_name.upper()
@@ -94,12 +101,23 @@ class ServerSettings(BaseSettings):
     log_frames: bool = Field(
         default=False, description="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets)"
     )
+    log_format: LogFormat = Field(
+        default=LogFormat.TEXT,
+        description="log lines as text, or as one JSON object per line (time, level, logger, message; request_id, "
+        "method and status on call logs)",
+    )
     metrics_port: int | None = Field(
         default=None,
         ge=0,
         le=65535,
         description="serve Prometheus metrics at http://HOST:PORT/metrics (HOST: --host; 0 picks a free port); "
         "default: no metrics",
+    )
+    tracing: bool = Field(
+        default=False,
+        description="OpenTelemetry tracing (needs the 'tracing' extra): a span per RPC, in the caller's W3C trace "
+        "context, and one per Chat backend turn; exporter and endpoint from the OTEL_* environment variables "
+        "(OTEL_TRACES_EXPORTER, default otlp)",
     )
     acp_command: str = Field(
         default="",

@@ -20,7 +20,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"backends"}),
     frozenset({"grpc"}),
     frozenset({"client"}),
-    frozenset({"cli", "__main__", "__init__"}),
+    frozenset({"cli", "logs", "__main__", "__init__"}),
 )
 
 

@@ -19,9 +19,11 @@ after the time limit, no final frame could reach it, so the call ends with RESOU
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
-from collections.abc import AsyncGenerator
-from typing import Any
+from collections.abc import AsyncGenerator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -32,10 +34,17 @@ from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, vali
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import status_for
-from e2a_grpc.model import E2AEnvelope, ErrorCode
+from e2a_grpc.model import E2AEnvelope, ErrorCode, ResponseKind
 from e2a_grpc.settings import ServerSettings
 
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+
 log = logging.getLogger(__name__)
+#: The name of the span around one Chat request's backend stream (grpc/tracing.py).
+BACKEND_TURN_SPAN = "e2a.chat.backend_turn"
+#: The ``method`` of a Chat call's log line.
+CHAT_METHOD = "/e2a.v1.AgentService/Chat"
 
 #: How long after the stream's time limit a write may still wait for the client to take its frame:
 #: a client that reads gets the final frame, one that read nothing for this long gets a status.
@@ -59,7 +68,7 @@ class _ClientStalled(Exception):
 class _Stream:
     """One in-flight Chat call, as the shutdown and the stream's time limit see it."""
 
-    __slots__ = ("_timers", "stalled", "task", "time_up", "writing")
+    __slots__ = ("_timers", "final_code", "frames_written", "span", "stalled", "task", "time_up", "writing")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
@@ -68,6 +77,11 @@ class _Stream:
         self.time_up = False
         #: The client still took no frame STALLED_WRITE_GRACE_SECONDS after the time limit.
         self.stalled = False
+        #: The backend turn's span, when tracing is on.
+        self.span: Span | None = None
+        #: Once the final frame is written: "ok", or the code of its e2a.error (for the span and the call log).
+        self.final_code: str | None = None
+        self.frames_written = 0
         self._timers: list[asyncio.TimerHandle] = []
 
     def limit_time(self, seconds: float) -> None:
@@ -101,9 +115,11 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         *,
         methods: tuple[str, ...] = DEFAULT_CHAT_METHODS,
         metrics: ServerMetrics | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.backend = backend
         self._metrics = metrics
+        self._tracer = tracer
         self._methods = methods
         self._log_frames = settings.log_frames
         self._max_prompt_bytes = settings.chat_max_prompt_bytes
@@ -136,7 +152,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             self._metrics.chat_streams_in_flight.inc()
         try:
             try:
-                await self._stream_frames(context, envelope, events, frames, stream)
+                with self._backend_turn(frames.request_id, stream):
+                    await self._stream_frames(context, envelope, events, frames, stream)
             finally:
                 if self._metrics is not None:
                     self._metrics.chat_streams_in_flight.dec()
@@ -180,8 +197,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 stream.writing = True
                 await context.write(frame)
                 stream.writing = False
-                if self._metrics is not None:
-                    self._metrics.chat_frame_sent(frame)
+                self._frame_written(frame, stream)
                 if frames.finished:
                     return
                 if self._shutting_down:
@@ -219,12 +235,45 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         stream.writing = True
         try:
             await context.write(final)
-            if self._metrics is not None:
-                self._metrics.chat_frame_sent(final)
+            self._frame_written(final, stream)
         except asyncio.CancelledError:
             if stream.stalled:
                 raise _ClientStalled from None
             raise
+
+    @contextlib.contextmanager
+    def _backend_turn(self, request_id: str | None, stream: _Stream) -> Iterator[None]:
+        """Around one backend turn: its span (a child of the call's) when tracing is on, and a call log
+        line (DEBUG) when it ends."""
+        try:
+            if self._tracer is None:
+                yield
+            else:
+                attributes = {"e2a.backend": self.backend.info.name}
+                if request_id is not None:  # the FrameBuilder assigns one when the request has none
+                    attributes["e2a.request_id"] = request_id
+                with self._tracer.start_as_current_span(BACKEND_TURN_SPAN, attributes=attributes) as span:
+                    stream.span = span
+                    yield
+                    span.set_attribute("e2a.frames", stream.frames_written)
+                    if stream.final_code is not None:
+                        span.set_attribute("e2a.final_code", stream.final_code)
+        finally:
+            status = stream.final_code or "cancelled"  # no final frame: the client went away, or a stalled one
+            log.debug(
+                "Chat turn ended: %s after %d frames",
+                status,
+                stream.frames_written,
+                extra={"request_id": request_id, "method": CHAT_METHOD, "status": status},
+            )
+
+    def _frame_written(self, frame: agent_service_pb2.ChatResponse, stream: _Stream) -> None:
+        stream.frames_written += 1
+        if self._metrics is not None:
+            self._metrics.chat_frame_sent(frame)
+        if frame.response.is_final:
+            error = frame.response.response_kind == ResponseKind.E2A_ERROR
+            stream.final_code = str(json.loads(frame.response.body)["code"]) if error else "ok"
 
     def _time_limit_message(self) -> str:
         return (

@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import time
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -31,6 +32,10 @@ from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
 from e2a_grpc.grpc.observability import MetricsHttpServer, MetricsInterceptor, ServerMetrics, method_paths
 from e2a_grpc.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Tracer
 
 log = logging.getLogger("e2a_grpc.server")
 
@@ -78,7 +83,9 @@ def _check_can_listen(host: str, port: int) -> None:
 class E2AServer:
     """A started server and what is needed to stop it gracefully."""
 
-    def __init__(self, config: ServerSettings) -> None:
+    def __init__(self, config: ServerSettings, *, tracer_provider: TracerProvider | None = None) -> None:
+        """``tracer_provider``: where the spans go when ``config.tracing`` is on; default: as the ``OTEL_*``
+        environment variables say (that provider is shut down, flushing its spans, by ``stop``)."""
         self.config = config
         if config.port:  # port 0 is never taken
             _check_can_listen(config.host, config.port)
@@ -93,6 +100,15 @@ class E2AServer:
         interceptors: list[grpc.aio.ServerInterceptor] = [RequestParsingInterceptor(SERVICE_NAMES, self.calls)]
         if config.token:
             interceptors.insert(0, BearerTokenInterceptor(config.token.get_secret_value()))
+        self._own_tracer_provider: TracerProvider | None = None
+        tracer: Tracer | None = None
+        if config.tracing:
+            from e2a_grpc.grpc import tracing  # the optional 'tracing' extra: imported only when it is on
+
+            if tracer_provider is None:
+                tracer_provider = self._own_tracer_provider = tracing.tracer_provider_from_environment()
+            interceptors.insert(0, tracing.TracingInterceptor(tracer_provider))
+            tracer = tracing.tracer_of(tracer_provider)
         self.metrics = ServerMetrics() if config.metrics_port is not None else None
         #: The port of /metrics once started, when metrics are on.
         self.metrics_port: int | None = None
@@ -105,7 +121,7 @@ class E2AServer:
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
         conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)
         codec_service_pb2_grpc.add_CodecServiceServicer_to_server(CodecServicer(), self.server)
-        self.chat = ChatServicer(make_backend(config), config, metrics=self.metrics)
+        self.chat = ChatServicer(make_backend(config), config, metrics=self.metrics, tracer=tracer)
         agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -181,6 +197,8 @@ class E2AServer:
         await self.server.stop(max(0.0, deadline - time.monotonic()))
         if self._metrics_http is not None:
             self._metrics_http.close()
+        if self._own_tracer_provider is not None:
+            self._own_tracer_provider.shutdown()
         log.info("e2a-grpc stopped")
 
 

@@ -1,0 +1,112 @@
+"""OpenTelemetry tracing (``--tracing``; the ``tracing`` extra): a span per RPC and one per Chat backend turn.
+
+The RPC spans are opentelemetry-instrumentation-grpc's aio server interceptor: it continues the
+caller's W3C trace context from the call's metadata (``traceparent``, ``tracestate``) and names the
+span ``/package.Service/Method``. The Chat servicer adds a child span around the backend's stream
+(``chat_servicer.BACKEND_TURN_SPAN``).
+
+The instrumentation iterates the behavior of every response-streaming handler as an async
+generator, while Chat writes its frames with ``context.write`` from a coroutine: ``TracingInterceptor``
+hands it such handlers as generators that yield nothing, which grpc serves the same way.
+
+Spans go to the exporters ``OTEL_TRACES_EXPORTER`` names (default ``otlp``, which needs
+opentelemetry-exporter-otlp; ``console`` comes with the SDK), with the SDK's other ``OTEL_*``
+variables (service name, resource, sampler, exporter endpoint) applied as the SDK reads them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.metadata import entry_points
+from typing import Any, TypeAlias
+
+import grpc
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import Tracer
+
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+
+_EXPORTERS_VARIABLE = "OTEL_TRACES_EXPORTER"
+
+
+class TracingInterceptor(grpc.aio.ServerInterceptor):
+    """A server span per call, in the caller's trace when its metadata carries one."""
+
+    def __init__(self, tracer_provider: TracerProvider) -> None:
+        self._spans: grpc.aio.ServerInterceptor = aio_server_interceptor(  # type: ignore[no-untyped-call]
+            tracer_provider=tracer_provider
+        )
+        # grpc hands out the same handler object for a method on every call: adapt it once.
+        self._adapted: dict[str, tuple[Handler, Handler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        async def generator_continuation(details: grpc.HandlerCallDetails) -> Handler | None:
+            handler = await continuation(details)
+            if handler is None or not handler.response_streaming:
+                return handler
+            cached = self._adapted.get(details.method)
+            if cached is not None and cached[0] is handler:
+                return cached[1]
+            adapted = _writing_as_generator(handler)
+            self._adapted[details.method] = (handler, adapted)
+            return adapted
+
+        handler: Handler | None = await self._spans.intercept_service(generator_continuation, handler_call_details)
+        return handler
+
+
+def _writing_as_generator(handler: Handler) -> Handler:
+    """``handler``, its behavior an async generator even when it writes its replies with ``context.write``."""
+    behavior = handler.stream_stream if handler.request_streaming else handler.unary_stream
+    assert behavior is not None, "grpc sets the behavior of the handler's kind"
+    if inspect.isasyncgenfunction(behavior):
+        return handler
+    writer: Callable[[Any, Context], Awaitable[None]] = behavior  # type: ignore[assignment]  # an aio coroutine
+
+    async def writes(request: Any, context: Context) -> AsyncIterator[Any]:
+        await writer(request, context)
+        return
+        yield  # makes this an async generator; the replies went out through context.write
+
+    make = grpc.stream_stream_rpc_method_handler if handler.request_streaming else grpc.unary_stream_rpc_method_handler
+    return make(
+        writes, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
+    )
+
+
+def tracer_of(tracer_provider: TracerProvider) -> Tracer:
+    return tracer_provider.get_tracer("e2a_grpc")
+
+
+def tracer_provider_from_environment() -> TracerProvider:
+    """A provider as the ``OTEL_*`` environment variables describe it, exporting in batches."""
+    provider = TracerProvider()  # reads OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER
+    for exporter in _exporters_from_environment():
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider
+
+
+def _exporters_from_environment() -> list[SpanExporter]:
+    names = [name.strip() for name in os.environ.get(_EXPORTERS_VARIABLE, "otlp").split(",") if name.strip()]
+    available = {point.name: point for point in entry_points(group="opentelemetry_traces_exporter")}
+    exporters: list[SpanExporter] = []
+    for name in names:
+        if name == "none":
+            continue
+        if name not in available:
+            raise ValueError(
+                f"{_EXPORTERS_VARIABLE}: no span exporter {name!r} is installed (have: "
+                f"{', '.join(sorted(available)) or 'none'}); 'otlp' comes with opentelemetry-exporter-otlp"
+            )
+        exporter: SpanExporter = available[name].load()()
+        exporters.append(exporter)
+    return exporters
