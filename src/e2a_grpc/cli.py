@@ -19,10 +19,10 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings
 
 from e2a_grpc import conversion, jsontext
+from e2a_grpc.address import ServerAddress
 from e2a_grpc.chat.frames import frame_log
 from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.client import ConversionClient, ServiceError, chat
-from e2a_grpc.client.address import ServerAddress
 from e2a_grpc.client.chat_text import ChatTextPrinter
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.server import serve

@@ -15,12 +15,12 @@ from typing import Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from e2a_grpc.client.address import ServerAddress, parse_server_address
+from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
 
 ENV_PREFIX = "E2A_GRPC_"
 _SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True)
 _DEFAULT_HOST = "127.0.0.1"  # the server's bind address and the client's default target
-_DEFAULT_PORT = 50051
+_DEFAULT_PORT = DEFAULT_PORT  # also the port an address without one names
 
 
 class BackendName(StrEnum):

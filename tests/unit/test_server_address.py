@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2a_grpc.client.address import ServerAddress, parse_server_address
+from e2a_grpc.address import ServerAddress, parse_server_address
 
 
 @pytest.mark.parametrize(
