@@ -149,6 +149,14 @@ def _run_serve(args: argparse.Namespace) -> int:
         except ImportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED
+    if config.tracing:
+        try:  # the tracing extra and its exporter: say what is missing now, not with a traceback
+            from e2a_grpc.grpc import tracing
+
+            tracing.check_environment()
+        except (ImportError, ValueError) as exc:
+            print(f"error: --tracing: {exc} (pip install 'e2a-grpc[tracing]' and an exporter)", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if config.log_frames:
         # Spec 12.7: each frame's log record is one line of pure JSON, whatever the other logs look like.
         handler = logging.StreamHandler(sys.stderr)

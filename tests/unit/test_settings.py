@@ -193,3 +193,12 @@ def test_verbose_serve_leaves_library_internals_out(
     assert cli.main(["serve", "-v"]) == 0
     assert logging.getLogger("grpc._cython.cygrpc").getEffectiveLevel() == logging.WARNING
     assert logging.getLogger("asyncio").getEffectiveLevel() == logging.WARNING
+
+
+def test_tracing_without_its_exporter_is_one_clear_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "no-such-exporter")
+    assert cli.main(["serve", "--port", "0", "--tracing"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: --tracing: OTEL_TRACES_EXPORTER: no span exporter 'no-such-exporter'")

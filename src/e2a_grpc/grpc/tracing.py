@@ -95,10 +95,15 @@ def tracer_provider_from_environment() -> TracerProvider:
     return provider
 
 
-def _exporters_from_environment() -> list[SpanExporter]:
+def check_environment() -> None:
+    """Raise a ValueError naming ``OTEL_TRACES_EXPORTER`` if an exporter it names is not installed."""
+    _exporter_entry_points()
+
+
+def _exporter_entry_points() -> list[Any]:
     names = [name.strip() for name in os.environ.get(_EXPORTERS_VARIABLE, "otlp").split(",") if name.strip()]
     available = {point.name: point for point in entry_points(group="opentelemetry_traces_exporter")}
-    exporters: list[SpanExporter] = []
+    chosen = []
     for name in names:
         if name == "none":
             continue
@@ -107,6 +112,10 @@ def _exporters_from_environment() -> list[SpanExporter]:
                 f"{_EXPORTERS_VARIABLE}: no span exporter {name!r} is installed (have: "
                 f"{', '.join(sorted(available)) or 'none'}); 'otlp' comes with opentelemetry-exporter-otlp"
             )
-        exporter: SpanExporter = available[name].load()()
-        exporters.append(exporter)
+        chosen.append(available[name])
+    return chosen
+
+
+def _exporters_from_environment() -> list[SpanExporter]:
+    exporters: list[SpanExporter] = [point.load()() for point in _exporter_entry_points()]
     return exporters
