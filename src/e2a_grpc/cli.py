@@ -136,7 +136,8 @@ def _add_serve(commands: Any) -> None:
 #: Libraries whose DEBUG records are their own internals (grpc's event loop bookkeeping, one line per
 #: call; asyncio's selector): -v is for e2a-grpc's records. gRPC's core has its own switches for that
 #: (GRPC_VERBOSITY, GRPC_TRACE); asyncio's debug mode (PYTHONASYNCIODEBUG) warns at WARNING.
-_QUIET_LIBRARY_LOGGERS = ("grpc", "asyncio")
+# grpc and asyncio log their internals; a2a-sdk's card resolver logs every card it fetches, whole.
+_QUIET_LIBRARY_LOGGERS = ("grpc", "asyncio", "a2a.client.card_resolver")
 
 
 def _run_serve(args: argparse.Namespace) -> int:

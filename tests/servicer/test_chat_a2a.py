@@ -27,13 +27,14 @@ import pytest
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AEnvelope, E2AResponse
-from e2a_grpc.chat.events import AgentIds, BackendInfo, Delta
+from e2a_grpc.backends.a2a import A2ABackend
+from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.invariants import StreamChecker, StreamInvariantError
 from e2a_grpc.client.chat import chat
 from e2a_grpc.client.conversion import ConversionClient
 from e2a_grpc.conversion import to_a2a_stream
-from e2a_grpc.model import DeltaKind
+from e2a_grpc.model import DeltaKind, ErrorCode
 from e2a_grpc.model.constants import E2A_A2A_STREAM_BRANCHES
 from tests.support.processes import (
     free_port,
@@ -88,10 +89,9 @@ def _serve(*args: str) -> Iterator[Server]:
         yield Server(address, process)
 
 
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("a2a") / "agent.jsonl"
+@contextlib.contextmanager
+def running_agent(port: int, log: Path) -> Iterator[Agent]:
+    """The scripted a2a-sdk agent on ``port``, serving its card; always stopped."""
     log.touch()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "tests.support.agents.a2a_agent", "--port", str(port), "--log", str(log)]
@@ -109,6 +109,12 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
 
         assert wait_until(card_served, 30), "the test agent did not serve its card within 30 s"
         yield Agent(url, log)
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
+    with running_agent(free_port(), tmp_path_factory.mktemp("a2a") / "agent.jsonl") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -376,7 +382,6 @@ def test_shutdown_ends_the_stream_with_a_final_frame_and_cancels_the_task(agent:
 
 def test_the_backend_leaves_no_task_or_connection_behind(agent: Agent) -> None:
     """In process, where asyncio tasks can be counted: cancel mid-stream, then close the backend."""
-    from e2a_grpc.backends.a2a import A2ABackend
 
     async def run() -> None:
         fds_before = open_fds(os.getpid())
@@ -425,3 +430,28 @@ def test_serve_explains_a_missing_url_or_a2a_sdk() -> None:
     )  # fmt: skip
     assert without_sdk.returncode == 1, without_sdk.stderr
     assert "pip install 'e2a-grpc[a2a]'" in without_sdk.stderr and "Traceback" not in without_sdk.stderr
+
+
+async def _turn(backend: A2ABackend, text: str) -> list[Any]:
+    return [event async for event in backend.stream(_envelope(text))]
+
+
+@pytest.mark.asyncio
+async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path) -> None:
+    port = free_port()
+    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10)
+    try:
+        with running_agent(port, tmp_path / "first.jsonl") as first:
+            for text in ("hello", "hello again"):
+                assert isinstance((await _turn(backend, text))[-1], Complete)
+            # One fetch to see the agent is up, one by the backend for both turns.
+            assert len(first.records("card_served")) == 2
+        with pytest.raises(BackendError) as failed:
+            await _turn(backend, "anyone there?")
+        assert failed.value.code == ErrorCode.A2A_UNAVAILABLE
+        with running_agent(port, tmp_path / "second.jsonl") as second:
+            assert isinstance((await _turn(backend, "back again"))[-1], Complete)
+            # After the transport failure the backend asked for the card again.
+            assert len(second.records("card_served")) == 2
+    finally:
+        await backend.aclose()

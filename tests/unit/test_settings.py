@@ -188,11 +188,13 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_verbose_serve_leaves_library_internals_out(
     monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]
 ) -> None:
-    for name in ("grpc", "asyncio"):
+    for name in ("grpc", "asyncio", "a2a.client.card_resolver"):
         monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
     assert cli.main(["serve", "-v"]) == 0
     assert logging.getLogger("grpc._cython.cygrpc").getEffectiveLevel() == logging.WARNING
     assert logging.getLogger("asyncio").getEffectiveLevel() == logging.WARNING
+    # a2a-sdk logs every agent card it fetches, whole, at INFO.
+    assert logging.getLogger("a2a.client.card_resolver").getEffectiveLevel() == logging.WARNING
 
 
 def test_tracing_without_its_exporter_is_one_clear_line(

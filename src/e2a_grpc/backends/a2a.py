@@ -265,6 +265,9 @@ class A2ABackend:
                         if turn.over:
                             break
             except A2AError as exc:
+                if isinstance(exc, A2AClientError) and self._client is client:
+                    # The agent may have moved or changed its card: the next request fetches it again.
+                    self._client = None
                 raise _sdk_error(exc, turn) from exc
             except (asyncio.CancelledError, GeneratorExit):
                 # The client cancelled, its deadline passed or the server is shutting down; the

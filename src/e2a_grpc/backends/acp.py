@@ -15,7 +15,8 @@ and Infinity, bounds no line, and lets a line that is not a JSON-RPC message sto
 
 Processes: envelopes with a ``session_id`` share one agent process and ACP session per session id
 (a bounded pool, one prompt at a time per session); without a session id, each call gets its own
-process, closed after the call. Agent requests to the client are always answered: permission
+process, closed after the call (never pooled: a process keeps what a turn left in it, and callers'
+turns must not share that). Agent requests to the client are always answered: permission
 requests by the configured policy, everything else (``fs/*``, ``terminal/*``, ...) with "method not
 found", which is also what the capabilities sent in ``initialize`` announce.
 """

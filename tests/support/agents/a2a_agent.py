@@ -48,6 +48,7 @@ from a2a.types.a2a_pb2 import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -161,13 +162,16 @@ class ScriptedExecutor(AgentExecutor):
 
 
 class SseCloseRecorder:
-    """ASGI middleware: logs when each SSE response ends, which is when the agent sees the stream closed."""
+    """ASGI middleware: logs when each SSE response ends, which is when the agent sees the stream closed,
+    and each fetch of the agent card."""
 
     def __init__(self, app: ASGIApp, log: EventLog) -> None:
         self._app = app
         self._log = log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == AGENT_CARD_WELL_KNOWN_PATH:
+            self._log.write({"kind": "card_served"})
         is_sse = False
 
         async def watch(message: ASGIMessage) -> None:
