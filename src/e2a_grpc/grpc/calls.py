@@ -20,15 +20,13 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeAlias
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
 from e2a_grpc.grpc.status import undecodable_request
-
-Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 
 
 class InFlightCalls:
@@ -78,9 +76,7 @@ class RequestParsingInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, services: tuple[str, ...], calls: InFlightCalls) -> None:
         self._prefixes = tuple(f"/{service}/" for service in services)
-        self._calls = calls
-        # grpc hands out the same handler object for a method on every call: wrap it once.
-        self._wrapped: dict[str, tuple[Handler, Handler]] = {}
+        self._handlers = WrappedHandlers(lambda handler, _method: parsing_handler(handler, calls))
 
     async def intercept_service(
         self,
@@ -91,12 +87,7 @@ class RequestParsingInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if handler is None or not method.startswith(self._prefixes):
             return handler
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = parsing_handler(handler, self._calls)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        return self._handlers.of(method, handler)
 
 
 def parsing_handler(handler: Handler, calls: InFlightCalls) -> Handler:
@@ -124,7 +115,7 @@ def parsing_handler(handler: Handler, calls: InFlightCalls) -> Handler:
             return parsed_stream(raw, context)
         return await parsed(raw, context)
 
-    behavior = _behavior_of(handler)
+    behavior = behavior_of(handler)
     if inspect.isasyncgenfunction(behavior):
 
         async def stream_replies(raw: Any, context: Context) -> AsyncIterator[Any]:
@@ -144,26 +135,6 @@ def parsing_handler(handler: Handler, calls: InFlightCalls) -> Handler:
         new_behavior = call
     else:
         raise TypeError(f"{behavior!r} is not an asyncio handler; the E2A services have no other kind")
-    return _handler_like(handler, new_behavior)
-
-
-def _behavior_of(handler: Handler) -> Callable[..., Any]:
-    behavior = {
-        (False, False): handler.unary_unary,
-        (False, True): handler.unary_stream,
-        (True, False): handler.stream_unary,
-        (True, True): handler.stream_stream,
-    }[(handler.request_streaming, handler.response_streaming)]
-    assert behavior is not None, "grpc sets the behavior of the handler's kind"
-    return behavior
-
-
-def _handler_like(handler: Handler, behavior: Callable[..., Any]) -> Handler:
-    """A handler of ``handler``'s kind running ``behavior`` on the raw request bytes."""
-    make = {
-        (False, False): grpc.unary_unary_rpc_method_handler,
-        (False, True): grpc.unary_stream_rpc_method_handler,
-        (True, False): grpc.stream_unary_rpc_method_handler,
-        (True, True): grpc.stream_stream_rpc_method_handler,
-    }[(handler.request_streaming, handler.response_streaming)]
-    return make(behavior, request_deserializer=None, response_serializer=handler.response_serializer)
+    return handler_like(
+        handler, new_behavior, request_deserializer=None, response_serializer=handler.response_serializer
+    )

@@ -18,7 +18,7 @@ import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from threading import Thread
-from typing import Any, TypeAlias
+from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 import grpc
@@ -26,9 +26,7 @@ from google.protobuf import descriptor_pool
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from e2a.v1 import agent_service_pb2
-
-Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
 
 _CALL_LABELS = ("grpc_service", "grpc_method", "grpc_type")
 _GRPC_TYPES = {
@@ -119,8 +117,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, metrics: ServerMetrics, methods: frozenset[str]) -> None:
         self._metrics = metrics
         self._methods = methods
-        # grpc hands out the same handler object for a method on every call: wrap it once.
-        self._wrapped: dict[str, tuple[Handler, Handler]] = {}
+        self._handlers = WrappedHandlers(self._measured)
 
     async def intercept_service(
         self,
@@ -131,12 +128,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if handler is None or method not in self._methods:
             return handler
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._measured(handler, method)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        return self._handlers.of(method, handler)
 
     def _measured(self, handler: Handler, method: str) -> Handler:
         service, name = method[1:].split("/", 1)
@@ -152,7 +144,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             seconds.observe(time.perf_counter() - began)
             metrics.handled.labels(*labels, code.name).inc()
 
-        behavior = _behavior_of(handler)
+        behavior = behavior_of(handler)
         if inspect.isasyncgenfunction(behavior):
 
             async def measured_stream(request: Any, context: Context) -> AsyncIterator[Any]:
@@ -184,7 +176,9 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         serialize = handler.response_serializer
         if handler.response_streaming and serialize is not None:
             serialize = _counting(serialize, msg_sent)
-        return _handler_like(handler, new_behavior, serialize)
+        return handler_like(
+            handler, new_behavior, request_deserializer=handler.request_deserializer, response_serializer=serialize
+        )
 
 
 def _counting(serialize: Callable[[Any], bytes], messages: Counter) -> Callable[[Any], bytes]:
@@ -203,24 +197,3 @@ def _code_of_failure(exc: BaseException, context: Context) -> grpc.StatusCode:
     if isinstance(exc, asyncio.CancelledError | GeneratorExit):
         return grpc.StatusCode.CANCELLED
     return grpc.StatusCode.UNKNOWN  # what grpc answers an exception of the handler with
-
-
-def _behavior_of(handler: Handler) -> Callable[..., Any]:
-    behavior = {
-        (False, False): handler.unary_unary,
-        (False, True): handler.unary_stream,
-        (True, False): handler.stream_unary,
-        (True, True): handler.stream_stream,
-    }[(handler.request_streaming, handler.response_streaming)]
-    assert behavior is not None, "grpc sets the behavior of the handler's kind"
-    return behavior
-
-
-def _handler_like(handler: Handler, behavior: Callable[..., Any], serialize: Callable[[Any], bytes] | None) -> Handler:
-    make = {
-        (False, False): grpc.unary_unary_rpc_method_handler,
-        (False, True): grpc.unary_stream_rpc_method_handler,
-        (True, False): grpc.stream_unary_rpc_method_handler,
-        (True, True): grpc.stream_stream_rpc_method_handler,
-    }[(handler.request_streaming, handler.response_streaming)]
-    return make(behavior, request_deserializer=handler.request_deserializer, response_serializer=serialize)

@@ -20,7 +20,7 @@ import inspect
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.metadata import entry_points
-from typing import Any, TypeAlias
+from typing import Any
 
 import grpc
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
@@ -28,8 +28,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Tracer
 
-Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
 
 _EXPORTERS_VARIABLE = "OTEL_TRACES_EXPORTER"
 
@@ -41,8 +40,7 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
         self._spans: grpc.aio.ServerInterceptor = aio_server_interceptor(  # type: ignore[no-untyped-call]
             tracer_provider=tracer_provider
         )
-        # grpc hands out the same handler object for a method on every call: adapt it once.
-        self._adapted: dict[str, tuple[Handler, Handler]] = {}
+        self._adapted = WrappedHandlers(lambda handler, _method: _writing_as_generator(handler))
 
     async def intercept_service(
         self,
@@ -53,12 +51,7 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
             handler = await continuation(details)
             if handler is None or not handler.response_streaming:
                 return handler
-            cached = self._adapted.get(details.method)
-            if cached is not None and cached[0] is handler:
-                return cached[1]
-            adapted = _writing_as_generator(handler)
-            self._adapted[details.method] = (handler, adapted)
-            return adapted
+            return self._adapted.of(details.method, handler)
 
         handler: Handler | None = await self._spans.intercept_service(generator_continuation, handler_call_details)
         return handler
@@ -66,20 +59,21 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
 
 def _writing_as_generator(handler: Handler) -> Handler:
     """``handler``, its behavior an async generator even when it writes its replies with ``context.write``."""
-    behavior = handler.stream_stream if handler.request_streaming else handler.unary_stream
-    assert behavior is not None, "grpc sets the behavior of the handler's kind"
+    behavior = behavior_of(handler)
     if inspect.isasyncgenfunction(behavior):
         return handler
-    writer: Callable[[Any, Context], Awaitable[None]] = behavior  # type: ignore[assignment]  # an aio coroutine
+    writer: Callable[[Any, Context], Awaitable[None]] = behavior  # an aio coroutine that writes its replies
 
     async def writes(request: Any, context: Context) -> AsyncIterator[Any]:
         await writer(request, context)
         return
         yield  # makes this an async generator; the replies went out through context.write
 
-    make = grpc.stream_stream_rpc_method_handler if handler.request_streaming else grpc.unary_stream_rpc_method_handler
-    return make(
-        writes, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
+    return handler_like(
+        handler,
+        writes,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
     )
 
 
