@@ -63,6 +63,8 @@ class FrameBuilder:
         self.request_id = str(uuid.uuid4()) if assigned else envelope.request_id
         self.sequence = 0
         self.finished = False
+        #: How the stream ended, once its final frame is built: "ok", or the e2a.error code.
+        self.final_code: str | None = None
         self._log = log_frames
         self._clock = clock
         # Unique per frame: a random UUIDv4 prefix per stream, the sequence number in the last group
@@ -171,6 +173,7 @@ class FrameBuilder:
 
     def complete(self, result: dict[str, Any]) -> agent_service_pb2.ChatResponse:
         body = jsontext.dumps({"result": result}, "body")
+        self.final_code = "ok"
         return self._frame(self._shared, body, ResponseKind.E2A_COMPLETE, ResponseStatus.SUCCEEDED, True)
 
     def error(
@@ -183,6 +186,7 @@ class FrameBuilder:
         body: dict[str, Any] = {"code": code, "message": message, "details": details or {}}
         if external is not None:
             body["external"] = external
+        self.final_code = str(code)
         return self._frame(
             self._shared, jsontext.dumps(body, "body"), ResponseKind.E2A_ERROR, ResponseStatus.FAILED, True
         )

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncGenerator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, vali
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import status_for
-from e2a_grpc.model import E2AEnvelope, ErrorCode, ResponseKind
+from e2a_grpc.model import E2AEnvelope, ErrorCode
 from e2a_grpc.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -68,7 +67,7 @@ class _ClientStalled(Exception):
 class _Stream:
     """One in-flight Chat call, as the shutdown and the stream's time limit see it."""
 
-    __slots__ = ("_timers", "final_code", "frames_written", "span", "stalled", "task", "time_up", "writing")
+    __slots__ = ("_timers", "final_code", "span", "stalled", "task", "time_up", "writing")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
@@ -81,7 +80,6 @@ class _Stream:
         self.span: Span | None = None
         #: Once the final frame is written: "ok", or the code of its e2a.error (for the span and the call log).
         self.final_code: str | None = None
-        self.frames_written = 0
         self._timers: list[asyncio.TimerHandle] = []
 
     def limit_time(self, seconds: float) -> None:
@@ -152,7 +150,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             self._metrics.chat_streams_in_flight.inc()
         try:
             try:
-                with self._backend_turn(frames.request_id, stream):
+                with self._backend_turn(frames, stream):
                     await self._stream_frames(context, envelope, events, frames, stream)
             finally:
                 if self._metrics is not None:
@@ -197,8 +195,10 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 stream.writing = True
                 await context.write(frame)
                 stream.writing = False
-                self._frame_written(frame, stream)
+                if self._metrics is not None:
+                    self._metrics.chat_frame_sent(frame)
                 if frames.finished:
+                    stream.final_code = frames.final_code
                     return
                 if self._shutting_down:
                     raise asyncio.CancelledError
@@ -235,16 +235,19 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         stream.writing = True
         try:
             await context.write(final)
-            self._frame_written(final, stream)
+            if self._metrics is not None:
+                self._metrics.chat_frame_sent(final)
+            stream.final_code = frames.final_code
         except asyncio.CancelledError:
             if stream.stalled:
                 raise _ClientStalled from None
             raise
 
     @contextlib.contextmanager
-    def _backend_turn(self, request_id: str | None, stream: _Stream) -> Iterator[None]:
+    def _backend_turn(self, frames: FrameBuilder, stream: _Stream) -> Iterator[None]:
         """Around one backend turn: its span (a child of the call's) when tracing is on, and a call log
         line (DEBUG) when it ends."""
+        request_id = frames.request_id
         try:
             if self._tracer is None:
                 yield
@@ -255,7 +258,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 with self._tracer.start_as_current_span(BACKEND_TURN_SPAN, attributes=attributes) as span:
                     stream.span = span
                     yield
-                    span.set_attribute("e2a.frames", stream.frames_written)
+                    span.set_attribute("e2a.frames", frames.sequence)
                     if stream.final_code is not None:
                         span.set_attribute("e2a.final_code", stream.final_code)
         finally:
@@ -263,17 +266,9 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             log.debug(
                 "Chat turn ended: %s after %d frames",
                 status,
-                stream.frames_written,
+                frames.sequence,
                 extra={"request_id": request_id, "method": CHAT_METHOD, "status": status},
             )
-
-    def _frame_written(self, frame: agent_service_pb2.ChatResponse, stream: _Stream) -> None:
-        stream.frames_written += 1
-        if self._metrics is not None:
-            self._metrics.chat_frame_sent(frame)
-        if frame.response.is_final:
-            error = frame.response.response_kind == ResponseKind.E2A_ERROR
-            stream.final_code = str(json.loads(frame.response.body)["code"]) if error else "ok"
 
     def _time_limit_message(self) -> str:
         return (
