@@ -24,7 +24,7 @@ from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.grpc.chat_servicer import ChatServicer
 from e2a_grpc.grpc.server import E2AServer
-from e2a_grpc.settings import BackendName, ServerConfig
+from e2a_grpc.settings import BackendName, ServerSettings
 
 BARE_SERVICE = "e2a.bench.v1.BareStream"
 BARE_METHOD = f"/{BARE_SERVICE}/Chat"
@@ -77,7 +77,7 @@ def add_bare_stream(server: grpc.aio.Server, frames: Sequence[pb.ChatResponse]) 
 
 
 async def serve(port: int) -> None:
-    server = E2AServer(ServerConfig(host="127.0.0.1", port=port, backend=BackendName.ECHO, log_frames=False))
+    server = E2AServer(ServerSettings(host="127.0.0.1", port=port, backend=BackendName.ECHO, log_frames=False))
     # Before start, on the same grpc.aio server: both RPCs go through one stack.
     add_bare_stream(server.server, await echo_frames(server.chat, chat_request()))
     await server.run_until_signalled()

@@ -155,7 +155,7 @@ i.e. E2A's per-frame work (backend events, `FrameBuilder`, the servicer's bookke
 whose `params.text` has {WORDS:,} words: each stream is {stream.frames:,} frames ({WORDS:,} `e2a.chunk`
 deltas and the final `e2a.complete`), {stream.payload_bytes:,} bytes of `ChatResponse` payload.
 
-Method: `bench/chat_server.py` runs in its own process: `E2AServer(ServerConfig(host="127.0.0.1",
+Method: `bench/chat_server.py` runs in its own process: `E2AServer(ServerSettings(host="127.0.0.1",
 port=N, backend="echo", log_frames=False))` (the real options, health, reflection) plus a bench-only
 `/e2a.bench.v1.BareStream/Chat` RPC, registered on the same `grpc.aio` server with the `ChatRequest`
 / `ChatResponse` serializers, that writes with `await context.write(...)`, as `Chat` does, a list of

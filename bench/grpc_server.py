@@ -17,7 +17,7 @@ import grpc
 from bench.serverproc import add_bench_rpc
 from e2a.v1 import conversion_service_pb2 as pb
 from e2a_grpc.grpc.server import E2AServer
-from e2a_grpc.settings import ServerConfig
+from e2a_grpc.settings import ServerSettings
 
 ECHO_SERVICE = "e2a.bench.v1.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
@@ -40,7 +40,7 @@ def add_echo(server: grpc.aio.Server) -> None:
 
 
 async def serve(port: int) -> None:
-    server = E2AServer(ServerConfig(host="127.0.0.1", port=port))
+    server = E2AServer(ServerSettings(host="127.0.0.1", port=port))
     # Before start, on the same grpc.aio server: both RPCs go through one stack.
     add_echo(server.server)
     await server.run_until_signalled()

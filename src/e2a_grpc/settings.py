@@ -192,10 +192,6 @@ def _read_token(token_file: Path) -> str:
     return token
 
 
-#: The name callers used before the settings moved to pydantic-settings.
-ServerConfig = ServerSettings
-
-
 class ClientSettings(BaseSettings):
     """How ``chat`` (and ``convert --server``) reach a running service."""
 
