@@ -16,8 +16,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for file in &files {
         println!("cargo:rerun-if-changed={}", root.join(file).display());
     }
+    // e2a.v1 refers to the CloudEvents protobuf format (package io.cloudevents.v1, in
+    // e2a/cloudevents/v1): generated on its own below, into the module `cloudevents::v1`.
+    let cloudevents = "e2a/cloudevents/v1/cloudevents.proto";
+    println!("cargo:rerun-if-changed={}", root.join(cloudevents).display());
     tonic_prost_build::configure()
         .build_server(false)
+        .extern_path(".io.cloudevents.v1", "crate::cloudevents::v1")
         .compile_protos(&files.map(|f| root.join(f)), &[root.to_path_buf()])?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(false)
+        .compile_protos(&[root.join(cloudevents)], &[root.to_path_buf()])?;
     Ok(())
 }

@@ -28,7 +28,8 @@ from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.server import serve
 from e2a_grpc.logs import configure_logging
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin, ResponseStatus
-from e2a_grpc.settings import BackendName, ClientSettings, ServerSettings, env_var
+from e2a_grpc.protocols import cloudevents
+from e2a_grpc.settings import BackendName, ClientSettings, CloudEventsSettings, ServerSettings, env_var
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the server or the agent failed
@@ -231,6 +232,7 @@ def _add_convert(commands: Any) -> None:
     )
     from_a2a.add_argument("--channel", help="ingress channel to record")
     from_a2a.set_defaults(run=_run_from_a2a)
+    _add_cloudevents_kinds(kinds, common)
 
 
 def _read(file: str) -> str:
@@ -325,6 +327,71 @@ def _run_from_a2a(args: argparse.Namespace) -> int:
     else:
         envelope = conversion.from_a2a(text, channel=args.channel)
     _print(envelope.to_dict(), sys.stdout)
+    return EXIT_OK
+
+
+def _add_cloudevents_kinds(kinds: Any, common: argparse.ArgumentParser) -> None:
+    formats = [str(form) for form in cloudevents.Format]
+    to_events = kinds.add_parser(
+        "to-cloudevents",
+        parents=[common],
+        help="E2A records -> CloudEvents",
+        description="Send E2A records (one record, or a JSON array of them) as CloudEvents 1.0, one event per "
+        "record with the record's wire JSON as data. Formats: structured and http and kafka write one event per "
+        "line (http/kafka as {headers, body|value}); batch writes one JSON array; protobuf and protobuf-batch "
+        "write io.cloudevents.v1.CloudEvent / CloudEventBatch bytes.",
+    )
+    to_events.add_argument("--format", choices=formats, default=cloudevents.Format.STRUCTURED.value)
+    _add_setting_options(to_events, CloudEventsSettings, "cloudevents_type_prefix", "cloudevents_source")
+    to_events.set_defaults(run=_run_to_cloudevents)
+    from_events = kinds.add_parser(
+        "from-cloudevents",
+        parents=[common],
+        help="CloudEvents -> E2A records",
+        description="Read CloudEvents carrying E2A records (in --format, as to-cloudevents writes them) and print "
+        "the record, or a JSON array of records when there are several. Attributes that contradict the record "
+        "in data are refused, naming the attribute.",
+    )
+    from_events.add_argument("--format", choices=formats, default=cloudevents.Format.STRUCTURED.value)
+    from_events.set_defaults(run=_run_from_cloudevents)
+
+
+def _records(document: Any) -> list[E2AEnvelope | E2AResponse]:
+    items = document if isinstance(document, list) else [document]
+    records: list[E2AEnvelope | E2AResponse] = []
+    for index, item in enumerate(items):
+        try:
+            records.append(E2AResponse.from_dict(item) if _is_response(item) else E2AEnvelope.from_dict(item))
+        except E2AFieldError as exc:
+            raise exc.under(f"[{index}]") if isinstance(document, list) else exc from None
+    return records
+
+
+def _run_to_cloudevents(args: argparse.Namespace) -> int:
+    records = _records(jsontext.loads(_read(args.file), "$"))
+    settings = _settings(CloudEventsSettings, args)
+    prefix, source = settings.cloudevents_type_prefix, settings.cloudevents_source
+    if args.server:
+        with _connect(args) as client:
+            events = client.to_cloudevents(records, type_prefix=prefix, source=source)
+    else:
+        events = cloudevents.records_to_events(records, type_prefix=prefix, source=source)
+    sys.stdout.buffer.write(cloudevents.encode(events, cloudevents.Format(args.format)))
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def _run_from_cloudevents(args: argparse.Namespace) -> int:
+    data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    form = cloudevents.Format(args.format)
+    events = cloudevents.decode(data, form)
+    if args.server:
+        with _connect(args) as client:
+            records = client.from_cloudevents(events)
+    else:
+        records = cloudevents.events_to_records(events) if len(events) > 1 else [cloudevents.event_to_record(events[0])]
+    several = len(records) > 1 or form in (cloudevents.Format.BATCH, cloudevents.Format.PROTOBUF_BATCH)
+    _print([record.to_dict() for record in records] if several else records[0].to_dict(), sys.stdout)
     return EXIT_OK
 
 

@@ -146,14 +146,14 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests more than ``MAX_DEPTH`` arrays/objects; level by level, as it may be
+def _too_deep(value: Any, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests more than ``max_depth`` arrays/objects; level by level, as it may be
     deeper than Python's recursion limit allows a recursive walk."""
     containers = [value] if isinstance(value, (list, dict)) else []
     depth = 0
     while containers:
         depth += 1
-        if depth > MAX_DEPTH:
+        if depth > max_depth:
             return True
         containers = [
             child
@@ -164,8 +164,11 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
-def loads(text: str, field: str) -> Any:
-    """Decode JSON text written by any E2A implementation, losslessly; errors name ``field``."""
+def loads(text: str, field: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """Decode JSON text written by any E2A implementation, losslessly; errors name ``field``.
+
+    ``max_depth`` is more than ``MAX_DEPTH`` only for documents that wrap E2A documents (a CloudEvent
+    carrying a record is one level deeper than the record)."""
     try:
         value = orjson.loads(text)
         # Texts orjson writes back identically need no other check: orjson writes 255 levels at most.
@@ -176,11 +179,11 @@ def loads(text: str, field: str) -> Any:
     try:
         value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
-        raise E2AValueError(field, f"JSON nesting deeper than {MAX_DEPTH} levels") from None
+        raise E2AValueError(field, f"JSON nesting deeper than {max_depth} levels") from None
     except ValueError as exc:  # also NaN/Infinity, a number out of range, an integer beyond the digit limit
         raise E2AValueError(field, f"invalid JSON text: {exc}") from None
-    if _too_deep(value):
-        raise E2AValueError(field, f"JSON nesting deeper than {MAX_DEPTH} levels")
+    if _too_deep(value, max_depth):
+        raise E2AValueError(field, f"JSON nesting deeper than {max_depth} levels")
     return value
 
 

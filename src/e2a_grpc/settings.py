@@ -7,10 +7,11 @@ environment, then the defaults below; an empty environment variable counts as un
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from enum import StrEnum
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -48,6 +49,49 @@ class LogFormat(StrEnum):
 def env_var(field_name: str) -> str:
     """The environment variable that sets a settings field."""
     return ENV_PREFIX + field_name.upper()
+
+
+# --- CloudEvents and the NATS JetStream broker path (README "CloudEvents"): each field is declared
+# once here and used by every settings class that has it.
+_NATS_SUBJECT_PREFIX = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+_NATS_STREAM_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+
+
+def _cloudevents_type_prefix() -> Any:
+    return Field(
+        default="io.e2a",
+        min_length=1,
+        description="CloudEvents: the type prefix, as in <prefix>.<method>.req (EventMesh's style: "
+        "org.apache.eventmesh.a2a)",
+    )
+
+
+def _cloudevents_source() -> Any:
+    return Field(
+        default=None,
+        min_length=1,
+        description="CloudEvents: the source attribute of every event; unset: /e2a/channels/<the record's channel>",
+    )
+
+
+def _nats_stream() -> Any:
+    return Field(
+        default="E2A_FRAMES",
+        pattern=_NATS_STREAM_NAME.pattern,
+        description="NATS: the JetStream stream of the frames (created if missing, file storage)",
+    )
+
+
+def _nats_subject_prefix() -> Any:
+    return Field(
+        default="e2a.frames",
+        pattern=_NATS_SUBJECT_PREFIX.pattern,
+        description="NATS: frames go to <prefix>.<session or _>.<request_id>; the stream takes <prefix>.>",
+    )
+
+
+#: The NATS server a subscriber reads from when none is given.
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 
 
 class ServerSettings(BaseSettings):
@@ -146,6 +190,21 @@ class ServerSettings(BaseSettings):
     a2a_timeout_seconds: float = Field(
         default=300.0, gt=0, description="a2a backend: longest silence on the agent's stream, and the connect timeout"
     )
+    cloudevents_type_prefix: str = _cloudevents_type_prefix()
+    cloudevents_source: str | None = _cloudevents_source()
+    publish_nats: str | None = Field(
+        default=None,
+        description="publish every Chat frame as a CloudEvent to this NATS server's JetStream, e.g. "
+        f"{DEFAULT_NATS_URL}; default: no publishing",
+    )
+    nats_stream: str = _nats_stream()
+    nats_subject_prefix: str = _nats_subject_prefix()
+    nats_publish_queue: int = Field(
+        default=10_000,
+        ge=1,
+        description="--publish-nats: frames waiting for the broker; when full (the broker is down that long), "
+        "Chat streams wait for room rather than lose frames",
+    )
 
     @field_validator("acp_command")
     @classmethod
@@ -218,3 +277,22 @@ class ClientSettings(BaseSettings):
     def bearer_token(self) -> str | None:
         """The token from the environment variable ``token_env`` names, if it is set and not empty."""
         return os.environ.get(self.token_env) or None
+
+
+class CloudEventsSettings(BaseSettings):
+    """How ``convert to-cloudevents`` builds events (the server has the same fields)."""
+
+    model_config = _SETTINGS_CONFIG
+
+    cloudevents_type_prefix: str = _cloudevents_type_prefix()
+    cloudevents_source: str | None = _cloudevents_source()
+
+
+class SubscribeSettings(BaseSettings):
+    """Where ``e2a-grpc subscribe`` reads Chat streams from."""
+
+    model_config = _SETTINGS_CONFIG
+
+    nats_url: str = Field(default=DEFAULT_NATS_URL, description="NATS: the server to read from")
+    nats_stream: str = _nats_stream()
+    nats_subject_prefix: str = _nats_subject_prefix()

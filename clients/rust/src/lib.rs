@@ -21,3 +21,13 @@ pub mod json;
 pub mod v1 {
     tonic::include_proto!("e2a.v1");
 }
+
+/// The CloudEvents 1.0 protobuf format (package `io.cloudevents.v1`):
+/// [`cloudevents::v1::CloudEvent`], the events of `ToCloudEvents` / `FromCloudEvents`.
+pub mod cloudevents {
+    /// Package `io.cloudevents.v1`.
+    #[allow(missing_docs, clippy::doc_lazy_continuation)]
+    pub mod v1 {
+        tonic::include_proto!("io.cloudevents.v1");
+    }
+}

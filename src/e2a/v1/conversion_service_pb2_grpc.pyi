@@ -44,6 +44,14 @@ class ConversionServiceStub:
     """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
     FromA2A: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]
     """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
+    ToCloudEvents: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.ToCloudEventsRequest, _conversion_service_pb2.ToCloudEventsResponse]
+    """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
+    carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
+    """
+    FromCloudEvents: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.FromCloudEventsRequest, _conversion_service_pb2.FromCloudEventsResponse]
+    """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
+    a bad event gets INVALID_ARGUMENT naming the attribute.
+    """
 
 @_typing.type_check_only
 class ConversionServiceAsyncStub(ConversionServiceStub):
@@ -58,6 +66,14 @@ class ConversionServiceAsyncStub(ConversionServiceStub):
     """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
     FromA2A: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]  # type: ignore[assignment]
     """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
+    ToCloudEvents: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.ToCloudEventsRequest, _conversion_service_pb2.ToCloudEventsResponse]  # type: ignore[assignment]
+    """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
+    carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
+    """
+    FromCloudEvents: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.FromCloudEventsRequest, _conversion_service_pb2.FromCloudEventsResponse]  # type: ignore[assignment]
+    """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
+    a bad event gets INVALID_ARGUMENT naming the attribute.
+    """
 
 class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
     """Converts E2A records to and from ACP JSON-RPC and A2A JSON."""
@@ -93,5 +109,25 @@ class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_conversion_service_pb2.FromA2AResponse, _abc.Awaitable[_conversion_service_pb2.FromA2AResponse]]:
         """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
+
+    @_abc_1.abstractmethod
+    def ToCloudEvents(
+        self,
+        request: _conversion_service_pb2.ToCloudEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_conversion_service_pb2.ToCloudEventsResponse, _abc.Awaitable[_conversion_service_pb2.ToCloudEventsResponse]]:
+        """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
+        carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
+        """
+
+    @_abc_1.abstractmethod
+    def FromCloudEvents(
+        self,
+        request: _conversion_service_pb2.FromCloudEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_conversion_service_pb2.FromCloudEventsResponse, _abc.Awaitable[_conversion_service_pb2.FromCloudEventsResponse]]:
+        """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
+        a bad event gets INVALID_ARGUMENT naming the attribute.
+        """
 
 def add_ConversionServiceServicer_to_server(servicer: ConversionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

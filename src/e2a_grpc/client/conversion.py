@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -14,6 +15,7 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc.conversion import NotApplicable
 from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.protocols import cloudevents
 
 Request = TypeVar("Request")
 Reply = TypeVar("Reply")
@@ -125,6 +127,37 @@ class ConversionClient:
     def from_a2a(self, a2a_json: str, *, channel: str | None = None) -> E2AEnvelope:
         reply = self._call(self._stub.FromA2A, pb.FromA2ARequest(json=a2a_json, channel=channel))
         return E2AEnvelope.from_proto(reply.envelope)
+
+    def to_cloudevents(
+        self,
+        records: Sequence[E2AEnvelope | E2AResponse],
+        *,
+        type_prefix: str | None = None,
+        source: str | None = None,
+    ) -> list[cloudevents.CloudEvent]:
+        """One event per record (ToCloudEvents); unset ``type_prefix`` / ``source``: the server's defaults."""
+        request = pb.ToCloudEventsRequest(
+            records=[
+                pb.CloudEventsRecordSource(envelope=record.to_proto())
+                if isinstance(record, E2AEnvelope)
+                else pb.CloudEventsRecordSource(response=record.to_proto())
+                for record in records
+            ],
+            type_prefix=type_prefix,
+            source=source,
+        )
+        return cloudevents.from_protobuf_batch(self._call(self._stub.ToCloudEvents, request).batch)
+
+    def from_cloudevents(self, events: Sequence[cloudevents.CloudEvent]) -> list[E2AEnvelope | E2AResponse]:
+        """The record each event carries (FromCloudEvents), in order."""
+        request = pb.FromCloudEventsRequest(batch=cloudevents.to_protobuf_batch(events))
+        reply = self._call(self._stub.FromCloudEvents, request)
+        return [
+            E2AEnvelope.from_proto(record.envelope)
+            if record.WhichOneof("record") == "envelope"
+            else E2AResponse.from_proto(record.response)
+            for record in reply.records
+        ]
 
 
 def _text_or_not_applicable(reply: pb.ToACPResponse | pb.ToA2AStreamResponse, field: str) -> str | NotApplicable:

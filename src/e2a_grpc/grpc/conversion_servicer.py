@@ -17,6 +17,8 @@ from e2a_grpc.grpc.status import unary
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.model.fields import Kind
 from e2a_grpc.model.proto import DECODERS
+from e2a_grpc.protocols import cloudevents
+from e2a_grpc.settings import ServerSettings
 
 
 def _origin(value: int) -> IdentityOrigin:
@@ -57,6 +59,12 @@ _RECORD_READERS: dict[str, Callable[[Any], E2AEnvelope | E2AResponse]] = {
 
 class ConversionServicer(pb_grpc.ConversionServiceServicer):
     """e2a.v1.ConversionService."""
+
+    def __init__(self, settings: ServerSettings | None = None) -> None:
+        settings = settings or ServerSettings()
+        #: The defaults of ToCloudEvents' type_prefix and source.
+        self._type_prefix = settings.cloudevents_type_prefix
+        self._source = settings.cloudevents_source
 
     @unary
     def ToACP(self, request: pb.ToACPRequest) -> pb.ToACPResponse:
@@ -110,3 +118,46 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
             identity_origin=_origin(request.identity_origin),
         )
         return pb.FromA2AResponse(envelope=envelope.to_proto())
+
+    @unary
+    def ToCloudEvents(self, request: pb.ToCloudEventsRequest) -> pb.ToCloudEventsResponse:
+        records = []
+        for index, item in enumerate(request.records):
+            path = f"records[{index}]"
+            try:
+                source = _source_of(item, "record")
+            except E2AFieldError as exc:
+                raise exc.under(path) from None
+            try:
+                records.append(_RECORD_READERS[source](getattr(item, source)))
+            except E2AFieldError as exc:
+                raise exc.under(f"{path}.{source}") from None
+        events = cloudevents.records_to_events(
+            records,
+            type_prefix=request.type_prefix if request.HasField("type_prefix") else self._type_prefix,
+            source=request.source if request.HasField("source") else self._source,
+        )
+        if request.format == pb.CLOUD_EVENTS_FORMAT_JSON_BATCH:
+            return pb.ToCloudEventsResponse(batch_json=cloudevents.to_batch_json(events))
+        return pb.ToCloudEventsResponse(batch=cloudevents.to_protobuf_batch(events))
+
+    @unary
+    def FromCloudEvents(self, request: pb.FromCloudEventsRequest) -> pb.FromCloudEventsResponse:
+        source = _source_of(request, "events")
+        try:
+            if source == "json" and not request.json.lstrip().startswith("["):
+                records = [cloudevents.event_to_record(cloudevents.from_structured_json(request.json))]
+            elif source == "json":
+                records = cloudevents.events_to_records(cloudevents.from_batch_json(request.json))
+            else:
+                records = cloudevents.events_to_records(cloudevents.from_protobuf_batch(request.batch))
+        except E2AFieldError as exc:
+            # A batch's errors name the event: json[2].seq, batch.events[2].seq.
+            raise exc.under("batch.events" if source == "batch" and exc.field.startswith("[") else source) from None
+        return pb.FromCloudEventsResponse(records=[_cloudevents_record(record) for record in records])
+
+
+def _cloudevents_record(record: E2AEnvelope | E2AResponse) -> pb.CloudEventsRecord:
+    if isinstance(record, E2AEnvelope):
+        return pb.CloudEventsRecord(envelope=record.to_proto())
+    return pb.CloudEventsRecord(response=record.to_proto())
