@@ -29,7 +29,14 @@ from e2a_grpc.grpc.server import serve
 from e2a_grpc.logs import configure_logging
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin, ResponseStatus
 from e2a_grpc.protocols import cloudevents
-from e2a_grpc.settings import BackendName, ClientSettings, CloudEventsSettings, ServerSettings, env_var
+from e2a_grpc.settings import (
+    BackendName,
+    ClientSettings,
+    CloudEventsSettings,
+    ServerSettings,
+    SubscribeSettings,
+    env_var,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the server or the agent failed
@@ -470,6 +477,75 @@ def _run_chat(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_subscribe(commands: Any) -> None:
+    parser = commands.add_parser(
+        "subscribe",
+        help="read Chat streams from NATS JetStream (as serve --publish-nats publishes them)",
+        description="Rebuild Chat streams from the broker: every frame of each stream in sequence order, each "
+        "checked against the E2A stream invariants (spec section 12), redeliveries dropped, from the stream's "
+        "first frame even when it ended before this command started. Ends after --streams streams ended with "
+        "their final frame. Needs the 'nats' extra (nats-py).",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--request-id", help="the stream of this request only")
+    parser.add_argument("--session-id", help="the streams of this session only")
+    parser.add_argument(
+        "--streams", type=int, default=1, help="end after this many streams ended (0: never) (default: %(default)s)"
+    )
+    parser.add_argument("--json", action="store_true", help="print each frame as a line of E2A wire JSON")
+    parser.add_argument(
+        "--timeout", type=float, help=f"give up after this many seconds without a frame (exit {EXIT_TIMEOUT})"
+    )
+    _add_setting_options(parser, SubscribeSettings, *SubscribeSettings.model_fields)
+    parser.set_defaults(run=_run_subscribe)
+
+
+def _run_subscribe(args: argparse.Namespace) -> int:
+    settings = _settings(SubscribeSettings, args)
+    if args.streams < 0:
+        print("error: --streams: must be 0 or more", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        import nats.errors
+
+        from e2a_grpc.broker.jetstream import read_streams
+    except ImportError as exc:
+        print(f"error: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
+        return EXIT_FAILED
+    printer = ChatTextPrinter(sys.stdout, styled=sys.stdout.isatty())
+
+    async def follow() -> None:
+        frames = read_streams(
+            settings.nats_url,
+            stream=settings.nats_stream,
+            subject_prefix=settings.nats_subject_prefix,
+            session_id=args.session_id,
+            request_id=args.request_id,
+            streams=args.streams or None,
+            idle_timeout=args.timeout,
+        )
+        async for frame in frames:
+            if args.json:
+                sys.stdout.write(frame.to_json() + "\n")
+                sys.stdout.flush()
+            else:
+                printer.frame(frame)
+
+    try:
+        asyncio.run(follow())
+    except TimeoutError as exc:
+        printer.finish()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_TIMEOUT
+    except (nats.errors.NoServersError, OSError) as exc:
+        printer.finish()
+        print(f"error: cannot reach NATS at {settings.nats_url}: {exc!r}", file=sys.stderr)
+        return EXIT_NO_SERVER
+    printer.finish()
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="e2a-grpc",
@@ -483,6 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(commands)
     _add_convert(commands)
     _add_chat(commands)
+    _add_subscribe(commands)
     return parser
 
 

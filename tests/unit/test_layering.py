@@ -18,6 +18,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"conversion"}),
     frozenset({"chat"}),
     frozenset({"backends"}),
+    frozenset({"broker"}),
     frozenset({"grpc"}),
     frozenset({"client"}),
     frozenset({"cli", "logs", "__main__", "__init__"}),

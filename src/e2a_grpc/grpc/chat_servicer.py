@@ -22,11 +22,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
-from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
+from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc, e2a_pb2
 from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, validate_chat_request
@@ -48,6 +48,12 @@ CHAT_METHOD = "/e2a.v1.AgentService/Chat"
 #: How long after the stream's time limit a write may still wait for the client to take its frame:
 #: a client that reads gets the final frame, one that read nothing for this long gets a status.
 STALLED_WRITE_GRACE_SECONDS = 5.0
+
+
+class FrameSink(Protocol):
+    """Takes a copy of every frame written to a Chat client (``serve --publish-nats``)."""
+
+    async def put(self, frame: e2a_pb2.E2AResponse) -> None: ...
 
 
 class _LimitReached(Exception):
@@ -114,8 +120,10 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         methods: tuple[str, ...] = DEFAULT_CHAT_METHODS,
         metrics: ServerMetrics | None = None,
         tracer: Tracer | None = None,
+        frame_sink: FrameSink | None = None,
     ) -> None:
         self.backend = backend
+        self._frame_sink = frame_sink
         self._metrics = metrics
         self._tracer = tracer
         self._methods = methods
@@ -197,6 +205,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 stream.writing = False
                 if self._metrics is not None:
                     self._metrics.chat_frame_sent(frame)
+                if self._frame_sink is not None:
+                    await self._frame_sink.put(frame.response)
                 if frames.finished:
                     stream.final_code = frames.final_code
                     return
@@ -237,6 +247,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             await context.write(final)
             if self._metrics is not None:
                 self._metrics.chat_frame_sent(final)
+            if self._frame_sink is not None:
+                await self._frame_sink.put(final.response)
             stream.final_code = frames.final_code
         except asyncio.CancelledError:
             if stream.stalled:

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Tracer
 
+    from e2a_grpc.broker.jetstream import FramePublisher
+
 log = logging.getLogger("e2a_grpc.server")
 
 SERVICE_NAMES = (
@@ -121,7 +123,22 @@ class E2AServer:
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
         conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(config), self.server)
         codec_service_pb2_grpc.add_CodecServiceServicer_to_server(CodecServicer(), self.server)
-        self.chat = ChatServicer(make_backend(config), config, metrics=self.metrics, tracer=tracer)
+        #: Every Chat frame also goes to NATS JetStream with --publish-nats (the ``nats`` extra).
+        self.publisher: FramePublisher | None = None
+        if config.publish_nats:
+            from e2a_grpc.broker.jetstream import FramePublisher
+
+            self.publisher = FramePublisher(
+                config.publish_nats,
+                stream=config.nats_stream,
+                subject_prefix=config.nats_subject_prefix,
+                type_prefix=config.cloudevents_type_prefix,
+                source=config.cloudevents_source,
+                queue_size=config.nats_publish_queue,
+            )
+        self.chat = ChatServicer(
+            make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
+        )
         agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -152,6 +169,11 @@ class E2AServer:
                 ) from None
             self.metrics_port = self._metrics_http.port
             log.info("metrics on http://%s:%d/metrics", self.config.host, self.metrics_port)
+        if self.publisher is not None:
+            try:  # before the port opens: no Chat frame is served that could not be published
+                await self.publisher.start()
+            except Exception as exc:
+                raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc!r}") from None
         await self.server.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -195,6 +217,8 @@ class E2AServer:
             if self.calls.count:
                 log.warning("grace period over with %d calls in flight: cancelling them", self.calls.count)
         await self.server.stop(max(0.0, deadline - time.monotonic()))
+        if self.publisher is not None:  # the frames of the last streams, within what is left of the grace
+            await self.publisher.close(max(0.1, deadline - time.monotonic()))
         if self._metrics_http is not None:
             self._metrics_http.close()
         if self._own_tracer_provider is not None:

@@ -1,0 +1,160 @@
+"""Chat streams through a real nats-server (JetStream, file storage in a temporary directory) on
+loopback: ``serve --publish-nats`` wiring in process (E2AServer with ``publish_nats``), the echo
+backend, and subscribers rebuilding the streams with ``read_streams``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import grpc
+import nats
+import pytest
+import pytest_asyncio
+
+from e2a_grpc.broker import jetstream
+from e2a_grpc.client import achat
+from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.settings import ServerSettings
+from tests.conftest import InProcessServer, in_process_server
+from tests.support.nats_server import NatsServer, running_nats_server
+
+pytestmark = pytest.mark.timeout(120)
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+DEFAULTS = ServerSettings()
+STREAM, PREFIX = DEFAULTS.nats_stream, DEFAULTS.nats_subject_prefix
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    with running_nats_server(tmp_path_factory.mktemp("jetstream")) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(broker: NatsServer) -> AsyncIterator[InProcessServer]:
+    async with in_process_server(publish_nats=broker.url, echo_delay_seconds=0.0) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        yield channel
+
+
+def _request(request_id: str, words: int, session_id: str | None = None) -> E2AEnvelope:
+    text = " ".join(f"w{n}" for n in range(words))
+    return E2AEnvelope(
+        method="chat.send", request_id=request_id, session_id=session_id, is_stream=True, params={"text": text}
+    )
+
+
+async def _chat(channel: grpc.aio.Channel, envelope: E2AEnvelope) -> list[str]:
+    return [frame.to_json() async for frame in achat(channel, envelope)]
+
+
+async def _subscribe(broker: NatsServer, request_id: str, idle_timeout: float = 20.0) -> list[str]:
+    frames = jetstream.read_streams(
+        broker.url, stream=STREAM, subject_prefix=PREFIX, request_id=request_id, idle_timeout=idle_timeout
+    )
+    return [frame.to_json() async for frame in frames]
+
+
+async def _stored(broker: NatsServer, request_id: str) -> int:
+    """How many messages the stream holds for one request (de-duplicated by the broker)."""
+    nc = await nats.connect(broker.url)
+    try:
+        info = await nc.jetstream().stream_info(
+            STREAM, subjects_filter=jetstream.streams_filter(PREFIX, request_id=request_id)
+        )
+        return sum((info.state.subjects or {}).values())
+    finally:
+        await nc.close()
+
+
+@in_module_loop
+async def test_two_subscribers_get_the_same_stream_from_one_publish(
+    broker: NatsServer, channel: grpc.aio.Channel
+) -> None:
+    subscribers = [asyncio.create_task(_subscribe(broker, "fan-out")) for _ in range(2)]
+    sent = await _chat(channel, _request("fan-out", 40, session_id="s 1"))
+    first, second = await asyncio.gather(*subscribers)
+    assert first == second == sent
+    assert len(sent) == 41  # a frame per word and the final one
+    assert await _stored(broker, "fan-out") == len(sent)
+
+
+@in_module_loop
+async def test_a_subscriber_that_joins_after_the_stream_ended_gets_all_of_it(
+    broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel
+) -> None:
+    sent = await _chat(channel, _request("late-join", 25))
+    assert server.server.publisher is not None
+    await server.server.publisher.flush()
+    assert await _subscribe(broker, "late-join") == sent
+
+
+@in_module_loop
+async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
+    broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel
+) -> None:
+    took_first = asyncio.Event()
+    go_on = asyncio.Event()
+    seen: list[E2AResponse] = []
+
+    async def slow_reader() -> None:
+        frames = jetstream.read_streams(
+            broker.url, stream=STREAM, subject_prefix=PREFIX, request_id="slow", idle_timeout=20.0
+        )
+        async for frame in frames:
+            seen.append(frame)
+            if len(seen) == 1:
+                took_first.set()
+                await go_on.wait()  # stops reading, without acking, until the stream is all out
+
+    reader = asyncio.create_task(slow_reader())
+    fast = asyncio.create_task(_subscribe(broker, "slow"))
+    sent_task = asyncio.create_task(_chat(channel, _request("slow", 1500)))
+    await took_first.wait()
+    sent = await sent_task  # the Chat client got all 1,501 frames while the slow reader held one
+    assert server.server.publisher is not None
+    await server.server.publisher.flush()  # and the publisher got every ack
+    assert len(seen) == 1
+    assert await fast == sent  # a subscriber reading at full speed was not held back either
+    go_on.set()
+    await reader
+    assert [frame.to_json() for frame in seen] == sent
+
+
+@pytest.fixture
+def restartable_broker(tmp_path: Path) -> Iterator[NatsServer]:
+    with running_nats_server(tmp_path / "jetstream") as server:
+        yield server
+
+
+@pytest.mark.asyncio
+async def test_a_broker_restart_during_a_stream_loses_no_frame(restartable_broker: NatsServer) -> None:
+    broker = restartable_broker
+    async with (
+        in_process_server(publish_nats=broker.url, echo_delay_seconds=0.01) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        subscriber = asyncio.create_task(_subscribe(broker, "restart", idle_timeout=30.0))
+        sent: list[str] = []
+        restart: asyncio.Task[None] | None = None
+        frames_when_restarted = 0
+        async for frame in achat(channel, _request("restart", 300)):
+            sent.append(frame.to_json())
+            if frame.sequence == 20:
+                restart = asyncio.create_task(asyncio.to_thread(broker.restart))
+            if restart is not None and restart.done() and not frames_when_restarted:
+                frames_when_restarted = len(sent)
+        assert restart is not None
+        await restart
+        assert 0 < frames_when_restarted < len(sent), "the broker was back before the stream ended"
+        assert await subscriber == sent
+        assert running.server.publisher is not None
+        await running.server.publisher.flush()
+    assert await _stored(broker, "restart") == len(sent)
