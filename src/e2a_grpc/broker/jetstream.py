@@ -107,16 +107,29 @@ def frame_of(msg: Msg) -> E2AResponse:
     return record
 
 
+#: Connection attempts before a first connection gives up (a broker that is down now is an error);
+#: once connected, reconnection never stops (a broker restart is not).
+FIRST_CONNECT_ATTEMPTS = 3
+
+
+async def _log_error(error: Exception) -> None:
+    log.debug("nats: %r", error)  # connection troubles: the retries above say what matters
+
+
 async def connect(url: str) -> NatsClient:
-    """A connection that reconnects for as long as it is open (a broker restart is not an error)."""
-    return await nats.connect(
+    """A connection to ``url`` that reconnects for as long as it is open; raises NoServersError (or
+    OSError) when the broker cannot be reached now."""
+    nc = await nats.connect(
         url,
         connect_timeout=2,
         allow_reconnect=True,
-        max_reconnect_attempts=-1,
+        max_reconnect_attempts=FIRST_CONNECT_ATTEMPTS,
         reconnect_time_wait=0.25,
         name="e2a-grpc",
+        error_cb=_log_error,
     )
+    nc.options["max_reconnect_attempts"] = -1  # nats-py reads it on each reconnection
+    return nc
 
 
 async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str) -> None:

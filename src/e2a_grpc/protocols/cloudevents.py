@@ -125,11 +125,12 @@ class CloudEvent:
     data: bytes | None = None
 
     def attributes(self) -> dict[str, AttributeValue]:
-        """Every attribute that is set, context attributes first, by name."""
+        """Every attribute that is set: the context attributes, then the extensions sorted by name (so
+        that every format writes an event alike, whichever way it came, e.g. from a protobuf map)."""
         values: dict[str, AttributeValue] = {
             name: value for name in _CONTEXT_ATTRIBUTES if (value := getattr(self, name)) is not None
         }
-        values.update(self.extensions)
+        values.update(sorted(self.extensions.items()))
         return values
 
 
