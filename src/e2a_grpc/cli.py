@@ -375,7 +375,10 @@ def _records(document: Any) -> list[E2AEnvelope | E2AResponse]:
 
 
 def _run_to_cloudevents(args: argparse.Namespace) -> int:
-    records = _records(jsontext.loads(_read(args.file), "$"))
+    text = _read(args.file)
+    # An array of records is one level deeper than the records in it.
+    depth = jsontext.MAX_DEPTH + 1 if text.lstrip().startswith("[") else jsontext.MAX_DEPTH
+    records = _records(jsontext.loads(text, "$", max_depth=depth))
     settings = _settings(CloudEventsSettings, args)
     prefix, source = settings.cloudevents_type_prefix, settings.cloudevents_source
     if args.server:
@@ -398,7 +401,9 @@ def _run_from_cloudevents(args: argparse.Namespace) -> int:
     else:
         records = cloudevents.events_to_records(events) if len(events) > 1 else [cloudevents.event_to_record(events[0])]
     several = len(records) > 1 or form in (cloudevents.Format.BATCH, cloudevents.Format.PROTOBUF_BATCH)
-    _print([record.to_dict() for record in records] if several else records[0].to_dict(), sys.stdout)
+    # The records' own wire JSON, joined: an array is one level deeper than the records in it.
+    texts = [record.to_json() for record in records]
+    sys.stdout.write(("[" + ",".join(texts) + "]" if several else texts[0]) + "\n")
     return EXIT_OK
 
 

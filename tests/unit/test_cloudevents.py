@@ -161,7 +161,6 @@ def _event(**changes: Any) -> dict[str, Any]:
         ({"seq": 2}, "seq"),
         ({"seq": "two"}, "seq"),
         ({"collaborationid": "other"}, "collaborationid"),
-        ({"id": "f-2"}, "id"),
         ({"mcptype": "notification"}, "mcptype"),
         ({"a2amethod": "x"}, "a2amethod"),
         ({"datacontenttype": "text/plain", "data": "hi"}, "datacontenttype"),
@@ -209,3 +208,22 @@ def test_undecodable_protobuf_bytes_are_refused() -> None:
     with pytest.raises(E2AFieldError) as caught:
         ce.decode(b"\xff\xff\xff", ce.Format.PROTOBUF)
     assert caught.value.field == "$"
+
+
+def test_json_data_travels_as_binary_data_and_text_data_is_read_too() -> None:
+    envelope = E2AEnvelope(method="m", request_id="r", params={"t": "héllo"})
+    message = ce.to_protobuf(ce.record_to_event(envelope, type_prefix="p"))
+    assert message.WhichOneof("data") == "binary_data"
+    message.text_data = message.binary_data.decode()  # as a peer that counts JSON as text writes it
+    assert ce.event_to_record(ce.from_protobuf(message)).to_json() == envelope.to_json()
+
+
+def test_a_peer_may_give_the_event_an_id_of_its_own() -> None:
+    assert ce.event_to_record(ce.from_structured_json(jsontext.dumps(_event(id="broker-7")))).to_json() == (
+        ce.event_to_record(ce.from_structured_json(jsontext.dumps(_event()))).to_json()
+    )
+
+
+def test_a_whitespace_id_is_not_the_event_id() -> None:
+    event = ce.record_to_event(E2AEnvelope(method="m", request_id="\n\t"), type_prefix="p")
+    assert event.id.strip() and event.id != "\n\t"

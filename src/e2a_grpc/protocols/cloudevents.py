@@ -8,7 +8,8 @@ E2A's own ids:
 attribute               value
 ======================  ==========================================================================
 ``id``                  ``request_id`` (else ``message_id``) of an envelope, ``response_id`` of a
-                        response; a fresh UUID when the record has none
+                        response; a fresh UUID when the record has none (or only whitespace,
+                        which SDKs trim to nothing)
 ``source``              configurable; by default ``/e2a/channels/<channel>`` (``/e2a`` without one)
 ``type``                ``<prefix>.<method with / as .>.req`` for an envelope; ``.resp`` for a
                         response, ``.stream`` for a response of a stream (``is_stream``); a
@@ -22,9 +23,11 @@ attribute               value
 ``seq``                 a response's ``sequence`` (an Integer: only when it fits 32 bits)
 ======================  ==========================================================================
 
-Reading an event back gives the record its data holds, equal to the original; the attributes are
-checked against it, so an event whose attributes contradict its data is refused. Every refusal is an
-``E2AFieldError`` naming the attribute (``specversion``, ``seq``, ``data.params``, ...).
+Reading an event back gives the record its data holds, equal to the original; the mapping's
+extension attributes are checked against it, so an event whose ``seq``, ``collaborationid``,
+``a2amethod``, ``targetagent`` or ``mcptype`` contradicts its data is refused (``id`` is not: a peer
+or broker may give events ids of its own). Every refusal is an ``E2AFieldError`` naming the attribute
+(``specversion``, ``seq``, ``data.params``, ...).
 
 Formats, each written and read here: structured JSON (``application/cloudevents+json``), batched
 JSON (``application/cloudevents-batch+json``), binary HTTP (``ce-*`` headers), Kafka binary
@@ -193,7 +196,7 @@ def record_to_event(record: Record, *, type_prefix: str, source: str | None = No
         if record.sequence in _INT32:
             extensions[Extension.SEQ] = record.sequence
     return CloudEvent(
-        id=event_id or str(uuid.uuid4()),
+        id=event_id if event_id and not event_id.isspace() else str(uuid.uuid4()),
         source=default_source(record.channel) if source is None else source,
         type=event_type(record, type_prefix),
         datacontenttype=JSON_CONTENT_TYPE,
@@ -287,12 +290,8 @@ def event_to_record(event: CloudEvent) -> Record:
     extensions = event.extensions
     _check(Extension.A2A_METHOD, extensions.get(Extension.A2A_METHOD), record.method)
     if isinstance(record, E2AEnvelope):
-        if record.request_id or record.message_id:
-            _check("id", event.id, record.request_id or record.message_id)
         _check(Extension.TARGET_AGENT, extensions.get(Extension.TARGET_AGENT), record.agent_id)
     else:
-        if record.response_id:
-            _check("id", event.id, record.response_id)
         _check(Extension.COLLABORATION_ID, extensions.get(Extension.COLLABORATION_ID), record.request_id)
         _check(Extension.SEQ, _integer(Extension.SEQ, extensions.get(Extension.SEQ)), record.sequence)
     return record
@@ -563,7 +562,9 @@ def _format_time(timestamp: Timestamp) -> str:
 
 
 def to_protobuf(event: CloudEvent) -> cloudevents_pb2.CloudEvent:
-    """The protobuf format: JSON (and other text) data as ``text_data``, anything else ``binary_data``."""
+    """The protobuf format. ``text/*`` data goes in ``text_data``; everything else, JSON included, in
+    ``binary_data`` (its UTF-8 bytes): the Go SDK reads ``text_data`` of JSON as a JSON string, not the
+    JSON itself, and writes JSON as ``binary_data`` itself. ``from_protobuf`` reads either."""
     message = cloudevents_pb2.CloudEvent(
         id=event.id, source=event.source, spec_version=event.specversion, type=event.type
     )
@@ -572,7 +573,7 @@ def to_protobuf(event: CloudEvent) -> cloudevents_pb2.CloudEvent:
             message.attributes[name].CopyFrom(_attribute_value(name, value))
     if event.data is not None:
         content_type = event.datacontenttype
-        if content_type is None or _is_json_media_type(content_type) or content_type.startswith("text/"):
+        if content_type is not None and content_type.startswith("text/"):
             message.text_data = _utf8(event.data, "data")
         else:
             message.binary_data = event.data
