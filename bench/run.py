@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from bench import (
+    broker_throughput,
     chat_throughput,
     codec_roundtrip,
     go_wire_json,
@@ -31,6 +32,7 @@ SECTIONS: dict[str, Section] = {
     "toacp": toacp_throughput.run,
     "transcode": transcode_throughput.run,
     "chat": chat_throughput.run,
+    "broker": broker_throughput.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.
