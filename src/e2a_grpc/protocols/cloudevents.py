@@ -72,6 +72,7 @@ _CONTENT_TYPE_HEADER: Final = "content-type"
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 # The HTTP binding percent-encodes space, '"', '%' and everything outside printable ASCII.
 _HTTP_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' "%')
+_HTTP_SAFE_TEXT = re.compile(r"[\x21\x23\x24\x26-\x7e]*")
 
 
 class Extension(StrEnum):
@@ -444,7 +445,9 @@ def to_http_binary(event: CloudEvent) -> HttpMessage:
         if name == "datacontenttype":
             headers[_CONTENT_TYPE_HEADER] = str(value)
         else:
-            headers[_HTTP_PREFIX + name] = quote(_header_text(value), safe=_HTTP_SAFE)
+            text = _header_text(value)
+            # Most values (ids, types, methods) need no encoding: skip urllib's slow path for them.
+            headers[_HTTP_PREFIX + name] = text if _HTTP_SAFE_TEXT.fullmatch(text) else quote(text, safe=_HTTP_SAFE)
     return HttpMessage(headers=headers, body=event.data or b"")
 
 
