@@ -164,6 +164,14 @@ def _run_serve(args: argparse.Namespace) -> int:
         handler.setFormatter(logging.Formatter("%(message)s"))
         frame_log.addHandler(handler)
         frame_log.propagate = False
+    if config.a2a_port is not None:
+        try:  # the a2a-server extra: say so now, not with a traceback from inside the server
+            from e2a_grpc.a2a_server.server import serve_with_a2a
+        except ImportError as exc:
+            print(f"error: --a2a-port: {exc} (pip install 'e2a-grpc[a2a-server]')", file=sys.stderr)
+            return EXIT_FAILED
+        asyncio.run(serve_with_a2a(config))
+        return EXIT_OK
     asyncio.run(serve(config))
     return EXIT_OK
 

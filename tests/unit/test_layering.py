@@ -19,6 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"chat"}),
     frozenset({"backends"}),
     frozenset({"grpc"}),
+    frozenset({"a2a_server"}),
     frozenset({"client"}),
     frozenset({"cli", "logs", "__main__", "__init__"}),
 )
