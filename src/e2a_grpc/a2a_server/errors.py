@@ -34,17 +34,14 @@ class FrontDoorError(StrEnum):
     OUTPUT_MODE_UNSUPPORTED = "output_mode_unsupported"
 
 
-#: E2A error -> A2A error class, and whether a retry of the same request may succeed.
+#: E2A error -> A2A error class, and whether a retry of the same request may succeed: the refusals of
+#: this server, each before any task exists.
 A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     ErrorCode.INVALID_REQUEST: (InvalidParamsError, False),
-    ErrorCode.INVALID_PROMPT: (InvalidParamsError, False),
     ErrorCode.PROMPT_TOO_LARGE: (InvalidParamsError, False),
     FrontDoorError.OUTPUT_MODE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
     # A2A has no "unavailable" error: the reason and ``retryable`` say what InternalError cannot.
     FrontDoorError.CAPACITY_EXHAUSTED: (InternalError, True),
-    ErrorCode.AGENT_BUSY: (InternalError, True),
-    ErrorCode.SERVER_SHUTTING_DOWN: (InternalError, True),
-    ErrorCode.INTERNAL: (InternalError, False),
 }
 
 

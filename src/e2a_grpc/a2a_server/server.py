@@ -126,8 +126,9 @@ class A2AServer:
         app = Starlette(
             routes=[
                 *create_agent_card_routes(self.card, card_url=A2A_CARD_PATH),
-                *create_jsonrpc_routes(self.handler, "/"),
-                *create_rest_routes(self.handler, path_prefix=A2A_REST_PATH),
+                # A2A 0.3 clients too (message/send, tasks/get, ...: the SDK's compatibility layer).
+                *create_jsonrpc_routes(self.handler, "/", enable_v0_3_compat=True),
+                *create_rest_routes(self.handler, path_prefix=A2A_REST_PATH, enable_v0_3_compat=True),
             ]
         )
         config = uvicorn.Config(
