@@ -237,7 +237,9 @@ class ServerSettings(BaseSettings):
         if self.backend is BackendName.A2A and not self.a2a_url:
             raise ValueError(f"--backend a2a needs --a2a-url (or {env_var('a2a_url')})")
         if self.a2a_grpc_port is not None and self.a2a_port is None:
-            raise ValueError(f"--a2a-grpc-port needs --a2a-port (or {env_var('a2a_port')}): the agent card is served there")
+            raise ValueError(
+                f"--a2a-grpc-port needs --a2a-port (or {env_var('a2a_port')}): the agent card is served there"
+            )
         if self.a2a_sqlite_path is not None and self.a2a_postgres_url:
             raise ValueError("--a2a-sqlite-path and --a2a-postgres-url name two task stores: give one")
         return self

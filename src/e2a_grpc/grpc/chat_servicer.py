@@ -295,7 +295,6 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         # abort sends a status, not a second message: it may start while the cancelled write is pending.
         await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{ErrorCode.STREAM_TIME_LIMIT}: {message}")
 
-
     async def shutdown(self) -> None:
         """End every in-flight stream with a final e2a.error frame; new streams are refused."""
         self._shutting_down = True
