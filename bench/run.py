@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from bench import (
+    a2a_front_door,
     chat_throughput,
     codec_roundtrip,
     go_wire_json,
@@ -31,6 +32,7 @@ SECTIONS: dict[str, Section] = {
     "toacp": toacp_throughput.run,
     "transcode": transcode_throughput.run,
     "chat": chat_throughput.run,
+    "a2a": a2a_front_door.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.

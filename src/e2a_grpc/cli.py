@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from enum import StrEnum
@@ -142,6 +143,9 @@ _QUIET_LIBRARY_LOGGERS = ("grpc", "asyncio", "a2a.client.card_resolver")
 
 def _run_serve(args: argparse.Namespace) -> int:
     config = _settings(ServerSettings, args)
+    # a2a-sdk opens an OpenTelemetry span around most of its own calls (hundreds per A2A turn) unless
+    # told otherwise before it is imported: only with --tracing, unless the environment says.
+    os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "true" if config.tracing else "false")
     for name in _QUIET_LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     if config.backend is BackendName.A2A:

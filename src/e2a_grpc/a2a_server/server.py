@@ -78,7 +78,9 @@ def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, 
 def _bound_socket(host: str, port: int) -> socket.socket:
     bind_host = host[1:-1] if host.startswith("[") else host
     family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on connections of a socket that says it is TCP,
+    # and without it a response written in two parts waits for the client's delayed ACK (~40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((bind_host, port))
