@@ -20,6 +20,7 @@ import grpc
 from bench.serverproc import add_bench_rpc
 from e2a.v1 import agent_service_pb2 as pb
 from e2a_grpc import E2AEnvelope
+from e2a_grpc.chat.events import AgentIds
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.grpc.chat_servicer import ChatServicer
@@ -54,9 +55,11 @@ async def echo_frames(chat: ChatServicer, request: pb.ChatRequest) -> list[pb.Ch
     """The frames ``Chat`` writes for ``request``, built by the servicer's own backend and frame path."""
     envelope = validate_chat_request(request, DEFAULT_CHAT_METHODS)
     builder = FrameBuilder(envelope, chat.backend.info, UtcClock())
-    # ``_frame_for`` is the servicer's event -> frame step: reusing it keeps every frame byte-for-byte
+    # ``for_event`` is the servicer's event -> frame step: reusing it keeps every frame byte-for-byte
     # the size Chat writes (ids and timestamps differ in value, not in length).
-    return [ChatServicer._frame_for(builder, event) async for event in chat.backend.stream(envelope)]
+    return [
+        builder.for_event(event) async for event in chat.backend.stream(envelope) if not isinstance(event, AgentIds)
+    ]
 
 
 def add_bare_stream(server: grpc.aio.Server, frames: Sequence[pb.ChatResponse]) -> None:

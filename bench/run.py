@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from bench import (
+    a2a_front_door,
     broker_throughput,
     chat_throughput,
     codec_roundtrip,
@@ -33,6 +34,7 @@ SECTIONS: dict[str, Section] = {
     "transcode": transcode_throughput.run,
     "chat": chat_throughput.run,
     "broker": broker_throughput.run,
+    "a2a": a2a_front_door.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from enum import StrEnum
@@ -150,6 +151,9 @@ _QUIET_LIBRARY_LOGGERS = ("grpc", "asyncio", "a2a.client.card_resolver")
 
 def _run_serve(args: argparse.Namespace) -> int:
     config = _settings(ServerSettings, args)
+    # a2a-sdk opens an OpenTelemetry span around most of its own calls (hundreds per A2A turn) unless
+    # told otherwise before it is imported: only with --tracing, unless the environment says.
+    os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "true" if config.tracing else "false")
     for name in _QUIET_LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     if config.backend is BackendName.A2A:
@@ -172,6 +176,14 @@ def _run_serve(args: argparse.Namespace) -> int:
         handler.setFormatter(logging.Formatter("%(message)s"))
         frame_log.addHandler(handler)
         frame_log.propagate = False
+    if config.a2a_port is not None:
+        try:  # the a2a-server extra: say so now, not with a traceback from inside the server
+            from e2a_grpc.a2a_server.server import serve_with_a2a
+        except ImportError as exc:
+            print(f"error: --a2a-port: {exc} (pip install 'e2a-grpc[a2a-server]')", file=sys.stderr)
+            return EXIT_FAILED
+        asyncio.run(serve_with_a2a(config))
+        return EXIT_OK
     asyncio.run(serve(config))
     return EXIT_OK
 

@@ -22,6 +22,9 @@ ENV_PREFIX = "E2A_GRPC_"
 _SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True)
 _DEFAULT_HOST = "127.0.0.1"  # the server's bind address and the client's default target
 _DEFAULT_PORT = DEFAULT_PORT  # also the port an address without one names
+#: Where the A2A server serves its agent card (A2A's well-known path) and its HTTP+JSON transport.
+A2A_CARD_PATH = "/.well-known/agent-card.json"
+A2A_REST_PATH = "/rest"
 
 
 class BackendName(StrEnum):
@@ -205,12 +208,72 @@ class ServerSettings(BaseSettings):
         description="--publish-nats: frames waiting for the broker; when full (the broker is down that long), "
         "Chat streams wait for room rather than lose frames",
     )
+    a2a_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="also serve the Chat backend as an A2A agent on HOST:PORT (0 picks a free port): the agent card "
+        f"at {A2A_CARD_PATH}, JSON-RPC at /, HTTP+JSON at {A2A_REST_PATH} (needs the 'a2a-server' extra); "
+        "default: no A2A server",
+    )
+    a2a_grpc_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="with --a2a-port: also serve the A2A gRPC transport (a2a.v1.A2AService) on HOST:PORT",
+    )
+    a2a_agent_name: str = Field(default="e2a-grpc", min_length=1, description="A2A server: the agent card's name")
+    a2a_agent_description: str = Field(
+        default="An agent served through e2a-grpc", description="A2A server: the agent card's description"
+    )
+    a2a_skills: str = Field(
+        default="chat: Chat with the agent",
+        description="A2A server: the agent card's skills, 'id: description' entries separated by ';'",
+    )
+    a2a_input_modes: str = Field(
+        default="text/plain,application/json",
+        description="A2A server: media types of the message parts it takes, comma-separated; a message with another "
+        "part gets content_type_not_supported",
+    )
+    a2a_output_modes: str = Field(
+        default="text/plain,application/json",
+        description="A2A server: media types of its answers, comma-separated; a request whose acceptedOutputModes "
+        "names none of them gets content_type_not_supported",
+    )
+    a2a_max_running_tasks: int = Field(
+        default=64,
+        ge=1,
+        description="A2A server: most backend turns running at once; a send past it gets a retryable error "
+        "(reason capacity_exhausted, with the limit)",
+    )
+    a2a_sqlite_path: Path | None = Field(
+        default=None,
+        description="A2A server: keep tasks in this SQLite file (they survive a restart); default: in memory",
+    )
+    a2a_postgres_url: str | None = Field(
+        default=None,
+        description="A2A server: keep tasks and their event streams in PostgreSQL, shared by every instance given "
+        "the same URL (postgresql+asyncpg://USER@HOST:PORT/DB; put a password in the environment, not here)",
+    )
+    a2a_task_ttl_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="A2A server: delete tasks this long after they ended (completed, failed, canceled, rejected); "
+        "0 keeps them",
+    )
 
     @field_validator("acp_command")
     @classmethod
     def _shell_style(cls, command: str) -> str:
         shlex.split(command)  # its ValueError (e.g. "No closing quotation") becomes the validation error
         return command
+
+    @field_validator("a2a_input_modes", "a2a_output_modes", "a2a_skills")
+    @classmethod
+    def _not_empty_list(cls, text: str) -> str:
+        if not _comma_list(text.replace(";", ",")):
+            raise ValueError("needs at least one entry")
+        return text
 
     @field_validator("token")
     @classmethod
@@ -232,12 +295,42 @@ class ServerSettings(BaseSettings):
             raise ValueError(f"--backend acp needs --acp-command (or {env_var('acp_command')})")
         if self.backend is BackendName.A2A and not self.a2a_url:
             raise ValueError(f"--backend a2a needs --a2a-url (or {env_var('a2a_url')})")
+        if self.a2a_grpc_port is not None and self.a2a_port is None:
+            raise ValueError(
+                f"--a2a-grpc-port needs --a2a-port (or {env_var('a2a_port')}): the agent card is served there"
+            )
+        if self.a2a_sqlite_path is not None and self.a2a_postgres_url:
+            raise ValueError("--a2a-sqlite-path and --a2a-postgres-url name two task stores: give one")
         return self
 
     @property
     def acp_argv(self) -> tuple[str, ...]:
         """The acp backend's agent command, split like a shell would."""
         return tuple(shlex.split(self.acp_command))
+
+    @property
+    def a2a_input_media_types(self) -> tuple[str, ...]:
+        """The A2A server's input modes."""
+        return _comma_list(self.a2a_input_modes)
+
+    @property
+    def a2a_output_media_types(self) -> tuple[str, ...]:
+        """The A2A server's output modes."""
+        return _comma_list(self.a2a_output_modes)
+
+    @property
+    def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:
+        """The A2A server's skills as (id, description) pairs."""
+        entries = []
+        for entry in self.a2a_skills.split(";"):
+            skill_id, _, description = entry.partition(":")
+            if skill_id.strip():
+                entries.append((skill_id.strip(), description.strip() or skill_id.strip()))
+        return tuple(entries)
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
 def _read_token(token_file: Path) -> str:

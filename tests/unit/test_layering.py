@@ -20,6 +20,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"backends"}),
     frozenset({"broker"}),
     frozenset({"grpc"}),
+    frozenset({"a2a_server"}),
     frozenset({"client"}),
     frozenset({"cli", "logs", "__main__", "__init__"}),
 )

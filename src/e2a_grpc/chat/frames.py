@@ -26,7 +26,7 @@ import orjson
 
 from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
-from e2a_grpc.chat.events import AgentIds, BackendInfo, Delta, Passthrough
+from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Passthrough
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
 from e2a_grpc.model.proto import to_proto_jsonrpc_id
@@ -170,6 +170,16 @@ class FrameBuilder:
     def passthrough(self, event: Passthrough) -> agent_service_pb2.ChatResponse:
         body = jsontext.dumps(event.body, "body") if event.body else ""
         return self._frame(self._shared, body, event.response_kind, ResponseStatus.IN_PROGRESS)
+
+    def for_event(self, event: Delta | Complete | Passthrough) -> agent_service_pb2.ChatResponse:
+        """The frame of one backend event (``AgentIds`` make no frame: see ``adopt_agent_ids``)."""
+        if isinstance(event, Delta):
+            return self.delta(event)
+        if isinstance(event, Complete):
+            return self.complete(event.result)
+        if isinstance(event, Passthrough):
+            return self.passthrough(event)
+        raise TypeError(f"unknown backend event {event!r}")
 
     def complete(self, result: dict[str, Any]) -> agent_service_pb2.ChatResponse:
         body = jsontext.dumps({"result": result}, "body")

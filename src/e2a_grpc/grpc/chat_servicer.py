@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import grpc
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc, e2a_pb2
-from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Delta, Event, Passthrough
+from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Event
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, validate_chat_request
 from e2a_grpc.errors import E2AFieldError
@@ -197,7 +197,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                         f"the stream reached this server's limit of {self._max_frames} frames; the agent was stopped",
                         {"max_frames": self._max_frames},
                     )
-                frame = self._frame_for(frames, event)
+                frame = frames.for_event(event)
                 # While a write is pending nothing may cancel this task (a second write, the final
                 # frame, cannot start until the first one is done), short of a stalled client.
                 stream.writing = True
@@ -306,16 +306,6 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         log.warning("Chat stream ended: its client took no frame within the time limit (%s)", message)
         # abort sends a status, not a second message: it may start while the cancelled write is pending.
         await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{ErrorCode.STREAM_TIME_LIMIT}: {message}")
-
-    @staticmethod
-    def _frame_for(frames: FrameBuilder, event: Event) -> agent_service_pb2.ChatResponse:
-        if isinstance(event, Delta):
-            return frames.delta(event)
-        if isinstance(event, Complete):
-            return frames.complete(event.result)
-        if isinstance(event, Passthrough):
-            return frames.passthrough(event)
-        raise TypeError(f"unknown backend event {event!r}")
 
     async def shutdown(self) -> None:
         """End every in-flight stream with a final e2a.error frame; new streams are refused."""

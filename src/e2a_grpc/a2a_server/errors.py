@@ -1,0 +1,56 @@
+"""The one table from E2A errors to A2A errors, for the A2A server (the README shows it).
+
+A request the server refuses before any backend turn starts gets an A2A error: the SDK's transports
+give each A2A error class its JSON-RPC code, its HTTP status and its gRPC status with an ``ErrorInfo``
+reason. Once a turn runs, an E2A error ends the task ``TASK_STATE_FAILED`` instead, its status
+carrying the E2A code in ``metadata.e2a_error`` (the ToA2AStream projection of the final frame).
+
+Every error this server raises carries ``data`` (``ErrorInfo.metadata`` on HTTP+JSON) with the E2A
+``reason`` and whether a retry may succeed; a capacity refusal adds the limit.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from a2a.utils.errors import (
+    JSON_RPC_ERROR_CODE_MAP,
+    A2AError,
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidParamsError,
+)
+
+from e2a_grpc.model import ErrorCode
+
+
+class FrontDoorError(StrEnum):
+    """Refusals of the A2A server that have no E2A error code of their own."""
+
+    #: Every one of ``a2a_max_running_tasks`` backend turns is in use: retry later.
+    CAPACITY_EXHAUSTED = "capacity_exhausted"
+    #: The request's ``acceptedOutputModes`` names no output mode of the agent card.
+    OUTPUT_MODE_UNSUPPORTED = "output_mode_unsupported"
+
+
+#: E2A error -> A2A error class, and whether a retry of the same request may succeed: the refusals of
+#: this server, each before any task exists.
+A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
+    ErrorCode.INVALID_REQUEST: (InvalidParamsError, False),
+    ErrorCode.PROMPT_TOO_LARGE: (InvalidParamsError, False),
+    FrontDoorError.OUTPUT_MODE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
+    # A2A has no "unavailable" error: the reason and ``retryable`` say what InternalError cannot.
+    FrontDoorError.CAPACITY_EXHAUSTED: (InternalError, True),
+}
+
+
+def a2a_error(code: ErrorCode | FrontDoorError, message: str, **details: Any) -> A2AError:
+    """The A2A error for an E2A error, its ``data`` naming the E2A reason, retryability and details."""
+    error_class, retryable = A2A_ERRORS[code]
+    return error_class(message=message, data={"reason": str(code), "retryable": retryable, **details})
+
+
+def json_rpc_code(code: ErrorCode | FrontDoorError) -> int:
+    """The JSON-RPC error code an A2A client sees for an E2A error."""
+    return JSON_RPC_ERROR_CODE_MAP[A2A_ERRORS[code][0]]

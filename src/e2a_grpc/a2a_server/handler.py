@@ -1,0 +1,82 @@
+"""The A2A server's request handler: the SDK's, with the checks that come before a task exists.
+
+A send is refused with an A2A error (``errors.A2A_ERRORS``), before the SDK creates a task, when its
+``acceptedOutputModes`` names none of the card's output modes, when its parts cannot be a prompt or
+the prompt is too big, or when every turn slot is taken. Input modes are the SDK's own check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers import DefaultRequestHandlerV2
+from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task
+
+from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
+from e2a_grpc.a2a_server.executor import BackendExecutor, turn_envelope
+from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.model import ErrorCode
+
+
+def accepts_output(accepted: list[str], offered: list[str]) -> bool:
+    """Whether a client that accepts ``accepted`` media types can read an agent offering ``offered``
+    (no accepted modes: anything; ``*/*`` and ``type/*`` match as in HTTP)."""
+    if not accepted:
+        return True
+    for mode in accepted:
+        kind, _, subtype = mode.strip().lower().partition("/")
+        for offer in offered:
+            offer_kind, _, offer_subtype = offer.lower().partition("/")
+            if kind == "*" or (kind == offer_kind and subtype in ("*", offer_subtype)):
+                return True
+    return False
+
+
+class FrontDoorRequestHandler(DefaultRequestHandlerV2):
+    """``DefaultRequestHandlerV2`` with output-mode negotiation, prompt checks and the turn bound."""
+
+    def __init__(self, executor: BackendExecutor, card: AgentCard, **kwargs: object) -> None:
+        super().__init__(agent_executor=executor, agent_card=card, validate_input_modes=True, **kwargs)  # type: ignore[arg-type]
+        self._executor = executor
+        self._output_modes = list(card.default_output_modes)
+
+    def _admit(self, params: SendMessageRequest) -> str:
+        """Check a send and reserve its turn slot; the key to release the reservation with."""
+        accepted = list(params.configuration.accepted_output_modes)
+        if not accepts_output(accepted, self._output_modes):
+            raise a2a_error(
+                FrontDoorError.OUTPUT_MODE_UNSUPPORTED,
+                f"this agent answers in {', '.join(self._output_modes)}; "
+                f"the request accepts only {', '.join(accepted)}",
+                accepted_output_modes=accepted,
+                output_modes=self._output_modes,
+            )
+        message = params.message
+        try:
+            # The ids are placeholders: the SDK assigns the task's; what is checked is the prompt.
+            envelope = turn_envelope(message, "check", message.context_id or "check", accepted, None)
+        except E2AFieldError as exc:
+            raise a2a_error(ErrorCode.INVALID_REQUEST, str(exc), field=exc.field) from None
+        self._executor.check_prompt(envelope)
+        self._executor.slots.reserve(message.message_id)
+        return message.message_id
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        key = self._admit(params)
+        try:
+            result: Message | Task = await super().on_message_send(params, context)
+            return result
+        finally:
+            self._executor.slots.release_reservation(key)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        key = self._admit(params)
+        try:
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+        finally:
+            self._executor.slots.release_reservation(key)

@@ -1,0 +1,197 @@
+"""The A2A server: the SDK's request handler over the Chat backend, on its three transports.
+
+One HTTP port serves the agent card (``A2A_CARD_PATH``), JSON-RPC (at ``/``) and HTTP+JSON (under
+``A2A_REST_PATH``) with the SDK's Starlette routes under uvicorn; ``a2a_grpc_port`` adds the SDK's
+gRPC servicer on a port of its own. The card names every transport served, at the ports bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.metadata
+import logging
+import signal
+import socket
+
+import grpc
+import uvicorn
+from a2a.server.request_handlers import GrpcHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.types import a2a_pb2_grpc
+from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
+from starlette.applications import Starlette
+
+from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
+from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
+from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
+from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.grpc.server import E2AServer, ListenError
+from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
+
+log = logging.getLogger("e2a_grpc.a2a_server")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, grpc_port: int | None) -> AgentCard:
+    """The agent card: name, skills and modes from the settings, an interface per transport served."""
+    host = _url_host(settings.host)
+    interfaces = [
+        AgentInterface(
+            url=f"http://{host}:{http_port}/",
+            protocol_binding=TransportProtocol.JSONRPC,
+            protocol_version=PROTOCOL_VERSION_CURRENT,
+        ),
+        AgentInterface(
+            url=f"http://{host}:{http_port}{A2A_REST_PATH}",
+            protocol_binding=TransportProtocol.HTTP_JSON,
+            protocol_version=PROTOCOL_VERSION_CURRENT,
+        ),
+    ]
+    if grpc_port is not None:
+        interfaces.append(
+            AgentInterface(
+                url=f"{host}:{grpc_port}",
+                protocol_binding=TransportProtocol.GRPC,
+                protocol_version=PROTOCOL_VERSION_CURRENT,
+            )
+        )
+    return AgentCard(
+        name=settings.a2a_agent_name,
+        description=settings.a2a_agent_description,
+        version=importlib.metadata.version("e2a-grpc"),
+        supported_interfaces=interfaces,
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=list(settings.a2a_input_media_types),
+        default_output_modes=list(settings.a2a_output_media_types),
+        skills=[
+            AgentSkill(id=skill_id, name=skill_id, description=description, tags=[str(backend.info.name)])
+            for skill_id, description in settings.a2a_skill_entries
+        ],
+    )
+
+
+def _bound_socket(host: str, port: int) -> socket.socket:
+    bind_host = host[1:-1] if host.startswith("[") else host
+    family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on connections of a socket that says it is TCP,
+    # and without it a response written in two parts waits for the client's delayed ACK (~40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bind_host, port))
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot serve A2A on {host}:{port}: {exc.strerror}") from None
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+class A2AServer:
+    """The A2A transports over one backend (shared with the E2A server when both run)."""
+
+    def __init__(self, settings: ServerSettings, backend: AgentBackend) -> None:
+        assert settings.a2a_port is not None
+        self.settings = settings
+        self.backend = backend
+        self.executor = BackendExecutor(backend, settings, TurnSlots(settings.a2a_max_running_tasks))
+        self._socket = _bound_socket(settings.host, settings.a2a_port)
+        #: The HTTP port (JSON-RPC, HTTP+JSON, agent card) and the gRPC port, once bound.
+        self.port: int = self._socket.getsockname()[1]
+        self.grpc_port: int | None = None
+        self._grpc: grpc.aio.Server | None = None
+        if settings.a2a_grpc_port is not None:
+            self._grpc = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+            address = f"{settings.host}:{settings.a2a_grpc_port}"
+            try:
+                self.grpc_port = self._grpc.add_insecure_port(address)
+            except RuntimeError as exc:
+                self._socket.close()
+                raise ListenError(f"cannot serve A2A gRPC on {address}: {exc}") from None
+        self.card = agent_card(settings, backend, self.port, self.grpc_port)
+        self.storage: TaskStorage | None = None
+        self.handler: FrontDoorRequestHandler | None = None
+        self._sweeper: EndedTaskSweeper | None = None
+        self._http: uvicorn.Server | None = None
+        self._http_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.storage = await open_storage(self.settings)
+        self.handler = FrontDoorRequestHandler(
+            self.executor, self.card, task_store=self.storage.store, event_stream=self.storage.event_stream
+        )
+        app = Starlette(
+            routes=[
+                *create_agent_card_routes(self.card, card_url=A2A_CARD_PATH),
+                # A2A 0.3 clients too (message/send, tasks/get, ...: the SDK's compatibility layer).
+                *create_jsonrpc_routes(self.handler, "/", enable_v0_3_compat=True),
+                *create_rest_routes(self.handler, path_prefix=A2A_REST_PATH, enable_v0_3_compat=True),
+            ]
+        )
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=max(1, round(self.settings.grace_seconds)),
+        )
+        self._http = uvicorn.Server(config)
+        self._http_task = asyncio.create_task(self._http.serve(sockets=[self._socket]))
+        while not self._http.started:
+            if self._http_task.done():  # serve() failed: its exception says why
+                await self._http_task
+            await asyncio.sleep(0.01)
+        if self._grpc is not None:
+            # The SDK's generated gRPC module has no type hints.
+            a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]
+                GrpcHandler(self.handler), self._grpc
+            )
+            await self._grpc.start()
+        self._sweeper = EndedTaskSweeper(self.storage.store, self.settings.a2a_task_ttl_seconds)
+        self._sweeper.start()
+        log.info(
+            "A2A agent %r on http://%s:%d (card %s, JSON-RPC /, HTTP+JSON %s)%s, task store %s",
+            self.card.name,
+            _url_host(self.settings.host),
+            self.port,
+            A2A_CARD_PATH,
+            A2A_REST_PATH,
+            f", gRPC on port {self.grpc_port}" if self.grpc_port is not None else "",
+            "postgresql" if self.settings.a2a_postgres_url else self.settings.a2a_sqlite_path or "memory",
+        )
+
+    async def stop(self) -> None:
+        """Stop the running turns (their tasks end canceled), then the transports."""
+        if self._sweeper is not None:
+            await self._sweeper.stop()
+        if self.handler is not None:
+            await self.handler.aclose()
+        if self._grpc is not None:
+            await self._grpc.stop(self.settings.grace_seconds)
+        if self._http is not None and self._http_task is not None:
+            self._http.should_exit = True
+            await self._http_task
+        if self.storage is not None:
+            await self.storage.aclose()
+
+
+async def serve_with_a2a(settings: ServerSettings) -> None:
+    """The E2A gRPC server and the A2A server over the same backend, until SIGTERM or SIGINT."""
+    e2a = E2AServer(settings)
+    front = A2AServer(settings, e2a.chat.backend)
+    await front.start()
+    await e2a.start()
+    gc.collect()
+    gc.freeze()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    log.info("shutting down the A2A server")
+    await front.stop()  # first: its turns use the backend the E2A server closes
+    await e2a.stop()

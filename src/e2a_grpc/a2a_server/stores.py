@@ -1,0 +1,130 @@
+"""Where the A2A server keeps its tasks, and the clean-up of ended ones.
+
+In memory by default; in a SQLite file with the SDK's ``DatabaseTaskStore`` (``a2a_sqlite_path``:
+tasks survive a restart); in PostgreSQL with the SDK's cluster stores (``a2a_postgres_url``): the
+versioned task store, so instances sharing the database never overwrite each other's writes, and the
+database event stream, so a task running on one instance can be followed (resubscribed) on another
+and cancelled from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from a2a.server.cluster import TaskEventStream, VersionedTaskStore
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import InMemoryTaskStore, TaskStore
+from a2a.types.a2a_pb2 import ListTasksRequest, TaskState
+
+from e2a_grpc.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+log = logging.getLogger(__name__)
+
+#: Ended tasks, which the TTL clean-up deletes.
+_ENDED_STATES = (
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+)
+_PAGE_SIZE = 100  # the largest page A2A's ListTasks allows
+
+
+@dataclass
+class TaskStorage:
+    """The task store of a server, the event stream instances share (PostgreSQL only), and the engine to dispose."""
+
+    store: TaskStore | VersionedTaskStore
+    event_stream: TaskEventStream | None = None
+    engine: AsyncEngine | None = None
+
+    async def aclose(self) -> None:
+        if self.engine is not None:
+            await self.engine.dispose()
+
+
+async def open_storage(settings: ServerSettings) -> TaskStorage:
+    """The task storage the settings name, its tables created if missing."""
+    if settings.a2a_sqlite_path is not None:
+        from a2a.server.tasks import DatabaseTaskStore
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        engine = create_async_engine(f"sqlite+aiosqlite:///{settings.a2a_sqlite_path}")
+        store = DatabaseTaskStore(engine)
+        await store.initialize()
+        return TaskStorage(store, engine=engine)
+    if settings.a2a_postgres_url:
+        from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        engine = create_async_engine(settings.a2a_postgres_url)
+        versioned = VersionedDatabaseTaskStore(engine)
+        events = DatabaseTaskEventStream(engine)
+        await versioned.initialize()
+        await events.initialize()
+        return TaskStorage(versioned, event_stream=events, engine=engine)
+    return TaskStorage(InMemoryTaskStore())
+
+
+async def delete_ended_tasks(store: TaskStore | VersionedTaskStore, older_than_seconds: float) -> int:
+    """Delete the tasks that ended more than ``older_than_seconds`` ago; how many were deleted."""
+    cutoff = time.time() - older_than_seconds
+    context = ServerCallContext()
+    deleted = 0
+    for state in _ENDED_STATES:
+        expired: list[str] = []
+        page_token = ""
+        while True:
+            page = await store.list(
+                ListTasksRequest(status=state, page_size=_PAGE_SIZE, page_token=page_token, history_length=0),
+                context,
+            )
+            for task in page.tasks:
+                if task.status.HasField("timestamp") and task.status.timestamp.ToMicroseconds() / 1e6 < cutoff:
+                    expired.append(task.id)
+            page_token = page.next_page_token
+            if not page_token:
+                break
+        for task_id in expired:  # after listing: deleting while paging would shift the pages
+            await store.delete(task_id, context)
+        deleted += len(expired)
+    return deleted
+
+
+class EndedTaskSweeper:
+    """Deletes ended tasks ``ttl_seconds`` after they ended, checking every ``ttl_seconds / 4`` (at most a minute)."""
+
+    def __init__(self, store: TaskStore | VersionedTaskStore, ttl_seconds: float) -> None:
+        self._store = store
+        self._ttl = ttl_seconds
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._ttl > 0:
+            self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        interval = min(self._ttl / 4, 60.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                deleted = await delete_ended_tasks(self._store, self._ttl)
+            except Exception:
+                log.exception("deleting ended A2A tasks failed; trying again in %g s", interval)
+                continue
+            if deleted:
+                log.info("deleted %d A2A tasks that ended more than %g s ago", deleted, self._ttl)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
