@@ -146,6 +146,12 @@ class ServerSettings(BaseSettings):
     a2a_timeout_seconds: float = Field(
         default=300.0, gt=0, description="a2a backend: longest silence on the agent's stream, and the connect timeout"
     )
+    convert_stream_window: int = Field(
+        default=64,
+        ge=1,
+        description="ConvertStream: requests of one stream read ahead of the reply being written; beyond that, "
+        "HTTP/2 flow control holds the client back",
+    )
 
     @field_validator("acp_command")
     @classmethod

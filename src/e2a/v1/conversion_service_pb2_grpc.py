@@ -55,6 +55,11 @@ class ConversionServiceStub:
                 request_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2ARequest.SerializeToString,
                 response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2AResponse.FromString,
                 _registered_method=True)
+        self.ConvertStream = channel.stream_stream(
+                '/e2a.v1.ConversionService/ConvertStream',
+                request_serializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamRequest.SerializeToString,
+                response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamResponse.FromString,
+                _registered_method=True)
 
 
 class ConversionServiceServicer:
@@ -89,6 +94,18 @@ class ConversionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConvertStream(self, request_iterator, context):
+        """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+        request is any of the four conversions above, answered exactly as the unary RPC answers it.
+        One reply per request, in request order, carrying the request's index; a bad request gets an
+        error reply and the stream goes on. The server works on a bounded number of requests at a time
+        and reads more only as replies are written, so a client that stops reading stops the stream
+        through gRPC flow control instead of growing a buffer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConversionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +128,11 @@ def add_ConversionServiceServicer_to_server(servicer, server):
                     servicer.FromA2A,
                     request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2ARequest.FromString,
                     response_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2AResponse.SerializeToString,
+            ),
+            'ConvertStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ConvertStream,
+                    request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamRequest.FromString,
+                    response_serializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,6 +244,33 @@ class ConversionService:
             '/e2a.v1.ConversionService/FromA2A',
             e2a_dot_v1_dot_conversion__service__pb2.FromA2ARequest.SerializeToString,
             e2a_dot_v1_dot_conversion__service__pb2.FromA2AResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConvertStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/e2a.v1.ConversionService/ConvertStream',
+            e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamRequest.SerializeToString,
+            e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

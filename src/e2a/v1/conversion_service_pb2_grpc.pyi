@@ -44,6 +44,14 @@ class ConversionServiceStub:
     """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
     FromA2A: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]
     """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
+    ConvertStream: _grpc.StreamStreamMultiCallable[_conversion_service_pb2.ConvertStreamRequest, _conversion_service_pb2.ConvertStreamResponse]
+    """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+    request is any of the four conversions above, answered exactly as the unary RPC answers it.
+    One reply per request, in request order, carrying the request's index; a bad request gets an
+    error reply and the stream goes on. The server works on a bounded number of requests at a time
+    and reads more only as replies are written, so a client that stops reading stops the stream
+    through gRPC flow control instead of growing a buffer.
+    """
 
 @_typing.type_check_only
 class ConversionServiceAsyncStub(ConversionServiceStub):
@@ -58,6 +66,14 @@ class ConversionServiceAsyncStub(ConversionServiceStub):
     """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
     FromA2A: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]  # type: ignore[assignment]
     """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
+    ConvertStream: _aio.StreamStreamMultiCallable[_conversion_service_pb2.ConvertStreamRequest, _conversion_service_pb2.ConvertStreamResponse]  # type: ignore[assignment]
+    """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+    request is any of the four conversions above, answered exactly as the unary RPC answers it.
+    One reply per request, in request order, carrying the request's index; a bad request gets an
+    error reply and the stream goes on. The server works on a bounded number of requests at a time
+    and reads more only as replies are written, so a client that stops reading stops the stream
+    through gRPC flow control instead of growing a buffer.
+    """
 
 class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
     """Converts E2A records to and from ACP JSON-RPC and A2A JSON."""
@@ -93,5 +109,19 @@ class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_conversion_service_pb2.FromA2AResponse, _abc.Awaitable[_conversion_service_pb2.FromA2AResponse]]:
         """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
+
+    @_abc_1.abstractmethod
+    def ConvertStream(
+        self,
+        request_iterator: _MaybeAsyncIterator[_conversion_service_pb2.ConvertStreamRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_conversion_service_pb2.ConvertStreamResponse], _abc.AsyncIterator[_conversion_service_pb2.ConvertStreamResponse]]:
+        """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+        request is any of the four conversions above, answered exactly as the unary RPC answers it.
+        One reply per request, in request order, carrying the request's index; a bad request gets an
+        error reply and the stream goes on. The server works on a bounded number of requests at a time
+        and reads more only as replies are written, so a client that stops reading stops the stream
+        through gRPC flow control instead of growing a buffer.
+        """
 
 def add_ConversionServiceServicer_to_server(servicer: ConversionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

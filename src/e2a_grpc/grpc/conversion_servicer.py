@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
+import grpc
 from google.protobuf.message import Message
 
 from e2a.v1 import conversion_service_pb2 as pb
@@ -13,10 +16,13 @@ from e2a.v1 import e2a_pb2
 from e2a_grpc import conversion, jsontext
 from e2a_grpc.conversion.acp_fast_path import envelope_message_to_acp_json
 from e2a_grpc.errors import E2AFieldError, E2AValueError
-from e2a_grpc.grpc.status import unary
+from e2a_grpc.grpc.status import status_for, unary
+from e2a_grpc.grpc.streams import read_ahead
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.model.fields import Kind
 from e2a_grpc.model.proto import DECODERS
+
+log = logging.getLogger(__name__)
 
 
 def _origin(value: int) -> IdentityOrigin:
@@ -55,58 +61,123 @@ _RECORD_READERS: dict[str, Callable[[Any], E2AEnvelope | E2AResponse]] = {
 }
 
 
+def to_acp(request: pb.ToACPRequest) -> pb.ToACPResponse:
+    """The ToACP conversion; an ``E2AFieldError`` names the bad field under the request's fields."""
+    source = _source_of(request, "source")
+    methods = request.session_prompt_methods
+    options: dict[str, Any] = {
+        "session_prompt_methods": tuple(methods) if methods else (),
+        "wire": request.dialect == pb.ACP_DIALECT_WIRE,
+    }
+    try:
+        if source == "envelope":
+            # The hot path: straight from the message to JSON text.
+            return pb.ToACPResponse(jsonrpc=envelope_message_to_acp_json(request.envelope, **options))
+        record = _RECORD_READERS[source](getattr(request, source))
+        result = conversion.to_acp(record, **options)
+    except E2AFieldError as exc:
+        raise exc.under(source) from None
+    return _answer(pb.ToACPResponse, result, "jsonrpc")
+
+
+def from_acp(request: pb.FromACPRequest) -> pb.FromACPResponse:
+    """The FromACP conversion."""
+    records = conversion.from_acp(
+        request.json,
+        channel=request.channel if request.HasField("channel") else None,
+        identity_origin=_origin(request.identity_origin),
+    )
+    return pb.FromACPResponse(
+        records=[
+            pb.FromACPRecord(envelope=record.to_proto())
+            if isinstance(record, E2AEnvelope)
+            else pb.FromACPRecord(response=record.to_proto())
+            for record in records
+        ]
+    )
+
+
+def to_a2a_stream(request: pb.ToA2AStreamRequest) -> pb.ToA2AStreamResponse:
+    """The ToA2AStream conversion."""
+    source = _source_of(request, "source")
+    try:
+        record = _RESPONSE_READERS[source](getattr(request, source))
+        result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
+    except E2AFieldError as exc:
+        raise exc.under(source) from None
+    return _answer(pb.ToA2AStreamResponse, result, "stream_response")
+
+
+def from_a2a(request: pb.FromA2ARequest) -> pb.FromA2AResponse:
+    """The FromA2A conversion."""
+    envelope = conversion.from_a2a(
+        request.json,
+        channel=request.channel if request.HasField("channel") else None,
+        identity_origin=_origin(request.identity_origin),
+    )
+    return pb.FromA2AResponse(envelope=envelope.to_proto())
+
+
+#: ConvertStreamRequest ``conversion`` case (also the ConvertStreamResponse ``result`` case) -> conversion.
+_CONVERSIONS: dict[str, Callable[[Any], Message]] = {
+    "to_acp": to_acp,
+    "from_acp": from_acp,
+    "to_a2a_stream": to_a2a_stream,
+    "from_a2a": from_a2a,
+}
+
+
+def convert_one(index: int, request: pb.ConvertStreamRequest) -> pb.ConvertStreamResponse:
+    """The reply to the ``index``-th request of a ConvertStream: what the unary RPC answers, or the
+    field error it fails with, under the request's case (``to_acp.envelope_json.params``)."""
+    try:
+        case = _source_of(request, "conversion")
+        try:
+            result: dict[str, Any] = {case: _CONVERSIONS[case](getattr(request, case))}
+        except E2AFieldError as exc:
+            raise exc.under(case) from None
+        return pb.ConvertStreamResponse(index=index, **result)
+    except E2AFieldError as exc:
+        violation = pb.ConvertStreamError.FieldViolation(field=exc.field, description=exc.problem)
+        return pb.ConvertStreamResponse(index=index, error=pb.ConvertStreamError(field_violations=[violation]))
+
+
 class ConversionServicer(pb_grpc.ConversionServiceServicer):
     """e2a.v1.ConversionService."""
 
+    def __init__(self, convert_stream_window: int) -> None:
+        """``convert_stream_window``: how many requests of one ConvertStream may be read ahead of the
+        reply being written (ServerSettings.convert_stream_window)."""
+        self._convert_stream_window = convert_stream_window
+
     @unary
     def ToACP(self, request: pb.ToACPRequest) -> pb.ToACPResponse:
-        source = _source_of(request, "source")
-        methods = request.session_prompt_methods
-        options: dict[str, Any] = {
-            "session_prompt_methods": tuple(methods) if methods else (),
-            "wire": request.dialect == pb.ACP_DIALECT_WIRE,
-        }
-        try:
-            if source == "envelope":
-                # The hot path: straight from the message to JSON text.
-                return pb.ToACPResponse(jsonrpc=envelope_message_to_acp_json(request.envelope, **options))
-            record = _RECORD_READERS[source](getattr(request, source))
-            result = conversion.to_acp(record, **options)
-        except E2AFieldError as exc:
-            raise exc.under(source) from None
-        return _answer(pb.ToACPResponse, result, "jsonrpc")
+        return to_acp(request)
 
     @unary
     def FromACP(self, request: pb.FromACPRequest) -> pb.FromACPResponse:
-        records = conversion.from_acp(
-            request.json,
-            channel=request.channel if request.HasField("channel") else None,
-            identity_origin=_origin(request.identity_origin),
-        )
-        return pb.FromACPResponse(
-            records=[
-                pb.FromACPRecord(envelope=record.to_proto())
-                if isinstance(record, E2AEnvelope)
-                else pb.FromACPRecord(response=record.to_proto())
-                for record in records
-            ]
-        )
+        return from_acp(request)
 
     @unary
     def ToA2AStream(self, request: pb.ToA2AStreamRequest) -> pb.ToA2AStreamResponse:
-        source = _source_of(request, "source")
-        try:
-            record = _RESPONSE_READERS[source](getattr(request, source))
-            result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
-        except E2AFieldError as exc:
-            raise exc.under(source) from None
-        return _answer(pb.ToA2AStreamResponse, result, "stream_response")
+        return to_a2a_stream(request)
 
     @unary
     def FromA2A(self, request: pb.FromA2ARequest) -> pb.FromA2AResponse:
-        envelope = conversion.from_a2a(
-            request.json,
-            channel=request.channel if request.HasField("channel") else None,
-            identity_origin=_origin(request.identity_origin),
-        )
-        return pb.FromA2AResponse(envelope=envelope.to_proto())
+        return from_a2a(request)
+
+    async def ConvertStream(
+        self,
+        request_iterator: AsyncIterator[pb.ConvertStreamRequest],
+        context: grpc.aio.ServicerContext[pb.ConvertStreamRequest, pb.ConvertStreamResponse],
+    ) -> AsyncIterator[pb.ConvertStreamResponse]:
+        async with contextlib.aclosing(read_ahead(request_iterator, self._convert_stream_window)) as requests:
+            index = 0
+            async for request in requests:
+                try:
+                    reply = convert_one(index, request)
+                except Exception as exc:  # a bug of ours, not a bad request: end the stream with INTERNAL
+                    log.exception("unhandled error in ConversionService.ConvertStream at request %d", index)
+                    await context.abort_with_status(status_for(exc))
+                yield reply
+                index += 1

@@ -119,7 +119,9 @@ class E2AServer:
             measured = method_paths((*SERVICE_NAMES, health_service))
             interceptors.insert(0, MetricsInterceptor(self.metrics, measured))
         self.server = grpc.aio.server(options=options, interceptors=interceptors)
-        conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(ConversionServicer(), self.server)
+        conversion_service_pb2_grpc.add_ConversionServiceServicer_to_server(
+            ConversionServicer(config.convert_stream_window), self.server
+        )
         codec_service_pb2_grpc.add_CodecServiceServicer_to_server(CodecServicer(), self.server)
         self.chat = ChatServicer(make_backend(config), config, metrics=self.metrics, tracer=tracer)
         agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)

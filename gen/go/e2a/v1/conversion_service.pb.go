@@ -821,6 +821,373 @@ func (x *FromA2AResponse) GetEnvelope() *E2AEnvelope {
 	return nil
 }
 
+// One conversion of a ConvertStream; the case set names the conversion.
+type ConvertStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset is a bad request: its reply is an error naming "conversion".
+	//
+	// Types that are valid to be assigned to Conversion:
+	//
+	//	*ConvertStreamRequest_ToAcp
+	//	*ConvertStreamRequest_FromAcp
+	//	*ConvertStreamRequest_ToA2AStream
+	//	*ConvertStreamRequest_FromA2A
+	Conversion    isConvertStreamRequest_Conversion `protobuf_oneof:"conversion"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertStreamRequest) Reset() {
+	*x = ConvertStreamRequest{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertStreamRequest) ProtoMessage() {}
+
+func (x *ConvertStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertStreamRequest.ProtoReflect.Descriptor instead.
+func (*ConvertStreamRequest) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ConvertStreamRequest) GetConversion() isConvertStreamRequest_Conversion {
+	if x != nil {
+		return x.Conversion
+	}
+	return nil
+}
+
+func (x *ConvertStreamRequest) GetToAcp() *ToACPRequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertStreamRequest_ToAcp); ok {
+			return x.ToAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertStreamRequest) GetFromAcp() *FromACPRequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertStreamRequest_FromAcp); ok {
+			return x.FromAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertStreamRequest) GetToA2AStream() *ToA2AStreamRequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertStreamRequest_ToA2AStream); ok {
+			return x.ToA2AStream
+		}
+	}
+	return nil
+}
+
+func (x *ConvertStreamRequest) GetFromA2A() *FromA2ARequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertStreamRequest_FromA2A); ok {
+			return x.FromA2A
+		}
+	}
+	return nil
+}
+
+type isConvertStreamRequest_Conversion interface {
+	isConvertStreamRequest_Conversion()
+}
+
+type ConvertStreamRequest_ToAcp struct {
+	// As the ToACP RPC; answered with `to_acp`.
+	ToAcp *ToACPRequest `protobuf:"bytes,1,opt,name=to_acp,proto3,oneof"`
+}
+
+type ConvertStreamRequest_FromAcp struct {
+	// As the FromACP RPC; answered with `from_acp`.
+	FromAcp *FromACPRequest `protobuf:"bytes,2,opt,name=from_acp,proto3,oneof"`
+}
+
+type ConvertStreamRequest_ToA2AStream struct {
+	// As the ToA2AStream RPC; answered with `to_a2a_stream`.
+	ToA2AStream *ToA2AStreamRequest `protobuf:"bytes,3,opt,name=to_a2a_stream,proto3,oneof"`
+}
+
+type ConvertStreamRequest_FromA2A struct {
+	// As the FromA2A RPC; answered with `from_a2a`.
+	FromA2A *FromA2ARequest `protobuf:"bytes,4,opt,name=from_a2a,proto3,oneof"`
+}
+
+func (*ConvertStreamRequest_ToAcp) isConvertStreamRequest_Conversion() {}
+
+func (*ConvertStreamRequest_FromAcp) isConvertStreamRequest_Conversion() {}
+
+func (*ConvertStreamRequest_ToA2AStream) isConvertStreamRequest_Conversion() {}
+
+func (*ConvertStreamRequest_FromA2A) isConvertStreamRequest_Conversion() {}
+
+// The outcome of one ConvertStreamRequest.
+type ConvertStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The 0-based position of the request in the stream. Replies come in request order, so this is
+	// redundant for a correct client; it lets one check the pairing, and find a bad request in a log.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*ConvertStreamResponse_ToAcp
+	//	*ConvertStreamResponse_FromAcp
+	//	*ConvertStreamResponse_ToA2AStream
+	//	*ConvertStreamResponse_FromA2A
+	//	*ConvertStreamResponse_Error
+	Result        isConvertStreamResponse_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertStreamResponse) Reset() {
+	*x = ConvertStreamResponse{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertStreamResponse) ProtoMessage() {}
+
+func (x *ConvertStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertStreamResponse.ProtoReflect.Descriptor instead.
+func (*ConvertStreamResponse) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ConvertStreamResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ConvertStreamResponse) GetResult() isConvertStreamResponse_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ConvertStreamResponse) GetToAcp() *ToACPResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertStreamResponse_ToAcp); ok {
+			return x.ToAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertStreamResponse) GetFromAcp() *FromACPResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertStreamResponse_FromAcp); ok {
+			return x.FromAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertStreamResponse) GetToA2AStream() *ToA2AStreamResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertStreamResponse_ToA2AStream); ok {
+			return x.ToA2AStream
+		}
+	}
+	return nil
+}
+
+func (x *ConvertStreamResponse) GetFromA2A() *FromA2AResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertStreamResponse_FromA2A); ok {
+			return x.FromA2A
+		}
+	}
+	return nil
+}
+
+func (x *ConvertStreamResponse) GetError() *ConvertStreamError {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertStreamResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isConvertStreamResponse_Result interface {
+	isConvertStreamResponse_Result()
+}
+
+type ConvertStreamResponse_ToAcp struct {
+	ToAcp *ToACPResponse `protobuf:"bytes,2,opt,name=to_acp,proto3,oneof"`
+}
+
+type ConvertStreamResponse_FromAcp struct {
+	FromAcp *FromACPResponse `protobuf:"bytes,3,opt,name=from_acp,proto3,oneof"`
+}
+
+type ConvertStreamResponse_ToA2AStream struct {
+	ToA2AStream *ToA2AStreamResponse `protobuf:"bytes,4,opt,name=to_a2a_stream,proto3,oneof"`
+}
+
+type ConvertStreamResponse_FromA2A struct {
+	FromA2A *FromA2AResponse `protobuf:"bytes,5,opt,name=from_a2a,proto3,oneof"`
+}
+
+type ConvertStreamResponse_Error struct {
+	// Why this request could not be converted (where the unary RPC fails with INVALID_ARGUMENT);
+	// the stream goes on with the next one.
+	Error *ConvertStreamError `protobuf:"bytes,6,opt,name=error,proto3,oneof"`
+}
+
+func (*ConvertStreamResponse_ToAcp) isConvertStreamResponse_Result() {}
+
+func (*ConvertStreamResponse_FromAcp) isConvertStreamResponse_Result() {}
+
+func (*ConvertStreamResponse_ToA2AStream) isConvertStreamResponse_Result() {}
+
+func (*ConvertStreamResponse_FromA2A) isConvertStreamResponse_Result() {}
+
+func (*ConvertStreamResponse_Error) isConvertStreamResponse_Result() {}
+
+// A request's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
+// bytes parse as one and a client can reuse what it does for a failed unary call.
+type ConvertStreamError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What is wrong with the request, one violation per bad field.
+	FieldViolations []*ConvertStreamError_FieldViolation `protobuf:"bytes,1,rep,name=field_violations,proto3" json:"field_violations,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConvertStreamError) Reset() {
+	*x = ConvertStreamError{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertStreamError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertStreamError) ProtoMessage() {}
+
+func (x *ConvertStreamError) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertStreamError.ProtoReflect.Descriptor instead.
+func (*ConvertStreamError) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ConvertStreamError) GetFieldViolations() []*ConvertStreamError_FieldViolation {
+	if x != nil {
+		return x.FieldViolations
+	}
+	return nil
+}
+
+// Shaped as google.rpc.BadRequest.FieldViolation.
+type ConvertStreamError_FieldViolation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dotted path of the bad field under the request's conversion case, e.g.
+	// "to_acp.envelope_json.params" (the unary RPC names "envelope_json.params").
+	Field string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	// What is wrong with it, for people.
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertStreamError_FieldViolation) Reset() {
+	*x = ConvertStreamError_FieldViolation{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertStreamError_FieldViolation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertStreamError_FieldViolation) ProtoMessage() {}
+
+func (x *ConvertStreamError_FieldViolation) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertStreamError_FieldViolation.ProtoReflect.Descriptor instead.
+func (*ConvertStreamError_FieldViolation) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12, 0}
+}
+
+func (x *ConvertStreamError_FieldViolation) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *ConvertStreamError_FieldViolation) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 var File_e2a_v1_conversion_service_proto protoreflect.FileDescriptor
 
 const file_e2a_v1_conversion_service_proto_rawDesc = "" +
@@ -868,16 +1235,37 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\n" +
 	"\b_channel\"B\n" +
 	"\x0fFromA2AResponse\x12/\n" +
-	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeR\benvelope*?\n" +
+	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeR\benvelope\"\x84\x02\n" +
+	"\x14ConvertStreamRequest\x12.\n" +
+	"\x06to_acp\x18\x01 \x01(\v2\x14.e2a.v1.ToACPRequestH\x00R\x06to_acp\x124\n" +
+	"\bfrom_acp\x18\x02 \x01(\v2\x16.e2a.v1.FromACPRequestH\x00R\bfrom_acp\x12B\n" +
+	"\rto_a2a_stream\x18\x03 \x01(\v2\x1a.e2a.v1.ToA2AStreamRequestH\x00R\rto_a2a_stream\x124\n" +
+	"\bfrom_a2a\x18\x04 \x01(\v2\x16.e2a.v1.FromA2ARequestH\x00R\bfrom_a2aB\f\n" +
+	"\n" +
+	"conversion\"\xcf\x02\n" +
+	"\x15ConvertStreamResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12/\n" +
+	"\x06to_acp\x18\x02 \x01(\v2\x15.e2a.v1.ToACPResponseH\x00R\x06to_acp\x125\n" +
+	"\bfrom_acp\x18\x03 \x01(\v2\x17.e2a.v1.FromACPResponseH\x00R\bfrom_acp\x12C\n" +
+	"\rto_a2a_stream\x18\x04 \x01(\v2\x1b.e2a.v1.ToA2AStreamResponseH\x00R\rto_a2a_stream\x125\n" +
+	"\bfrom_a2a\x18\x05 \x01(\v2\x17.e2a.v1.FromA2AResponseH\x00R\bfrom_a2a\x122\n" +
+	"\x05error\x18\x06 \x01(\v2\x1a.e2a.v1.ConvertStreamErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"\xb5\x01\n" +
+	"\x12ConvertStreamError\x12U\n" +
+	"\x10field_violations\x18\x01 \x03(\v2).e2a.v1.ConvertStreamError.FieldViolationR\x10field_violations\x1aH\n" +
+	"\x0eFieldViolation\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription*?\n" +
 	"\n" +
 	"AcpDialect\x12\x1b\n" +
 	"\x17ACP_DIALECT_UNSPECIFIED\x10\x00\x12\x14\n" +
-	"\x10ACP_DIALECT_WIRE\x10\x012\x89\x02\n" +
+	"\x10ACP_DIALECT_WIRE\x10\x012\xdb\x02\n" +
 	"\x11ConversionService\x124\n" +
 	"\x05ToACP\x12\x14.e2a.v1.ToACPRequest\x1a\x15.e2a.v1.ToACPResponse\x12:\n" +
 	"\aFromACP\x12\x16.e2a.v1.FromACPRequest\x1a\x17.e2a.v1.FromACPResponse\x12F\n" +
 	"\vToA2AStream\x12\x1a.e2a.v1.ToA2AStreamRequest\x1a\x1b.e2a.v1.ToA2AStreamResponse\x12:\n" +
-	"\aFromA2A\x12\x16.e2a.v1.FromA2ARequest\x1a\x17.e2a.v1.FromA2AResponseBj\n" +
+	"\aFromA2A\x12\x16.e2a.v1.FromA2ARequest\x1a\x17.e2a.v1.FromA2AResponse\x12P\n" +
+	"\rConvertStream\x12\x1c.e2a.v1.ConvertStreamRequest\x1a\x1d.e2a.v1.ConvertStreamResponse(\x010\x01Bj\n" +
 	"\tio.e2a.v1B\x16ConversionServiceProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
@@ -893,49 +1281,65 @@ func file_e2a_v1_conversion_service_proto_rawDescGZIP() []byte {
 }
 
 var file_e2a_v1_conversion_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_e2a_v1_conversion_service_proto_goTypes = []any{
-	(AcpDialect)(0),             // 0: e2a.v1.AcpDialect
-	(*NotApplicable)(nil),       // 1: e2a.v1.NotApplicable
-	(*ToACPRequest)(nil),        // 2: e2a.v1.ToACPRequest
-	(*ToACPResponse)(nil),       // 3: e2a.v1.ToACPResponse
-	(*FromACPRequest)(nil),      // 4: e2a.v1.FromACPRequest
-	(*FromACPRecord)(nil),       // 5: e2a.v1.FromACPRecord
-	(*FromACPResponse)(nil),     // 6: e2a.v1.FromACPResponse
-	(*ToA2AStreamRequest)(nil),  // 7: e2a.v1.ToA2AStreamRequest
-	(*ToA2AStreamResponse)(nil), // 8: e2a.v1.ToA2AStreamResponse
-	(*FromA2ARequest)(nil),      // 9: e2a.v1.FromA2ARequest
-	(*FromA2AResponse)(nil),     // 10: e2a.v1.FromA2AResponse
-	(*E2AEnvelope)(nil),         // 11: e2a.v1.E2AEnvelope
-	(*E2AResponse)(nil),         // 12: e2a.v1.E2AResponse
-	(IdentityOrigin)(0),         // 13: e2a.v1.IdentityOrigin
+	(AcpDialect)(0),                           // 0: e2a.v1.AcpDialect
+	(*NotApplicable)(nil),                     // 1: e2a.v1.NotApplicable
+	(*ToACPRequest)(nil),                      // 2: e2a.v1.ToACPRequest
+	(*ToACPResponse)(nil),                     // 3: e2a.v1.ToACPResponse
+	(*FromACPRequest)(nil),                    // 4: e2a.v1.FromACPRequest
+	(*FromACPRecord)(nil),                     // 5: e2a.v1.FromACPRecord
+	(*FromACPResponse)(nil),                   // 6: e2a.v1.FromACPResponse
+	(*ToA2AStreamRequest)(nil),                // 7: e2a.v1.ToA2AStreamRequest
+	(*ToA2AStreamResponse)(nil),               // 8: e2a.v1.ToA2AStreamResponse
+	(*FromA2ARequest)(nil),                    // 9: e2a.v1.FromA2ARequest
+	(*FromA2AResponse)(nil),                   // 10: e2a.v1.FromA2AResponse
+	(*ConvertStreamRequest)(nil),              // 11: e2a.v1.ConvertStreamRequest
+	(*ConvertStreamResponse)(nil),             // 12: e2a.v1.ConvertStreamResponse
+	(*ConvertStreamError)(nil),                // 13: e2a.v1.ConvertStreamError
+	(*ConvertStreamError_FieldViolation)(nil), // 14: e2a.v1.ConvertStreamError.FieldViolation
+	(*E2AEnvelope)(nil),                       // 15: e2a.v1.E2AEnvelope
+	(*E2AResponse)(nil),                       // 16: e2a.v1.E2AResponse
+	(IdentityOrigin)(0),                       // 17: e2a.v1.IdentityOrigin
 }
 var file_e2a_v1_conversion_service_proto_depIdxs = []int32{
-	11, // 0: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
-	12, // 1: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
+	15, // 0: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
+	16, // 1: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
 	0,  // 2: e2a.v1.ToACPRequest.dialect:type_name -> e2a.v1.AcpDialect
 	1,  // 3: e2a.v1.ToACPResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	13, // 4: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	11, // 5: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	12, // 6: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
+	17, // 4: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	15, // 5: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	16, // 6: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
 	5,  // 7: e2a.v1.FromACPResponse.records:type_name -> e2a.v1.FromACPRecord
-	12, // 8: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
+	16, // 8: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
 	1,  // 9: e2a.v1.ToA2AStreamResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	13, // 10: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	11, // 11: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
-	2,  // 12: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
-	4,  // 13: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
-	7,  // 14: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
-	9,  // 15: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
-	3,  // 16: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
-	6,  // 17: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
-	8,  // 18: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
-	10, // 19: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	17, // 10: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	15, // 11: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
+	2,  // 12: e2a.v1.ConvertStreamRequest.to_acp:type_name -> e2a.v1.ToACPRequest
+	4,  // 13: e2a.v1.ConvertStreamRequest.from_acp:type_name -> e2a.v1.FromACPRequest
+	7,  // 14: e2a.v1.ConvertStreamRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
+	9,  // 15: e2a.v1.ConvertStreamRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
+	3,  // 16: e2a.v1.ConvertStreamResponse.to_acp:type_name -> e2a.v1.ToACPResponse
+	6,  // 17: e2a.v1.ConvertStreamResponse.from_acp:type_name -> e2a.v1.FromACPResponse
+	8,  // 18: e2a.v1.ConvertStreamResponse.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
+	10, // 19: e2a.v1.ConvertStreamResponse.from_a2a:type_name -> e2a.v1.FromA2AResponse
+	13, // 20: e2a.v1.ConvertStreamResponse.error:type_name -> e2a.v1.ConvertStreamError
+	14, // 21: e2a.v1.ConvertStreamError.field_violations:type_name -> e2a.v1.ConvertStreamError.FieldViolation
+	2,  // 22: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
+	4,  // 23: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
+	7,  // 24: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
+	9,  // 25: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
+	11, // 26: e2a.v1.ConversionService.ConvertStream:input_type -> e2a.v1.ConvertStreamRequest
+	3,  // 27: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
+	6,  // 28: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
+	8,  // 29: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
+	10, // 30: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
+	12, // 31: e2a.v1.ConversionService.ConvertStream:output_type -> e2a.v1.ConvertStreamResponse
+	27, // [27:32] is the sub-list for method output_type
+	22, // [22:27] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_e2a_v1_conversion_service_proto_init() }
@@ -968,13 +1372,26 @@ func file_e2a_v1_conversion_service_proto_init() {
 		(*ToA2AStreamResponse_NotApplicable)(nil),
 	}
 	file_e2a_v1_conversion_service_proto_msgTypes[8].OneofWrappers = []any{}
+	file_e2a_v1_conversion_service_proto_msgTypes[10].OneofWrappers = []any{
+		(*ConvertStreamRequest_ToAcp)(nil),
+		(*ConvertStreamRequest_FromAcp)(nil),
+		(*ConvertStreamRequest_ToA2AStream)(nil),
+		(*ConvertStreamRequest_FromA2A)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[11].OneofWrappers = []any{
+		(*ConvertStreamResponse_ToAcp)(nil),
+		(*ConvertStreamResponse_FromAcp)(nil),
+		(*ConvertStreamResponse_ToA2AStream)(nil),
+		(*ConvertStreamResponse_FromA2A)(nil),
+		(*ConvertStreamResponse_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_e2a_v1_conversion_service_proto_rawDesc), len(file_e2a_v1_conversion_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

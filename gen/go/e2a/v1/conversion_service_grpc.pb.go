@@ -23,10 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConversionService_ToACP_FullMethodName       = "/e2a.v1.ConversionService/ToACP"
-	ConversionService_FromACP_FullMethodName     = "/e2a.v1.ConversionService/FromACP"
-	ConversionService_ToA2AStream_FullMethodName = "/e2a.v1.ConversionService/ToA2AStream"
-	ConversionService_FromA2A_FullMethodName     = "/e2a.v1.ConversionService/FromA2A"
+	ConversionService_ToACP_FullMethodName         = "/e2a.v1.ConversionService/ToACP"
+	ConversionService_FromACP_FullMethodName       = "/e2a.v1.ConversionService/FromACP"
+	ConversionService_ToA2AStream_FullMethodName   = "/e2a.v1.ConversionService/ToA2AStream"
+	ConversionService_FromA2A_FullMethodName       = "/e2a.v1.ConversionService/FromA2A"
+	ConversionService_ConvertStream_FullMethodName = "/e2a.v1.ConversionService/ConvertStream"
 )
 
 // ConversionServiceClient is the client API for ConversionService service.
@@ -43,6 +44,13 @@ type ConversionServiceClient interface {
 	ToA2AStream(ctx context.Context, in *ToA2AStreamRequest, opts ...grpc.CallOption) (*ToA2AStreamResponse, error)
 	// An A2A SendMessage request (message/send params) as an E2AEnvelope.
 	FromA2A(ctx context.Context, in *FromA2ARequest, opts ...grpc.CallOption) (*FromA2AResponse, error)
+	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+	// request is any of the four conversions above, answered exactly as the unary RPC answers it.
+	// One reply per request, in request order, carrying the request's index; a bad request gets an
+	// error reply and the stream goes on. The server works on a bounded number of requests at a time
+	// and reads more only as replies are written, so a client that stops reading stops the stream
+	// through gRPC flow control instead of growing a buffer.
+	ConvertStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse], error)
 }
 
 type conversionServiceClient struct {
@@ -93,6 +101,19 @@ func (c *conversionServiceClient) FromA2A(ctx context.Context, in *FromA2AReques
 	return out, nil
 }
 
+func (c *conversionServiceClient) ConvertStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ConversionService_ServiceDesc.Streams[0], ConversionService_ConvertStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ConvertStreamRequest, ConvertStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConversionService_ConvertStreamClient = grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse]
+
 // ConversionServiceServer is the server API for ConversionService service.
 // All implementations must embed UnimplementedConversionServiceServer
 // for forward compatibility.
@@ -107,6 +128,13 @@ type ConversionServiceServer interface {
 	ToA2AStream(context.Context, *ToA2AStreamRequest) (*ToA2AStreamResponse, error)
 	// An A2A SendMessage request (message/send params) as an E2AEnvelope.
 	FromA2A(context.Context, *FromA2ARequest) (*FromA2AResponse, error)
+	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+	// request is any of the four conversions above, answered exactly as the unary RPC answers it.
+	// One reply per request, in request order, carrying the request's index; a bad request gets an
+	// error reply and the stream goes on. The server works on a bounded number of requests at a time
+	// and reads more only as replies are written, so a client that stops reading stops the stream
+	// through gRPC flow control instead of growing a buffer.
+	ConvertStream(grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]) error
 	mustEmbedUnimplementedConversionServiceServer()
 }
 
@@ -128,6 +156,9 @@ func (UnimplementedConversionServiceServer) ToA2AStream(context.Context, *ToA2AS
 }
 func (UnimplementedConversionServiceServer) FromA2A(context.Context, *FromA2ARequest) (*FromA2AResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FromA2A not implemented")
+}
+func (UnimplementedConversionServiceServer) ConvertStream(grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method ConvertStream not implemented")
 }
 func (UnimplementedConversionServiceServer) mustEmbedUnimplementedConversionServiceServer() {}
 func (UnimplementedConversionServiceServer) testEmbeddedByValue()                           {}
@@ -222,6 +253,13 @@ func _ConversionService_FromA2A_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConversionService_ConvertStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ConversionServiceServer).ConvertStream(&grpc.GenericServerStream[ConvertStreamRequest, ConvertStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConversionService_ConvertStreamServer = grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]
+
 // ConversionService_ServiceDesc is the grpc.ServiceDesc for ConversionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -246,6 +284,13 @@ var ConversionService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ConversionService_FromA2A_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ConvertStream",
+			Handler:       _ConversionService_ConvertStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "e2a/v1/conversion_service.proto",
 }

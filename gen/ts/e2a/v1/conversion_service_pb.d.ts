@@ -331,6 +331,166 @@ export declare type FromA2AResponse = Message<"e2a.v1.FromA2AResponse"> & {
 export declare const FromA2AResponseSchema: GenMessage<FromA2AResponse>;
 
 /**
+ * One conversion of a ConvertStream; the case set names the conversion.
+ *
+ * @generated from message e2a.v1.ConvertStreamRequest
+ */
+export declare type ConvertStreamRequest = Message<"e2a.v1.ConvertStreamRequest"> & {
+  /**
+   * Unset is a bad request: its reply is an error naming "conversion".
+   *
+   * @generated from oneof e2a.v1.ConvertStreamRequest.conversion
+   */
+  conversion: {
+    /**
+     * As the ToACP RPC; answered with `to_acp`.
+     *
+     * @generated from field: e2a.v1.ToACPRequest to_acp = 1 [json_name = "to_acp"];
+     */
+    value: ToACPRequest;
+    case: "toAcp";
+  } | {
+    /**
+     * As the FromACP RPC; answered with `from_acp`.
+     *
+     * @generated from field: e2a.v1.FromACPRequest from_acp = 2 [json_name = "from_acp"];
+     */
+    value: FromACPRequest;
+    case: "fromAcp";
+  } | {
+    /**
+     * As the ToA2AStream RPC; answered with `to_a2a_stream`.
+     *
+     * @generated from field: e2a.v1.ToA2AStreamRequest to_a2a_stream = 3 [json_name = "to_a2a_stream"];
+     */
+    value: ToA2AStreamRequest;
+    case: "toA2aStream";
+  } | {
+    /**
+     * As the FromA2A RPC; answered with `from_a2a`.
+     *
+     * @generated from field: e2a.v1.FromA2ARequest from_a2a = 4 [json_name = "from_a2a"];
+     */
+    value: FromA2ARequest;
+    case: "fromA2a";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamRequest.
+ * Use `create(ConvertStreamRequestSchema)` to create a new message.
+ */
+export declare const ConvertStreamRequestSchema: GenMessage<ConvertStreamRequest>;
+
+/**
+ * The outcome of one ConvertStreamRequest.
+ *
+ * @generated from message e2a.v1.ConvertStreamResponse
+ */
+export declare type ConvertStreamResponse = Message<"e2a.v1.ConvertStreamResponse"> & {
+  /**
+   * The 0-based position of the request in the stream. Replies come in request order, so this is
+   * redundant for a correct client; it lets one check the pairing, and find a bad request in a log.
+   *
+   * @generated from field: uint64 index = 1;
+   */
+  index: bigint;
+
+  /**
+   * @generated from oneof e2a.v1.ConvertStreamResponse.result
+   */
+  result: {
+    /**
+     * @generated from field: e2a.v1.ToACPResponse to_acp = 2 [json_name = "to_acp"];
+     */
+    value: ToACPResponse;
+    case: "toAcp";
+  } | {
+    /**
+     * @generated from field: e2a.v1.FromACPResponse from_acp = 3 [json_name = "from_acp"];
+     */
+    value: FromACPResponse;
+    case: "fromAcp";
+  } | {
+    /**
+     * @generated from field: e2a.v1.ToA2AStreamResponse to_a2a_stream = 4 [json_name = "to_a2a_stream"];
+     */
+    value: ToA2AStreamResponse;
+    case: "toA2aStream";
+  } | {
+    /**
+     * @generated from field: e2a.v1.FromA2AResponse from_a2a = 5 [json_name = "from_a2a"];
+     */
+    value: FromA2AResponse;
+    case: "fromA2a";
+  } | {
+    /**
+     * Why this request could not be converted (where the unary RPC fails with INVALID_ARGUMENT);
+     * the stream goes on with the next one.
+     *
+     * @generated from field: e2a.v1.ConvertStreamError error = 6;
+     */
+    value: ConvertStreamError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamResponse.
+ * Use `create(ConvertStreamResponseSchema)` to create a new message.
+ */
+export declare const ConvertStreamResponseSchema: GenMessage<ConvertStreamResponse>;
+
+/**
+ * A request's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
+ * bytes parse as one and a client can reuse what it does for a failed unary call.
+ *
+ * @generated from message e2a.v1.ConvertStreamError
+ */
+export declare type ConvertStreamError = Message<"e2a.v1.ConvertStreamError"> & {
+  /**
+   * What is wrong with the request, one violation per bad field.
+   *
+   * @generated from field: repeated e2a.v1.ConvertStreamError.FieldViolation field_violations = 1 [json_name = "field_violations"];
+   */
+  fieldViolations: ConvertStreamError_FieldViolation[];
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamError.
+ * Use `create(ConvertStreamErrorSchema)` to create a new message.
+ */
+export declare const ConvertStreamErrorSchema: GenMessage<ConvertStreamError>;
+
+/**
+ * Shaped as google.rpc.BadRequest.FieldViolation.
+ *
+ * @generated from message e2a.v1.ConvertStreamError.FieldViolation
+ */
+export declare type ConvertStreamError_FieldViolation = Message<"e2a.v1.ConvertStreamError.FieldViolation"> & {
+  /**
+   * The dotted path of the bad field under the request's conversion case, e.g.
+   * "to_acp.envelope_json.params" (the unary RPC names "envelope_json.params").
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * What is wrong with it, for people.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamError.FieldViolation.
+ * Use `create(ConvertStreamError_FieldViolationSchema)` to create a new message.
+ */
+export declare const ConvertStreamError_FieldViolationSchema: GenMessage<ConvertStreamError_FieldViolation>;
+
+/**
  * The shape of ACP JSON written by ToACP.
  *
  * @generated from enum e2a.v1.AcpDialect
@@ -401,6 +561,21 @@ export declare const ConversionService: GenService<{
     methodKind: "unary";
     input: typeof FromA2ARequestSchema;
     output: typeof FromA2AResponseSchema;
+  },
+  /**
+   * Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+   * request is any of the four conversions above, answered exactly as the unary RPC answers it.
+   * One reply per request, in request order, carrying the request's index; a bad request gets an
+   * error reply and the stream goes on. The server works on a bounded number of requests at a time
+   * and reads more only as replies are written, so a client that stops reading stops the stream
+   * through gRPC flow control instead of growing a buffer.
+   *
+   * @generated from rpc e2a.v1.ConversionService.ConvertStream
+   */
+  convertStream: {
+    methodKind: "bidi_streaming";
+    input: typeof ConvertStreamRequestSchema;
+    output: typeof ConvertStreamResponseSchema;
   },
 }>;
 
