@@ -6,6 +6,7 @@ environment, then the defaults below; an empty environment variable counts as un
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 from enum import StrEnum
@@ -43,6 +44,14 @@ class LogFormat(StrEnum):
 
     TEXT = "text"
     JSON = "json"
+
+
+class EventLoop(StrEnum):
+    """Which asyncio event loop the server runs on."""
+
+    AUTO = "auto"
+    ASYNCIO = "asyncio"
+    UVLOOP = "uvloop"
 
 
 def env_var(field_name: str) -> str:
@@ -146,6 +155,17 @@ class ServerSettings(BaseSettings):
     a2a_timeout_seconds: float = Field(
         default=300.0, gt=0, description="a2a backend: longest silence on the agent's stream, and the connect timeout"
     )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="server processes sharing the port through SO_REUSEPORT, to use every core; default: one per "
+        "core this process may run on, or 1 with --backend acp or --metrics-port, which one process must own",
+    )
+    event_loop: EventLoop = Field(
+        default=EventLoop.AUTO,
+        description="the asyncio event loop: uvloop (the 'uvloop' extra) or the standard one; auto: uvloop when "
+        "it is installed",
+    )
     convert_stream_window: int = Field(
         default=64,
         ge=1,
@@ -179,12 +199,50 @@ class ServerSettings(BaseSettings):
             raise ValueError(f"--backend acp needs --acp-command (or {env_var('acp_command')})")
         if self.backend is BackendName.A2A and not self.a2a_url:
             raise ValueError(f"--backend a2a needs --a2a-url (or {env_var('a2a_url')})")
+        if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
+            raise ValueError("--event-loop uvloop: uvloop is not installed (pip install 'e2a-grpc[uvloop]')")
+        if self.workers is not None and self.workers > 1:
+            if self.backend is BackendName.ACP:
+                raise ValueError(
+                    "--workers > 1 cannot serve --backend acp: an ACP chat's agent session lives in the worker "
+                    "process that started it, and a client's next call may reach another worker"
+                )
+            if self.metrics_port is not None:
+                raise ValueError(
+                    "--workers > 1 cannot serve --metrics-port: each worker process counts its own calls, and "
+                    "one port would show one worker's"
+                )
         return self
+
+    @property
+    def worker_count(self) -> int:
+        """How many server processes to run: ``workers``, or its default (see the field)."""
+        if self.workers is not None:
+            return self.workers
+        if self.backend is BackendName.ACP or self.metrics_port is not None:
+            return 1
+        return _usable_cores()
+
+    @property
+    def uses_uvloop(self) -> bool:
+        """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed."""
+        return self.event_loop is EventLoop.UVLOOP or (self.event_loop is EventLoop.AUTO and _uvloop_installed())
 
     @property
     def acp_argv(self) -> tuple[str, ...]:
         """The acp backend's agent command, split like a shell would."""
         return tuple(shlex.split(self.acp_command))
+
+
+def _uvloop_installed() -> bool:
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), where the platform says."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _read_token(token_file: Path) -> str:
