@@ -169,8 +169,8 @@ class ServerSettings(BaseSettings):
     convert_stream_window: int = Field(
         default=64,
         ge=1,
-        description="ConvertStream: requests of one stream read ahead of the reply being written; beyond that, "
-        "HTTP/2 flow control holds the client back",
+        description="ConvertStream: request messages (batches) of one stream read ahead of the reply being "
+        "written; beyond that, HTTP/2 flow control holds the client back",
     )
 
     @field_validator("acp_command")

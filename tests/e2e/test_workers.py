@@ -125,9 +125,10 @@ def test_workers_answer_unary_calls_and_streams_on_uvloop() -> None:
         stub = pb_grpc.ConversionServiceStub(channel)
         reply = stub.FromA2A(pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}'), timeout=10)
         assert E2AEnvelope.from_proto(reply.envelope).params["message"]["parts"] == [{"text": "hi"}]
-        request = pb.ConvertStreamRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": []}}'))
-        replies = list(stub.ConvertStream(iter([request] * 10), timeout=10))
-        assert [reply.index for reply in replies] == list(range(10))
+        conversion = pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": []}}'))
+        batch = pb.ConvertStreamRequest(conversions=[conversion] * 3)
+        replies = list(stub.ConvertStream(iter([batch] * 10), timeout=10))
+        assert [result.index for reply in replies for result in reply.results] == list(range(30))
 
 
 def test_a_worker_that_dies_takes_the_service_down_with_exit_code_1(tmp_path: Path) -> None:

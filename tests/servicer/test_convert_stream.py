@@ -1,8 +1,8 @@
 """ConversionService.ConvertStream in process: many conversions of all four kinds on one stream.
 
-Each reply must be what the unary RPC answers for the same request (or the field error it fails
-with, under the request's case), in request order; the stream's memory stays bounded whether the
-client reads or not, and a cancelled stream leaves nothing running.
+Each result must be what the unary RPC answers for the same conversion (or the field error it fails
+with, under the conversion's case), in request order, one reply per batch; the stream's memory stays
+bounded whether the client reads or not, and a cancelled stream leaves nothing running.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ in_module_loop = pytest.mark.asyncio(loop_scope="module")
 #: A small read-ahead window, so that the tests can tell it from the transport's buffers.
 WINDOW = 4
 
-#: The unary RPC of each ConvertStreamRequest case.
+#: The unary RPC of each ConvertRequest case.
 UNARY_OF_CASE = {"to_acp": "ToACP", "from_acp": "FromACP", "to_a2a_stream": "ToA2AStream", "from_a2a": "FromA2A"}
 _REQUEST_CASE_OF_METHOD = {method: case for case, method in UNARY_OF_CASE.items()}
 
@@ -48,18 +48,18 @@ def stub(channel: grpc.aio.Channel) -> pb_grpc.ConversionServiceAsyncStub:
     return pb_grpc.ConversionServiceStub(channel)
 
 
-def _vector_requests() -> Iterator[pb.ConvertStreamRequest]:
-    """Requests of every kind from the conversion vectors, good and bad ones mixed."""
+def _vector_conversions() -> Iterator[pb.ConvertRequest]:
+    """Conversions of every kind from the conversion vectors, good and bad ones mixed."""
     for case in vectors.load("envelope_to_acp_jsonrpc_call"):
         envelope_json = json.dumps(case["input"]["envelope_dict"])
-        yield pb.ConvertStreamRequest(to_acp=pb.ToACPRequest(envelope_json=envelope_json))
+        yield pb.ConvertRequest(to_acp=pb.ToACPRequest(envelope_json=envelope_json))
     for case in vectors.load("e2a_response_to_acp_jsonrpc_response"):
         response_json = json.dumps(case["input"]["response_dict"])
-        yield pb.ConvertStreamRequest(to_acp=pb.ToACPRequest(response_json=response_json))
+        yield pb.ConvertRequest(to_acp=pb.ToACPRequest(response_json=response_json))
     for case in vectors.load("e2a_response_to_a2a_stream_payload"):
         response_json = json.dumps(case["input"]["response_dict"])
         request = pb.ToA2AStreamRequest(response_json=response_json, project_native_kinds=case["i"] % 2 == 0)
-        yield pb.ConvertStreamRequest(to_a2a_stream=request)
+        yield pb.ConvertRequest(to_a2a_stream=request)
     for case in vectors.load("envelope_from_acp_jsonrpc"):
         message = {
             "jsonrpc": "2.0",
@@ -67,14 +67,14 @@ def _vector_requests() -> Iterator[pb.ConvertStreamRequest]:
             "method": case["input"]["method"],
             "params": case["input"]["params"],
         }
-        yield pb.ConvertStreamRequest(from_acp=pb.FromACPRequest(json=json.dumps(message), channel="ide"))
+        yield pb.ConvertRequest(from_acp=pb.FromACPRequest(json=json.dumps(message), channel="ide"))
     for case in vectors.load("envelope_from_a2a_send_message"):
         kwargs = case["input"]["kwargs"]
         params = {"message": kwargs.get("message_body"), "metadata": kwargs.get("metadata")}
-        yield pb.ConvertStreamRequest(from_a2a=pb.FromA2ARequest(json=json.dumps(params)))
+        yield pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json=json.dumps(params)))
     for method, bad_request, _ in BAD_REQUESTS:
         conversion: dict[str, Any] = {_REQUEST_CASE_OF_METHOD[method]: bad_request}
-        yield pb.ConvertStreamRequest(**conversion)
+        yield pb.ConvertRequest(**conversion)
 
 
 #: Fields a conversion fills with a fresh id or the clock: they differ from call to call.
@@ -98,8 +98,8 @@ def _without_volatile_fields(reply: Message) -> Message:
     return copy
 
 
-async def _unary_answer(stub: pb_grpc.ConversionServiceAsyncStub, request: pb.ConvertStreamRequest) -> Any:
-    """What the unary RPC answers for the request: its reply, or its violations under the case."""
+async def _unary_answer(stub: pb_grpc.ConversionServiceAsyncStub, request: pb.ConvertRequest) -> Any:
+    """What the unary RPC answers for the conversion: its reply, or its violations under the case."""
     case = request.WhichOneof("conversion")
     assert case is not None
     try:
@@ -110,7 +110,7 @@ async def _unary_answer(stub: pb_grpc.ConversionServiceAsyncStub, request: pb.Co
     return _without_volatile_fields(reply)
 
 
-def _stream_answer(reply: pb.ConvertStreamResponse) -> Any:
+def _stream_answer(reply: pb.ConvertResult) -> Any:
     result = reply.WhichOneof("result")
     if result == "error":
         return [(violation.field, violation.description) for violation in reply.error.field_violations]
@@ -118,48 +118,63 @@ def _stream_answer(reply: pb.ConvertStreamResponse) -> Any:
     return _without_volatile_fields(getattr(reply, result))
 
 
+def _batch(*conversions: pb.ConvertRequest) -> pb.ConvertStreamRequest:
+    return pb.ConvertStreamRequest(conversions=conversions)
+
+
 async def _convert(
-    stub: pb_grpc.ConversionServiceAsyncStub, requests: list[pb.ConvertStreamRequest]
-) -> list[pb.ConvertStreamResponse]:
-    call = stub.ConvertStream(iter(requests), timeout=60)
+    stub: pb_grpc.ConversionServiceAsyncStub, batches: list[pb.ConvertStreamRequest]
+) -> list[pb.ConvertResult]:
+    """Every result of the stream, checked to come one reply per batch, as many as its conversions."""
+    call = stub.ConvertStream(iter(batches), timeout=60)
     replies = [reply async for reply in call]
     assert await call.code() == grpc.StatusCode.OK
-    return replies
+    assert [len(reply.results) for reply in replies] == [len(batch.conversions) for batch in batches]
+    return [result for reply in replies for result in reply.results]
 
 
 @in_module_loop
-async def test_every_reply_is_what_the_unary_rpc_answers_in_request_order(
+async def test_every_result_is_what_the_unary_rpc_answers_in_request_order(
     stub: pb_grpc.ConversionServiceAsyncStub,
 ) -> None:
-    requests = list(_vector_requests())
-    replies = await _convert(stub, requests)
-    assert [reply.index for reply in replies] == list(range(len(requests)))
-    for index, (request, reply) in enumerate(zip(requests, replies, strict=True)):
-        assert _stream_answer(reply) == await _unary_answer(stub, request), (index, request)
-    results = {reply.WhichOneof("result") for reply in replies}
-    assert results == {*UNARY_OF_CASE, "error"}
+    conversions = list(_vector_conversions())
+    # Batches of many sizes, an empty one among them; the index counts across batches.
+    sizes = [1, 7, 0, 64, 1, 200]
+    batches, start = [], 0
+    for size in sizes:
+        batches.append(_batch(*conversions[start : start + size]))
+        start += size
+    batches.append(_batch(*conversions[start:]))
+    assert len(conversions) > start + 100
+    results = await _convert(stub, batches)
+    assert [result.index for result in results] == list(range(len(conversions)))
+    for index, (conversion, result) in enumerate(zip(conversions, results, strict=True)):
+        assert _stream_answer(result) == await _unary_answer(stub, conversion), (index, conversion)
+    assert {result.WhichOneof("result") for result in results} == {*UNARY_OF_CASE, "error"}
     # Not applicable is an answer, as in the unary RPC.
-    assert any(reply.to_acp.WhichOneof("result") == "not_applicable" for reply in replies)
+    assert any(result.to_acp.WhichOneof("result") == "not_applicable" for result in results)
 
 
 @in_module_loop
-async def test_a_bad_request_gets_an_error_reply_and_the_stream_goes_on(
+async def test_a_bad_conversion_gets_an_error_result_and_the_stream_goes_on(
     stub: pb_grpc.ConversionServiceAsyncStub,
 ) -> None:
-    good = pb.ConvertStreamRequest(
+    good = pb.ConvertRequest(
         to_acp=pb.ToACPRequest(envelope=E2AEnvelope(method="chat.send", params={"text": "hi"}).to_proto())
     )
-    requests = [
+    conversions = [
         *[good] * 3,
-        pb.ConvertStreamRequest(),
-        pb.ConvertStreamRequest(to_acp=pb.ToACPRequest(envelope_json='{"params": "str"}')),
-        pb.ConvertStreamRequest(from_acp=pb.FromACPRequest(json="{not json")),
-        pb.ConvertStreamRequest(to_a2a_stream=pb.ToA2AStreamRequest()),
-        pb.ConvertStreamRequest(from_a2a=pb.FromA2ARequest(json="[]")),
+        pb.ConvertRequest(),
+        pb.ConvertRequest(to_acp=pb.ToACPRequest(envelope_json='{"params": "str"}')),
+        pb.ConvertRequest(from_acp=pb.FromACPRequest(json="{not json")),
+        pb.ConvertRequest(to_a2a_stream=pb.ToA2AStreamRequest()),
+        pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json="[]")),
         *[good] * 3,
     ]
-    replies = await _convert(stub, requests)
-    assert [reply.index for reply in replies] == list(range(len(requests)))
+    # In one batch, and one per batch: the same results.
+    replies = await _convert(stub, [_batch(*conversions)])
+    assert await _convert(stub, [_batch(one) for one in conversions]) == replies
+    assert [reply.index for reply in replies] == list(range(len(conversions)))
     assert [reply.WhichOneof("result") for reply in replies] == ["to_acp"] * 3 + ["error"] * 5 + ["to_acp"] * 3
     fields = [[violation.field for violation in reply.error.field_violations] for reply in replies[3:8]]
     assert fields == [
@@ -188,27 +203,27 @@ async def test_a_bug_ends_the_stream_with_internal_after_the_replies_before_it(
 ) -> None:
     convert_one = conversion_servicer.convert_one
 
-    def failing_at_two(index: int, request: pb.ConvertStreamRequest) -> pb.ConvertStreamResponse:
+    def failing_at_two(index: int, request: pb.ConvertRequest) -> pb.ConvertResult:
         if index == 2:
             raise RuntimeError("a bug")
         return convert_one(index, request)
 
     monkeypatch.setattr(conversion_servicer, "convert_one", failing_at_two)
-    request = pb.ConvertStreamRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}'))
-    call = stub.ConvertStream(iter([request] * 5), timeout=10)
-    indexes = []
+    batch = _batch(pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}')))
+    call = stub.ConvertStream(iter([batch] * 5), timeout=10)
+    indexes: list[int] = []
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         async for reply in call:
-            indexes.append(reply.index)
+            indexes.extend(result.index for result in reply.results)
     assert indexes == [0, 1]
     assert caught.value.code() == grpc.StatusCode.INTERNAL
     assert "RuntimeError" in str(caught.value.details()) and "a bug" not in str(caught.value.details())
 
 
-def _big_request() -> pb.ConvertStreamRequest:
+def _big_batch() -> pb.ConvertStreamRequest:
     """~100 KB each way: a few thousand are far beyond any HTTP/2 window."""
     response = E2AResponse(response_kind="acp.prompt_result", jsonrpc_id=1, body={"text": "x" * 100_000})
-    return pb.ConvertStreamRequest(to_acp=pb.ToACPRequest(response=response.to_proto()))
+    return _batch(pb.ConvertRequest(to_acp=pb.ToACPRequest(response=response.to_proto())))
 
 
 @in_module_loop
@@ -220,13 +235,13 @@ async def test_a_client_that_does_not_read_holds_the_server_back(
     converted = 0
     convert_one = conversion_servicer.convert_one
 
-    def counting(index: int, request: pb.ConvertStreamRequest) -> pb.ConvertStreamResponse:
+    def counting(index: int, request: pb.ConvertRequest) -> pb.ConvertResult:
         nonlocal converted
         converted += 1
         return convert_one(index, request)
 
     monkeypatch.setattr(conversion_servicer, "convert_one", counting)
-    big, total = _big_request(), 2000
+    big, total = _big_batch(), 2000
     call = stub.ConvertStream(timeout=120)
 
     async def write_all() -> None:
@@ -240,10 +255,10 @@ async def test_a_client_that_does_not_read_holds_the_server_back(
         previous = converted
         await asyncio.sleep(0.5)
     assert 0 < converted < total // 4 and not writer.done()
-    replies = [reply async for reply in call]
+    results = [result async for reply in call for result in reply.results]
     await writer
-    assert [reply.index for reply in replies] == list(range(total)) and converted == total
-    assert all(reply.WhichOneof("result") == "to_acp" for reply in replies)
+    assert [result.index for result in results] == list(range(total)) and converted == total
+    assert all(result.WhichOneof("result") == "to_acp" for result in results)
 
 
 @in_module_loop
@@ -252,12 +267,12 @@ async def test_a_cancelled_stream_ends_its_handler(
 ) -> None:
     """A client that cancels mid-stream (while the server waits for its next request) leaves no
     call in flight: the handler and its read-ahead reader end."""
-    request = pb.ConvertStreamRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}'))
+    batch = _batch(pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}')))
     call = stub.ConvertStream(timeout=30)
     for index in range(3):
-        await call.write(request)
+        await call.write(batch)
         reply = await call.read()
-        assert isinstance(reply, pb.ConvertStreamResponse) and reply.index == index
+        assert isinstance(reply, pb.ConvertStreamResponse) and [result.index for result in reply.results] == [index]
     assert server.server.calls.count == 1
     call.cancel()
     async with asyncio.timeout(10):

@@ -46,11 +46,14 @@ class ConversionServiceStub:
     """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
     ConvertStream: _grpc.StreamStreamMultiCallable[_conversion_service_pb2.ConvertStreamRequest, _conversion_service_pb2.ConvertStreamResponse]
     """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-    request is any of the four conversions above, answered exactly as the unary RPC answers it.
-    One reply per request, in request order, carrying the request's index; a bad request gets an
-    error reply and the stream goes on. The server works on a bounded number of requests at a time
-    and reads more only as replies are written, so a client that stops reading stops the stream
-    through gRPC flow control instead of growing a buffer.
+    request message is a batch of conversions, each any of the four above, answered exactly as the
+    unary RPC answers it: one reply message per request message, in order, with a result per
+    conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+    and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+    per call (a message costs a server about as much as a small unary call's share); a batch of one
+    is fine when records trickle in. The server reads a bounded number of request messages ahead of
+    the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+    control instead of growing a buffer.
     """
 
 @_typing.type_check_only
@@ -68,11 +71,14 @@ class ConversionServiceAsyncStub(ConversionServiceStub):
     """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
     ConvertStream: _aio.StreamStreamMultiCallable[_conversion_service_pb2.ConvertStreamRequest, _conversion_service_pb2.ConvertStreamResponse]  # type: ignore[assignment]
     """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-    request is any of the four conversions above, answered exactly as the unary RPC answers it.
-    One reply per request, in request order, carrying the request's index; a bad request gets an
-    error reply and the stream goes on. The server works on a bounded number of requests at a time
-    and reads more only as replies are written, so a client that stops reading stops the stream
-    through gRPC flow control instead of growing a buffer.
+    request message is a batch of conversions, each any of the four above, answered exactly as the
+    unary RPC answers it: one reply message per request message, in order, with a result per
+    conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+    and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+    per call (a message costs a server about as much as a small unary call's share); a batch of one
+    is fine when records trickle in. The server reads a bounded number of request messages ahead of
+    the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+    control instead of growing a buffer.
     """
 
 class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -117,11 +123,14 @@ class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_conversion_service_pb2.ConvertStreamResponse], _abc.AsyncIterator[_conversion_service_pb2.ConvertStreamResponse]]:
         """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-        request is any of the four conversions above, answered exactly as the unary RPC answers it.
-        One reply per request, in request order, carrying the request's index; a bad request gets an
-        error reply and the stream goes on. The server works on a bounded number of requests at a time
-        and reads more only as replies are written, so a client that stops reading stops the stream
-        through gRPC flow control instead of growing a buffer.
+        request message is a batch of conversions, each any of the four above, answered exactly as the
+        unary RPC answers it: one reply message per request message, in order, with a result per
+        conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+        and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+        per call (a message costs a server about as much as a small unary call's share); a batch of one
+        is fine when records trickle in. The server reads a bounded number of request messages ahead of
+        the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+        control instead of growing a buffer.
         """
 
 def add_ConversionServiceServicer_to_server(servicer: ConversionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -118,7 +118,7 @@ def from_a2a(request: pb.FromA2ARequest) -> pb.FromA2AResponse:
     return pb.FromA2AResponse(envelope=envelope.to_proto())
 
 
-#: ConvertStreamRequest ``conversion`` case (also the ConvertStreamResponse ``result`` case) -> conversion.
+#: ConvertRequest ``conversion`` case (also the ConvertResult ``result`` case) -> conversion.
 _CONVERSIONS: dict[str, Callable[[Any], Message]] = {
     "to_acp": to_acp,
     "from_acp": from_acp,
@@ -127,27 +127,34 @@ _CONVERSIONS: dict[str, Callable[[Any], Message]] = {
 }
 
 
-def convert_one(index: int, request: pb.ConvertStreamRequest) -> pb.ConvertStreamResponse:
-    """The reply to the ``index``-th request of a ConvertStream: what the unary RPC answers, or the
-    field error it fails with, under the request's case (``to_acp.envelope_json.params``)."""
+def convert_one(index: int, request: pb.ConvertRequest) -> pb.ConvertResult:
+    """The result of the ``index``-th conversion of a ConvertStream: what the unary RPC answers, or
+    the field error it fails with, under the conversion's case (``to_acp.envelope_json.params``)."""
     try:
         case = _source_of(request, "conversion")
         try:
             result: dict[str, Any] = {case: _CONVERSIONS[case](getattr(request, case))}
         except E2AFieldError as exc:
             raise exc.under(case) from None
-        return pb.ConvertStreamResponse(index=index, **result)
+        return pb.ConvertResult(index=index, **result)
     except E2AFieldError as exc:
-        violation = pb.ConvertStreamError.FieldViolation(field=exc.field, description=exc.problem)
-        return pb.ConvertStreamResponse(index=index, error=pb.ConvertStreamError(field_violations=[violation]))
+        violation = pb.ConvertError.FieldViolation(field=exc.field, description=exc.problem)
+        return pb.ConvertResult(index=index, error=pb.ConvertError(field_violations=[violation]))
+
+
+def convert_batch(first_index: int, request: pb.ConvertStreamRequest) -> pb.ConvertStreamResponse:
+    """The reply to one batch of a ConvertStream whose first conversion is the stream's ``first_index``-th."""
+    return pb.ConvertStreamResponse(
+        results=[convert_one(first_index + offset, one) for offset, one in enumerate(request.conversions)]
+    )
 
 
 class ConversionServicer(pb_grpc.ConversionServiceServicer):
     """e2a.v1.ConversionService."""
 
     def __init__(self, convert_stream_window: int) -> None:
-        """``convert_stream_window``: how many requests of one ConvertStream may be read ahead of the
-        reply being written (ServerSettings.convert_stream_window)."""
+        """``convert_stream_window``: how many request messages (batches) of one ConvertStream may be
+        read ahead of the reply being written (ServerSettings.convert_stream_window)."""
         self._convert_stream_window = convert_stream_window
 
     @unary
@@ -172,12 +179,12 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
         context: grpc.aio.ServicerContext[pb.ConvertStreamRequest, pb.ConvertStreamResponse],
     ) -> AsyncIterator[pb.ConvertStreamResponse]:
         async with contextlib.aclosing(read_ahead(request_iterator, self._convert_stream_window)) as requests:
-            index = 0
+            index = 0  # of the next conversion, counted across batches
             async for request in requests:
                 try:
-                    reply = convert_one(index, request)
-                except Exception as exc:  # a bug of ours, not a bad request: end the stream with INTERNAL
-                    log.exception("unhandled error in ConversionService.ConvertStream at request %d", index)
+                    reply = convert_batch(index, request)
+                except Exception as exc:  # a bug of ours, not a bad conversion: end the stream with INTERNAL
+                    log.exception("unhandled error in ConversionService.ConvertStream at conversion %d", index)
                     await context.abort_with_status(status_for(exc))
                 yield reply
-                index += 1
+                index += len(request.conversions)

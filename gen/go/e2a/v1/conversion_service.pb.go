@@ -821,18 +821,11 @@ func (x *FromA2AResponse) GetEnvelope() *E2AEnvelope {
 	return nil
 }
 
-// One conversion of a ConvertStream; the case set names the conversion.
+// A batch of conversions on a ConvertStream.
 type ConvertStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Unset is a bad request: its reply is an error naming "conversion".
-	//
-	// Types that are valid to be assigned to Conversion:
-	//
-	//	*ConvertStreamRequest_ToAcp
-	//	*ConvertStreamRequest_FromAcp
-	//	*ConvertStreamRequest_ToA2AStream
-	//	*ConvertStreamRequest_FromA2A
-	Conversion    isConvertStreamRequest_Conversion `protobuf_oneof:"conversion"`
+	// Converted in order; an empty batch gets an empty reply.
+	Conversions   []*ConvertRequest `protobuf:"bytes,1,rep,name=conversions,proto3" json:"conversions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -867,102 +860,146 @@ func (*ConvertStreamRequest) Descriptor() ([]byte, []int) {
 	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *ConvertStreamRequest) GetConversion() isConvertStreamRequest_Conversion {
+func (x *ConvertStreamRequest) GetConversions() []*ConvertRequest {
+	if x != nil {
+		return x.Conversions
+	}
+	return nil
+}
+
+// One conversion; the case set names it.
+type ConvertRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset is a bad conversion: its result is an error naming "conversion".
+	//
+	// Types that are valid to be assigned to Conversion:
+	//
+	//	*ConvertRequest_ToAcp
+	//	*ConvertRequest_FromAcp
+	//	*ConvertRequest_ToA2AStream
+	//	*ConvertRequest_FromA2A
+	Conversion    isConvertRequest_Conversion `protobuf_oneof:"conversion"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertRequest) Reset() {
+	*x = ConvertRequest{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertRequest) ProtoMessage() {}
+
+func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertRequest.ProtoReflect.Descriptor instead.
+func (*ConvertRequest) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ConvertRequest) GetConversion() isConvertRequest_Conversion {
 	if x != nil {
 		return x.Conversion
 	}
 	return nil
 }
 
-func (x *ConvertStreamRequest) GetToAcp() *ToACPRequest {
+func (x *ConvertRequest) GetToAcp() *ToACPRequest {
 	if x != nil {
-		if x, ok := x.Conversion.(*ConvertStreamRequest_ToAcp); ok {
+		if x, ok := x.Conversion.(*ConvertRequest_ToAcp); ok {
 			return x.ToAcp
 		}
 	}
 	return nil
 }
 
-func (x *ConvertStreamRequest) GetFromAcp() *FromACPRequest {
+func (x *ConvertRequest) GetFromAcp() *FromACPRequest {
 	if x != nil {
-		if x, ok := x.Conversion.(*ConvertStreamRequest_FromAcp); ok {
+		if x, ok := x.Conversion.(*ConvertRequest_FromAcp); ok {
 			return x.FromAcp
 		}
 	}
 	return nil
 }
 
-func (x *ConvertStreamRequest) GetToA2AStream() *ToA2AStreamRequest {
+func (x *ConvertRequest) GetToA2AStream() *ToA2AStreamRequest {
 	if x != nil {
-		if x, ok := x.Conversion.(*ConvertStreamRequest_ToA2AStream); ok {
+		if x, ok := x.Conversion.(*ConvertRequest_ToA2AStream); ok {
 			return x.ToA2AStream
 		}
 	}
 	return nil
 }
 
-func (x *ConvertStreamRequest) GetFromA2A() *FromA2ARequest {
+func (x *ConvertRequest) GetFromA2A() *FromA2ARequest {
 	if x != nil {
-		if x, ok := x.Conversion.(*ConvertStreamRequest_FromA2A); ok {
+		if x, ok := x.Conversion.(*ConvertRequest_FromA2A); ok {
 			return x.FromA2A
 		}
 	}
 	return nil
 }
 
-type isConvertStreamRequest_Conversion interface {
-	isConvertStreamRequest_Conversion()
+type isConvertRequest_Conversion interface {
+	isConvertRequest_Conversion()
 }
 
-type ConvertStreamRequest_ToAcp struct {
+type ConvertRequest_ToAcp struct {
 	// As the ToACP RPC; answered with `to_acp`.
 	ToAcp *ToACPRequest `protobuf:"bytes,1,opt,name=to_acp,proto3,oneof"`
 }
 
-type ConvertStreamRequest_FromAcp struct {
+type ConvertRequest_FromAcp struct {
 	// As the FromACP RPC; answered with `from_acp`.
 	FromAcp *FromACPRequest `protobuf:"bytes,2,opt,name=from_acp,proto3,oneof"`
 }
 
-type ConvertStreamRequest_ToA2AStream struct {
+type ConvertRequest_ToA2AStream struct {
 	// As the ToA2AStream RPC; answered with `to_a2a_stream`.
 	ToA2AStream *ToA2AStreamRequest `protobuf:"bytes,3,opt,name=to_a2a_stream,proto3,oneof"`
 }
 
-type ConvertStreamRequest_FromA2A struct {
+type ConvertRequest_FromA2A struct {
 	// As the FromA2A RPC; answered with `from_a2a`.
 	FromA2A *FromA2ARequest `protobuf:"bytes,4,opt,name=from_a2a,proto3,oneof"`
 }
 
-func (*ConvertStreamRequest_ToAcp) isConvertStreamRequest_Conversion() {}
+func (*ConvertRequest_ToAcp) isConvertRequest_Conversion() {}
 
-func (*ConvertStreamRequest_FromAcp) isConvertStreamRequest_Conversion() {}
+func (*ConvertRequest_FromAcp) isConvertRequest_Conversion() {}
 
-func (*ConvertStreamRequest_ToA2AStream) isConvertStreamRequest_Conversion() {}
+func (*ConvertRequest_ToA2AStream) isConvertRequest_Conversion() {}
 
-func (*ConvertStreamRequest_FromA2A) isConvertStreamRequest_Conversion() {}
+func (*ConvertRequest_FromA2A) isConvertRequest_Conversion() {}
 
-// The outcome of one ConvertStreamRequest.
+// The reply to one ConvertStreamRequest.
 type ConvertStreamResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The 0-based position of the request in the stream. Replies come in request order, so this is
-	// redundant for a correct client; it lets one check the pairing, and find a bad request in a log.
-	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
-	// Types that are valid to be assigned to Result:
-	//
-	//	*ConvertStreamResponse_ToAcp
-	//	*ConvertStreamResponse_FromAcp
-	//	*ConvertStreamResponse_ToA2AStream
-	//	*ConvertStreamResponse_FromA2A
-	//	*ConvertStreamResponse_Error
-	Result        isConvertStreamResponse_Result `protobuf_oneof:"result"`
+	// One per conversion of the request, in its order.
+	Results       []*ConvertResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConvertStreamResponse) Reset() {
 	*x = ConvertStreamResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1011,7 @@ func (x *ConvertStreamResponse) String() string {
 func (*ConvertStreamResponse) ProtoMessage() {}
 
 func (x *ConvertStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,129 +1024,50 @@ func (x *ConvertStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertStreamResponse.ProtoReflect.Descriptor instead.
 func (*ConvertStreamResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{11}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12}
 }
 
-func (x *ConvertStreamResponse) GetIndex() uint64 {
+func (x *ConvertStreamResponse) GetResults() []*ConvertResult {
 	if x != nil {
-		return x.Index
-	}
-	return 0
-}
-
-func (x *ConvertStreamResponse) GetResult() isConvertStreamResponse_Result {
-	if x != nil {
-		return x.Result
+		return x.Results
 	}
 	return nil
 }
 
-func (x *ConvertStreamResponse) GetToAcp() *ToACPResponse {
-	if x != nil {
-		if x, ok := x.Result.(*ConvertStreamResponse_ToAcp); ok {
-			return x.ToAcp
-		}
-	}
-	return nil
-}
-
-func (x *ConvertStreamResponse) GetFromAcp() *FromACPResponse {
-	if x != nil {
-		if x, ok := x.Result.(*ConvertStreamResponse_FromAcp); ok {
-			return x.FromAcp
-		}
-	}
-	return nil
-}
-
-func (x *ConvertStreamResponse) GetToA2AStream() *ToA2AStreamResponse {
-	if x != nil {
-		if x, ok := x.Result.(*ConvertStreamResponse_ToA2AStream); ok {
-			return x.ToA2AStream
-		}
-	}
-	return nil
-}
-
-func (x *ConvertStreamResponse) GetFromA2A() *FromA2AResponse {
-	if x != nil {
-		if x, ok := x.Result.(*ConvertStreamResponse_FromA2A); ok {
-			return x.FromA2A
-		}
-	}
-	return nil
-}
-
-func (x *ConvertStreamResponse) GetError() *ConvertStreamError {
-	if x != nil {
-		if x, ok := x.Result.(*ConvertStreamResponse_Error); ok {
-			return x.Error
-		}
-	}
-	return nil
-}
-
-type isConvertStreamResponse_Result interface {
-	isConvertStreamResponse_Result()
-}
-
-type ConvertStreamResponse_ToAcp struct {
-	ToAcp *ToACPResponse `protobuf:"bytes,2,opt,name=to_acp,proto3,oneof"`
-}
-
-type ConvertStreamResponse_FromAcp struct {
-	FromAcp *FromACPResponse `protobuf:"bytes,3,opt,name=from_acp,proto3,oneof"`
-}
-
-type ConvertStreamResponse_ToA2AStream struct {
-	ToA2AStream *ToA2AStreamResponse `protobuf:"bytes,4,opt,name=to_a2a_stream,proto3,oneof"`
-}
-
-type ConvertStreamResponse_FromA2A struct {
-	FromA2A *FromA2AResponse `protobuf:"bytes,5,opt,name=from_a2a,proto3,oneof"`
-}
-
-type ConvertStreamResponse_Error struct {
-	// Why this request could not be converted (where the unary RPC fails with INVALID_ARGUMENT);
-	// the stream goes on with the next one.
-	Error *ConvertStreamError `protobuf:"bytes,6,opt,name=error,proto3,oneof"`
-}
-
-func (*ConvertStreamResponse_ToAcp) isConvertStreamResponse_Result() {}
-
-func (*ConvertStreamResponse_FromAcp) isConvertStreamResponse_Result() {}
-
-func (*ConvertStreamResponse_ToA2AStream) isConvertStreamResponse_Result() {}
-
-func (*ConvertStreamResponse_FromA2A) isConvertStreamResponse_Result() {}
-
-func (*ConvertStreamResponse_Error) isConvertStreamResponse_Result() {}
-
-// A request's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
-// bytes parse as one and a client can reuse what it does for a failed unary call.
-type ConvertStreamError struct {
+// The outcome of one ConvertRequest.
+type ConvertResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// What is wrong with the request, one violation per bad field.
-	FieldViolations []*ConvertStreamError_FieldViolation `protobuf:"bytes,1,rep,name=field_violations,proto3" json:"field_violations,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The 0-based position of the conversion in the stream, counted across batches. Results come in
+	// request order, so this is redundant for a correct client; it lets one check the pairing, and
+	// find a bad conversion in a log.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*ConvertResult_ToAcp
+	//	*ConvertResult_FromAcp
+	//	*ConvertResult_ToA2AStream
+	//	*ConvertResult_FromA2A
+	//	*ConvertResult_Error
+	Result        isConvertResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ConvertStreamError) Reset() {
-	*x = ConvertStreamError{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
+func (x *ConvertResult) Reset() {
+	*x = ConvertResult{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ConvertStreamError) String() string {
+func (x *ConvertResult) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ConvertStreamError) ProtoMessage() {}
+func (*ConvertResult) ProtoMessage() {}
 
-func (x *ConvertStreamError) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
+func (x *ConvertResult) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,12 +1078,147 @@ func (x *ConvertStreamError) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ConvertStreamError.ProtoReflect.Descriptor instead.
-func (*ConvertStreamError) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12}
+// Deprecated: Use ConvertResult.ProtoReflect.Descriptor instead.
+func (*ConvertResult) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *ConvertStreamError) GetFieldViolations() []*ConvertStreamError_FieldViolation {
+func (x *ConvertResult) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ConvertResult) GetResult() isConvertResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetToAcp() *ToACPResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_ToAcp); ok {
+			return x.ToAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetFromAcp() *FromACPResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_FromAcp); ok {
+			return x.FromAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetToA2AStream() *ToA2AStreamResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_ToA2AStream); ok {
+			return x.ToA2AStream
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetFromA2A() *FromA2AResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_FromA2A); ok {
+			return x.FromA2A
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetError() *ConvertError {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isConvertResult_Result interface {
+	isConvertResult_Result()
+}
+
+type ConvertResult_ToAcp struct {
+	ToAcp *ToACPResponse `protobuf:"bytes,2,opt,name=to_acp,proto3,oneof"`
+}
+
+type ConvertResult_FromAcp struct {
+	FromAcp *FromACPResponse `protobuf:"bytes,3,opt,name=from_acp,proto3,oneof"`
+}
+
+type ConvertResult_ToA2AStream struct {
+	ToA2AStream *ToA2AStreamResponse `protobuf:"bytes,4,opt,name=to_a2a_stream,proto3,oneof"`
+}
+
+type ConvertResult_FromA2A struct {
+	FromA2A *FromA2AResponse `protobuf:"bytes,5,opt,name=from_a2a,proto3,oneof"`
+}
+
+type ConvertResult_Error struct {
+	// Why this conversion could not be done (where the unary RPC fails with INVALID_ARGUMENT); the
+	// stream goes on with the next one.
+	Error *ConvertError `protobuf:"bytes,6,opt,name=error,proto3,oneof"`
+}
+
+func (*ConvertResult_ToAcp) isConvertResult_Result() {}
+
+func (*ConvertResult_FromAcp) isConvertResult_Result() {}
+
+func (*ConvertResult_ToA2AStream) isConvertResult_Result() {}
+
+func (*ConvertResult_FromA2A) isConvertResult_Result() {}
+
+func (*ConvertResult_Error) isConvertResult_Result() {}
+
+// A conversion's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
+// bytes parse as one and a client can reuse what it does for a failed unary call.
+type ConvertError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What is wrong with the conversion, one violation per bad field.
+	FieldViolations []*ConvertError_FieldViolation `protobuf:"bytes,1,rep,name=field_violations,proto3" json:"field_violations,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConvertError) Reset() {
+	*x = ConvertError{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertError) ProtoMessage() {}
+
+func (x *ConvertError) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertError.ProtoReflect.Descriptor instead.
+func (*ConvertError) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ConvertError) GetFieldViolations() []*ConvertError_FieldViolation {
 	if x != nil {
 		return x.FieldViolations
 	}
@@ -1133,9 +1226,9 @@ func (x *ConvertStreamError) GetFieldViolations() []*ConvertStreamError_FieldVio
 }
 
 // Shaped as google.rpc.BadRequest.FieldViolation.
-type ConvertStreamError_FieldViolation struct {
+type ConvertError_FieldViolation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The dotted path of the bad field under the request's conversion case, e.g.
+	// The dotted path of the bad field under the conversion's case, e.g.
 	// "to_acp.envelope_json.params" (the unary RPC names "envelope_json.params").
 	Field string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
 	// What is wrong with it, for people.
@@ -1144,21 +1237,21 @@ type ConvertStreamError_FieldViolation struct {
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ConvertStreamError_FieldViolation) Reset() {
-	*x = ConvertStreamError_FieldViolation{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
+func (x *ConvertError_FieldViolation) Reset() {
+	*x = ConvertError_FieldViolation{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ConvertStreamError_FieldViolation) String() string {
+func (x *ConvertError_FieldViolation) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ConvertStreamError_FieldViolation) ProtoMessage() {}
+func (*ConvertError_FieldViolation) ProtoMessage() {}
 
-func (x *ConvertStreamError_FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
+func (x *ConvertError_FieldViolation) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,19 +1262,19 @@ func (x *ConvertStreamError_FieldViolation) ProtoReflect() protoreflect.Message 
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ConvertStreamError_FieldViolation.ProtoReflect.Descriptor instead.
-func (*ConvertStreamError_FieldViolation) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12, 0}
+// Deprecated: Use ConvertError_FieldViolation.ProtoReflect.Descriptor instead.
+func (*ConvertError_FieldViolation) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{14, 0}
 }
 
-func (x *ConvertStreamError_FieldViolation) GetField() string {
+func (x *ConvertError_FieldViolation) GetField() string {
 	if x != nil {
 		return x.Field
 	}
 	return ""
 }
 
-func (x *ConvertStreamError_FieldViolation) GetDescription() string {
+func (x *ConvertError_FieldViolation) GetDescription() string {
 	if x != nil {
 		return x.Description
 	}
@@ -1235,24 +1328,28 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\n" +
 	"\b_channel\"B\n" +
 	"\x0fFromA2AResponse\x12/\n" +
-	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeR\benvelope\"\x84\x02\n" +
-	"\x14ConvertStreamRequest\x12.\n" +
+	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeR\benvelope\"P\n" +
+	"\x14ConvertStreamRequest\x128\n" +
+	"\vconversions\x18\x01 \x03(\v2\x16.e2a.v1.ConvertRequestR\vconversions\"\xfe\x01\n" +
+	"\x0eConvertRequest\x12.\n" +
 	"\x06to_acp\x18\x01 \x01(\v2\x14.e2a.v1.ToACPRequestH\x00R\x06to_acp\x124\n" +
 	"\bfrom_acp\x18\x02 \x01(\v2\x16.e2a.v1.FromACPRequestH\x00R\bfrom_acp\x12B\n" +
 	"\rto_a2a_stream\x18\x03 \x01(\v2\x1a.e2a.v1.ToA2AStreamRequestH\x00R\rto_a2a_stream\x124\n" +
 	"\bfrom_a2a\x18\x04 \x01(\v2\x16.e2a.v1.FromA2ARequestH\x00R\bfrom_a2aB\f\n" +
 	"\n" +
-	"conversion\"\xcf\x02\n" +
-	"\x15ConvertStreamResponse\x12\x14\n" +
+	"conversion\"H\n" +
+	"\x15ConvertStreamResponse\x12/\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.e2a.v1.ConvertResultR\aresults\"\xc1\x02\n" +
+	"\rConvertResult\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12/\n" +
 	"\x06to_acp\x18\x02 \x01(\v2\x15.e2a.v1.ToACPResponseH\x00R\x06to_acp\x125\n" +
 	"\bfrom_acp\x18\x03 \x01(\v2\x17.e2a.v1.FromACPResponseH\x00R\bfrom_acp\x12C\n" +
 	"\rto_a2a_stream\x18\x04 \x01(\v2\x1b.e2a.v1.ToA2AStreamResponseH\x00R\rto_a2a_stream\x125\n" +
-	"\bfrom_a2a\x18\x05 \x01(\v2\x17.e2a.v1.FromA2AResponseH\x00R\bfrom_a2a\x122\n" +
-	"\x05error\x18\x06 \x01(\v2\x1a.e2a.v1.ConvertStreamErrorH\x00R\x05errorB\b\n" +
-	"\x06result\"\xb5\x01\n" +
-	"\x12ConvertStreamError\x12U\n" +
-	"\x10field_violations\x18\x01 \x03(\v2).e2a.v1.ConvertStreamError.FieldViolationR\x10field_violations\x1aH\n" +
+	"\bfrom_a2a\x18\x05 \x01(\v2\x17.e2a.v1.FromA2AResponseH\x00R\bfrom_a2a\x12,\n" +
+	"\x05error\x18\x06 \x01(\v2\x14.e2a.v1.ConvertErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"\xa9\x01\n" +
+	"\fConvertError\x12O\n" +
+	"\x10field_violations\x18\x01 \x03(\v2#.e2a.v1.ConvertError.FieldViolationR\x10field_violations\x1aH\n" +
 	"\x0eFieldViolation\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription*?\n" +
@@ -1281,65 +1378,69 @@ func file_e2a_v1_conversion_service_proto_rawDescGZIP() []byte {
 }
 
 var file_e2a_v1_conversion_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_e2a_v1_conversion_service_proto_goTypes = []any{
-	(AcpDialect)(0),                           // 0: e2a.v1.AcpDialect
-	(*NotApplicable)(nil),                     // 1: e2a.v1.NotApplicable
-	(*ToACPRequest)(nil),                      // 2: e2a.v1.ToACPRequest
-	(*ToACPResponse)(nil),                     // 3: e2a.v1.ToACPResponse
-	(*FromACPRequest)(nil),                    // 4: e2a.v1.FromACPRequest
-	(*FromACPRecord)(nil),                     // 5: e2a.v1.FromACPRecord
-	(*FromACPResponse)(nil),                   // 6: e2a.v1.FromACPResponse
-	(*ToA2AStreamRequest)(nil),                // 7: e2a.v1.ToA2AStreamRequest
-	(*ToA2AStreamResponse)(nil),               // 8: e2a.v1.ToA2AStreamResponse
-	(*FromA2ARequest)(nil),                    // 9: e2a.v1.FromA2ARequest
-	(*FromA2AResponse)(nil),                   // 10: e2a.v1.FromA2AResponse
-	(*ConvertStreamRequest)(nil),              // 11: e2a.v1.ConvertStreamRequest
-	(*ConvertStreamResponse)(nil),             // 12: e2a.v1.ConvertStreamResponse
-	(*ConvertStreamError)(nil),                // 13: e2a.v1.ConvertStreamError
-	(*ConvertStreamError_FieldViolation)(nil), // 14: e2a.v1.ConvertStreamError.FieldViolation
-	(*E2AEnvelope)(nil),                       // 15: e2a.v1.E2AEnvelope
-	(*E2AResponse)(nil),                       // 16: e2a.v1.E2AResponse
-	(IdentityOrigin)(0),                       // 17: e2a.v1.IdentityOrigin
+	(AcpDialect)(0),                     // 0: e2a.v1.AcpDialect
+	(*NotApplicable)(nil),               // 1: e2a.v1.NotApplicable
+	(*ToACPRequest)(nil),                // 2: e2a.v1.ToACPRequest
+	(*ToACPResponse)(nil),               // 3: e2a.v1.ToACPResponse
+	(*FromACPRequest)(nil),              // 4: e2a.v1.FromACPRequest
+	(*FromACPRecord)(nil),               // 5: e2a.v1.FromACPRecord
+	(*FromACPResponse)(nil),             // 6: e2a.v1.FromACPResponse
+	(*ToA2AStreamRequest)(nil),          // 7: e2a.v1.ToA2AStreamRequest
+	(*ToA2AStreamResponse)(nil),         // 8: e2a.v1.ToA2AStreamResponse
+	(*FromA2ARequest)(nil),              // 9: e2a.v1.FromA2ARequest
+	(*FromA2AResponse)(nil),             // 10: e2a.v1.FromA2AResponse
+	(*ConvertStreamRequest)(nil),        // 11: e2a.v1.ConvertStreamRequest
+	(*ConvertRequest)(nil),              // 12: e2a.v1.ConvertRequest
+	(*ConvertStreamResponse)(nil),       // 13: e2a.v1.ConvertStreamResponse
+	(*ConvertResult)(nil),               // 14: e2a.v1.ConvertResult
+	(*ConvertError)(nil),                // 15: e2a.v1.ConvertError
+	(*ConvertError_FieldViolation)(nil), // 16: e2a.v1.ConvertError.FieldViolation
+	(*E2AEnvelope)(nil),                 // 17: e2a.v1.E2AEnvelope
+	(*E2AResponse)(nil),                 // 18: e2a.v1.E2AResponse
+	(IdentityOrigin)(0),                 // 19: e2a.v1.IdentityOrigin
 }
 var file_e2a_v1_conversion_service_proto_depIdxs = []int32{
-	15, // 0: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
-	16, // 1: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
+	17, // 0: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
+	18, // 1: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
 	0,  // 2: e2a.v1.ToACPRequest.dialect:type_name -> e2a.v1.AcpDialect
 	1,  // 3: e2a.v1.ToACPResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	17, // 4: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	15, // 5: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	16, // 6: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
+	19, // 4: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	17, // 5: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	18, // 6: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
 	5,  // 7: e2a.v1.FromACPResponse.records:type_name -> e2a.v1.FromACPRecord
-	16, // 8: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
+	18, // 8: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
 	1,  // 9: e2a.v1.ToA2AStreamResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	17, // 10: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	15, // 11: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
-	2,  // 12: e2a.v1.ConvertStreamRequest.to_acp:type_name -> e2a.v1.ToACPRequest
-	4,  // 13: e2a.v1.ConvertStreamRequest.from_acp:type_name -> e2a.v1.FromACPRequest
-	7,  // 14: e2a.v1.ConvertStreamRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
-	9,  // 15: e2a.v1.ConvertStreamRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
-	3,  // 16: e2a.v1.ConvertStreamResponse.to_acp:type_name -> e2a.v1.ToACPResponse
-	6,  // 17: e2a.v1.ConvertStreamResponse.from_acp:type_name -> e2a.v1.FromACPResponse
-	8,  // 18: e2a.v1.ConvertStreamResponse.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
-	10, // 19: e2a.v1.ConvertStreamResponse.from_a2a:type_name -> e2a.v1.FromA2AResponse
-	13, // 20: e2a.v1.ConvertStreamResponse.error:type_name -> e2a.v1.ConvertStreamError
-	14, // 21: e2a.v1.ConvertStreamError.field_violations:type_name -> e2a.v1.ConvertStreamError.FieldViolation
-	2,  // 22: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
-	4,  // 23: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
-	7,  // 24: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
-	9,  // 25: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
-	11, // 26: e2a.v1.ConversionService.ConvertStream:input_type -> e2a.v1.ConvertStreamRequest
-	3,  // 27: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
-	6,  // 28: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
-	8,  // 29: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
-	10, // 30: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
-	12, // 31: e2a.v1.ConversionService.ConvertStream:output_type -> e2a.v1.ConvertStreamResponse
-	27, // [27:32] is the sub-list for method output_type
-	22, // [22:27] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	19, // 10: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	17, // 11: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
+	12, // 12: e2a.v1.ConvertStreamRequest.conversions:type_name -> e2a.v1.ConvertRequest
+	2,  // 13: e2a.v1.ConvertRequest.to_acp:type_name -> e2a.v1.ToACPRequest
+	4,  // 14: e2a.v1.ConvertRequest.from_acp:type_name -> e2a.v1.FromACPRequest
+	7,  // 15: e2a.v1.ConvertRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
+	9,  // 16: e2a.v1.ConvertRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
+	14, // 17: e2a.v1.ConvertStreamResponse.results:type_name -> e2a.v1.ConvertResult
+	3,  // 18: e2a.v1.ConvertResult.to_acp:type_name -> e2a.v1.ToACPResponse
+	6,  // 19: e2a.v1.ConvertResult.from_acp:type_name -> e2a.v1.FromACPResponse
+	8,  // 20: e2a.v1.ConvertResult.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
+	10, // 21: e2a.v1.ConvertResult.from_a2a:type_name -> e2a.v1.FromA2AResponse
+	15, // 22: e2a.v1.ConvertResult.error:type_name -> e2a.v1.ConvertError
+	16, // 23: e2a.v1.ConvertError.field_violations:type_name -> e2a.v1.ConvertError.FieldViolation
+	2,  // 24: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
+	4,  // 25: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
+	7,  // 26: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
+	9,  // 27: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
+	11, // 28: e2a.v1.ConversionService.ConvertStream:input_type -> e2a.v1.ConvertStreamRequest
+	3,  // 29: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
+	6,  // 30: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
+	8,  // 31: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
+	10, // 32: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
+	13, // 33: e2a.v1.ConversionService.ConvertStream:output_type -> e2a.v1.ConvertStreamResponse
+	29, // [29:34] is the sub-list for method output_type
+	24, // [24:29] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_e2a_v1_conversion_service_proto_init() }
@@ -1372,18 +1473,18 @@ func file_e2a_v1_conversion_service_proto_init() {
 		(*ToA2AStreamResponse_NotApplicable)(nil),
 	}
 	file_e2a_v1_conversion_service_proto_msgTypes[8].OneofWrappers = []any{}
-	file_e2a_v1_conversion_service_proto_msgTypes[10].OneofWrappers = []any{
-		(*ConvertStreamRequest_ToAcp)(nil),
-		(*ConvertStreamRequest_FromAcp)(nil),
-		(*ConvertStreamRequest_ToA2AStream)(nil),
-		(*ConvertStreamRequest_FromA2A)(nil),
-	}
 	file_e2a_v1_conversion_service_proto_msgTypes[11].OneofWrappers = []any{
-		(*ConvertStreamResponse_ToAcp)(nil),
-		(*ConvertStreamResponse_FromAcp)(nil),
-		(*ConvertStreamResponse_ToA2AStream)(nil),
-		(*ConvertStreamResponse_FromA2A)(nil),
-		(*ConvertStreamResponse_Error)(nil),
+		(*ConvertRequest_ToAcp)(nil),
+		(*ConvertRequest_FromAcp)(nil),
+		(*ConvertRequest_ToA2AStream)(nil),
+		(*ConvertRequest_FromA2A)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[13].OneofWrappers = []any{
+		(*ConvertResult_ToAcp)(nil),
+		(*ConvertResult_FromAcp)(nil),
+		(*ConvertResult_ToA2AStream)(nil),
+		(*ConvertResult_FromA2A)(nil),
+		(*ConvertResult_Error)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1391,7 +1492,7 @@ func file_e2a_v1_conversion_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_e2a_v1_conversion_service_proto_rawDesc), len(file_e2a_v1_conversion_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,11 +45,14 @@ type ConversionServiceClient interface {
 	// An A2A SendMessage request (message/send params) as an E2AEnvelope.
 	FromA2A(ctx context.Context, in *FromA2ARequest, opts ...grpc.CallOption) (*FromA2AResponse, error)
 	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-	// request is any of the four conversions above, answered exactly as the unary RPC answers it.
-	// One reply per request, in request order, carrying the request's index; a bad request gets an
-	// error reply and the stream goes on. The server works on a bounded number of requests at a time
-	// and reads more only as replies are written, so a client that stops reading stops the stream
-	// through gRPC flow control instead of growing a buffer.
+	// request message is a batch of conversions, each any of the four above, answered exactly as the
+	// unary RPC answers it: one reply message per request message, in order, with a result per
+	// conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+	// and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+	// per call (a message costs a server about as much as a small unary call's share); a batch of one
+	// is fine when records trickle in. The server reads a bounded number of request messages ahead of
+	// the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+	// control instead of growing a buffer.
 	ConvertStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse], error)
 }
 
@@ -129,11 +132,14 @@ type ConversionServiceServer interface {
 	// An A2A SendMessage request (message/send params) as an E2AEnvelope.
 	FromA2A(context.Context, *FromA2ARequest) (*FromA2AResponse, error)
 	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-	// request is any of the four conversions above, answered exactly as the unary RPC answers it.
-	// One reply per request, in request order, carrying the request's index; a bad request gets an
-	// error reply and the stream goes on. The server works on a bounded number of requests at a time
-	// and reads more only as replies are written, so a client that stops reading stops the stream
-	// through gRPC flow control instead of growing a buffer.
+	// request message is a batch of conversions, each any of the four above, answered exactly as the
+	// unary RPC answers it: one reply message per request message, in order, with a result per
+	// conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+	// and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+	// per call (a message costs a server about as much as a small unary call's share); a batch of one
+	// is fine when records trickle in. The server reads a bounded number of request messages ahead of
+	// the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+	// control instead of growing a buffer.
 	ConvertStream(grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]) error
 	mustEmbedUnimplementedConversionServiceServer()
 }

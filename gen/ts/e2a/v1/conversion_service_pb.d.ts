@@ -331,15 +331,35 @@ export declare type FromA2AResponse = Message<"e2a.v1.FromA2AResponse"> & {
 export declare const FromA2AResponseSchema: GenMessage<FromA2AResponse>;
 
 /**
- * One conversion of a ConvertStream; the case set names the conversion.
+ * A batch of conversions on a ConvertStream.
  *
  * @generated from message e2a.v1.ConvertStreamRequest
  */
 export declare type ConvertStreamRequest = Message<"e2a.v1.ConvertStreamRequest"> & {
   /**
-   * Unset is a bad request: its reply is an error naming "conversion".
+   * Converted in order; an empty batch gets an empty reply.
    *
-   * @generated from oneof e2a.v1.ConvertStreamRequest.conversion
+   * @generated from field: repeated e2a.v1.ConvertRequest conversions = 1;
+   */
+  conversions: ConvertRequest[];
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamRequest.
+ * Use `create(ConvertStreamRequestSchema)` to create a new message.
+ */
+export declare const ConvertStreamRequestSchema: GenMessage<ConvertStreamRequest>;
+
+/**
+ * One conversion; the case set names it.
+ *
+ * @generated from message e2a.v1.ConvertRequest
+ */
+export declare type ConvertRequest = Message<"e2a.v1.ConvertRequest"> & {
+  /**
+   * Unset is a bad conversion: its result is an error naming "conversion".
+   *
+   * @generated from oneof e2a.v1.ConvertRequest.conversion
    */
   conversion: {
     /**
@@ -377,27 +397,48 @@ export declare type ConvertStreamRequest = Message<"e2a.v1.ConvertStreamRequest"
 };
 
 /**
- * Describes the message e2a.v1.ConvertStreamRequest.
- * Use `create(ConvertStreamRequestSchema)` to create a new message.
+ * Describes the message e2a.v1.ConvertRequest.
+ * Use `create(ConvertRequestSchema)` to create a new message.
  */
-export declare const ConvertStreamRequestSchema: GenMessage<ConvertStreamRequest>;
+export declare const ConvertRequestSchema: GenMessage<ConvertRequest>;
 
 /**
- * The outcome of one ConvertStreamRequest.
+ * The reply to one ConvertStreamRequest.
  *
  * @generated from message e2a.v1.ConvertStreamResponse
  */
 export declare type ConvertStreamResponse = Message<"e2a.v1.ConvertStreamResponse"> & {
   /**
-   * The 0-based position of the request in the stream. Replies come in request order, so this is
-   * redundant for a correct client; it lets one check the pairing, and find a bad request in a log.
+   * One per conversion of the request, in its order.
+   *
+   * @generated from field: repeated e2a.v1.ConvertResult results = 1;
+   */
+  results: ConvertResult[];
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamResponse.
+ * Use `create(ConvertStreamResponseSchema)` to create a new message.
+ */
+export declare const ConvertStreamResponseSchema: GenMessage<ConvertStreamResponse>;
+
+/**
+ * The outcome of one ConvertRequest.
+ *
+ * @generated from message e2a.v1.ConvertResult
+ */
+export declare type ConvertResult = Message<"e2a.v1.ConvertResult"> & {
+  /**
+   * The 0-based position of the conversion in the stream, counted across batches. Results come in
+   * request order, so this is redundant for a correct client; it lets one check the pairing, and
+   * find a bad conversion in a log.
    *
    * @generated from field: uint64 index = 1;
    */
   index: bigint;
 
   /**
-   * @generated from oneof e2a.v1.ConvertStreamResponse.result
+   * @generated from oneof e2a.v1.ConvertResult.result
    */
   result: {
     /**
@@ -425,51 +466,51 @@ export declare type ConvertStreamResponse = Message<"e2a.v1.ConvertStreamRespons
     case: "fromA2a";
   } | {
     /**
-     * Why this request could not be converted (where the unary RPC fails with INVALID_ARGUMENT);
-     * the stream goes on with the next one.
+     * Why this conversion could not be done (where the unary RPC fails with INVALID_ARGUMENT); the
+     * stream goes on with the next one.
      *
-     * @generated from field: e2a.v1.ConvertStreamError error = 6;
+     * @generated from field: e2a.v1.ConvertError error = 6;
      */
-    value: ConvertStreamError;
+    value: ConvertError;
     case: "error";
   } | { case: undefined; value?: undefined };
 };
 
 /**
- * Describes the message e2a.v1.ConvertStreamResponse.
- * Use `create(ConvertStreamResponseSchema)` to create a new message.
+ * Describes the message e2a.v1.ConvertResult.
+ * Use `create(ConvertResultSchema)` to create a new message.
  */
-export declare const ConvertStreamResponseSchema: GenMessage<ConvertStreamResponse>;
+export declare const ConvertResultSchema: GenMessage<ConvertResult>;
 
 /**
- * A request's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
+ * A conversion's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
  * bytes parse as one and a client can reuse what it does for a failed unary call.
  *
- * @generated from message e2a.v1.ConvertStreamError
+ * @generated from message e2a.v1.ConvertError
  */
-export declare type ConvertStreamError = Message<"e2a.v1.ConvertStreamError"> & {
+export declare type ConvertError = Message<"e2a.v1.ConvertError"> & {
   /**
-   * What is wrong with the request, one violation per bad field.
+   * What is wrong with the conversion, one violation per bad field.
    *
-   * @generated from field: repeated e2a.v1.ConvertStreamError.FieldViolation field_violations = 1 [json_name = "field_violations"];
+   * @generated from field: repeated e2a.v1.ConvertError.FieldViolation field_violations = 1 [json_name = "field_violations"];
    */
-  fieldViolations: ConvertStreamError_FieldViolation[];
+  fieldViolations: ConvertError_FieldViolation[];
 };
 
 /**
- * Describes the message e2a.v1.ConvertStreamError.
- * Use `create(ConvertStreamErrorSchema)` to create a new message.
+ * Describes the message e2a.v1.ConvertError.
+ * Use `create(ConvertErrorSchema)` to create a new message.
  */
-export declare const ConvertStreamErrorSchema: GenMessage<ConvertStreamError>;
+export declare const ConvertErrorSchema: GenMessage<ConvertError>;
 
 /**
  * Shaped as google.rpc.BadRequest.FieldViolation.
  *
- * @generated from message e2a.v1.ConvertStreamError.FieldViolation
+ * @generated from message e2a.v1.ConvertError.FieldViolation
  */
-export declare type ConvertStreamError_FieldViolation = Message<"e2a.v1.ConvertStreamError.FieldViolation"> & {
+export declare type ConvertError_FieldViolation = Message<"e2a.v1.ConvertError.FieldViolation"> & {
   /**
-   * The dotted path of the bad field under the request's conversion case, e.g.
+   * The dotted path of the bad field under the conversion's case, e.g.
    * "to_acp.envelope_json.params" (the unary RPC names "envelope_json.params").
    *
    * @generated from field: string field = 1;
@@ -485,10 +526,10 @@ export declare type ConvertStreamError_FieldViolation = Message<"e2a.v1.ConvertS
 };
 
 /**
- * Describes the message e2a.v1.ConvertStreamError.FieldViolation.
- * Use `create(ConvertStreamError_FieldViolationSchema)` to create a new message.
+ * Describes the message e2a.v1.ConvertError.FieldViolation.
+ * Use `create(ConvertError_FieldViolationSchema)` to create a new message.
  */
-export declare const ConvertStreamError_FieldViolationSchema: GenMessage<ConvertStreamError_FieldViolation>;
+export declare const ConvertError_FieldViolationSchema: GenMessage<ConvertError_FieldViolation>;
 
 /**
  * The shape of ACP JSON written by ToACP.
@@ -564,11 +605,14 @@ export declare const ConversionService: GenService<{
   },
   /**
    * Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-   * request is any of the four conversions above, answered exactly as the unary RPC answers it.
-   * One reply per request, in request order, carrying the request's index; a bad request gets an
-   * error reply and the stream goes on. The server works on a bounded number of requests at a time
-   * and reads more only as replies are written, so a client that stops reading stops the stream
-   * through gRPC flow control instead of growing a buffer.
+   * request message is a batch of conversions, each any of the four above, answered exactly as the
+   * unary RPC answers it: one reply message per request message, in order, with a result per
+   * conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+   * and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+   * per call (a message costs a server about as much as a small unary call's share); a batch of one
+   * is fine when records trickle in. The server reads a bounded number of request messages ahead of
+   * the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+   * control instead of growing a buffer.
    *
    * @generated from rpc e2a.v1.ConversionService.ConvertStream
    */
