@@ -65,6 +65,15 @@ class Load:
     client_cpu_seconds: float
 
 
+def _run(command: list[str], seconds: float) -> str:
+    """The command's stdout; its stderr in the error if it fails."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60)
+    except subprocess.CalledProcessError as exc:
+        raise RuntimeError(f"{Path(command[0]).name} failed ({exc.returncode}): {exc.stderr.strip()}") from None
+    return done.stdout
+
+
 def _children_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -74,7 +83,7 @@ def ghz(address: str, method: str, request: Path, concurrency: int, seconds: flo
     """Unary calls of ``method`` ("package.Service.Method") with ``concurrency`` in flight for ``seconds``."""
     cpu_before = _children_cpu_seconds()
     # ghz is the only child that ends during the run, so the children's CPU time grows by its own.
-    done = subprocess.run(
+    output = _run(
         [
             str(ghz_path()),
             "--insecure",
@@ -89,13 +98,10 @@ def ghz(address: str, method: str, request: Path, concurrency: int, seconds: flo
             "--format=json",
             address,
         ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=seconds + 60,
+        seconds,
     )
     client_cpu = _children_cpu_seconds() - cpu_before
-    report = json.loads(done.stdout)
+    report = json.loads(output)
     codes: dict[str, int] = report.get("statusCodeDistribution") or {}
     failed = {code: count for code, count in codes.items() if code != "OK" and code not in _CUT_OFF_AT_THE_END}
     cut_off = sum(count for code, count in codes.items() if code in _CUT_OFF_AT_THE_END)
@@ -121,7 +127,7 @@ def streamload(
     """Streams of ``method`` ("/package.Service/Method"): ``streams`` in flight for ``seconds``; each
     server stream sends the request once and reads the frames, each bidi stream keeps ``window``
     requests unanswered."""
-    done = subprocess.run(
+    output = _run(
         [
             str(STREAMLOAD),
             f"-address={address}",
@@ -133,12 +139,9 @@ def streamload(
             f"-connections={connections}",
             f"-duration={seconds}s",
         ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=seconds + 60,
+        seconds,
     )
-    report = json.loads(done.stdout)
+    report = json.loads(output)
     return Load(
         counted=int(report["items"]),
         done=int(report["items"]),

@@ -220,7 +220,7 @@ class Ceiling:
 
 def ceiling_table(ceilings: Sequence[Ceiling], first_column: str, unit: str) -> str:
     """The transport's ceiling per workload, and how far each Python figure is from it."""
-    labels = list(ceilings[0].python)
+    labels = list(dict.fromkeys(label for ceiling in ceilings for label in ceiling.python))
     rows = []
     for ceiling in ceilings:
         rates = [one.items_per_s for one in ceiling.rounds]
@@ -232,7 +232,10 @@ def ceiling_table(ceilings: Sequence[Ceiling], first_column: str, unit: str) -> 
                 f"{rate(min(rates))} - {rate(max(rates))}",
                 optional(median_optional([one.server_cores for one in ceiling.rounds]), ".2f"),
                 f"{statistics.median(one.client_cores for one in ceiling.rounds):.2f}",
-                *(f"{ceiling.python[label] / ceiling.median:.3f}" for label in labels),
+                *(
+                    f"{ceiling.python[label] / ceiling.median:.3f}" if label in ceiling.python else "n/a"
+                    for label in labels
+                ),
             ]
         )
     header = [

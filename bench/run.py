@@ -16,6 +16,7 @@ from pathlib import Path
 from bench import (
     chat_throughput,
     codec_roundtrip,
+    convertstream_throughput,
     go_wire_json,
     toacp_throughput,
     transcode_throughput,
@@ -31,6 +32,7 @@ SECTIONS: dict[str, Section] = {
     "toacp": toacp_throughput.run,
     "transcode": transcode_throughput.run,
     "chat": chat_throughput.run,
+    "convertstream": convertstream_throughput.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.
