@@ -8,7 +8,7 @@ NODE_MODULES := clients/ts/node_modules/.package-lock.json
 SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
 PY_SRC := src/e2a_grpc tests bench conformance
 
-.PHONY: venv gen check-gen lint test test-go test-java test-rust conformance fuzz bench serve clean
+.PHONY: venv gen check-gen lint test test-go test-java test-rust conformance fuzz bench bench-tools serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,8 +82,27 @@ serve: $(STAMP)
 	$(VENV)/bin/e2a-grpc serve
 
 ## bench: run the benchmarks and write BENCHMARKS.md
-bench: $(STAMP)
+bench: $(STAMP) bench-tools
 	$(PY) -m bench.run --output BENCHMARKS.md
 
+# The bench's load generators (bench/goload.py knows these paths): ghz at a pinned version, installed
+# with `go install` into the git-ignored .bin/ like the codegen plugins (a directory per version, as
+# a `go install`ed ghz reports no version); the Go module bench/go (the grpc-go ceiling server and the
+# stream client, built with the Go build cache); and the protoset ghz reads, as ghz's own .proto
+# parser rejects proto3 `optional`.
+GHZ_VERSION := v0.93.0
+GHZ := .bin/ghz-$(GHZ_VERSION)/ghz
+BENCH_PROTOSET := .bench/e2a-bench.protoset
+$(GHZ):
+	GOBIN=$(CURDIR)/.bin/ghz-$(GHZ_VERSION) go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
+$(BENCH_PROTOSET): $(STAMP) $(wildcard proto/e2a/v1/*.proto) bench/proto/e2a/bench/v1/bench.proto
+	mkdir -p .bench
+	$(PY) -m grpc_tools.protoc -I proto -I bench/proto --include_imports --descriptor_set_out=$@ \
+	  bench/proto/e2a/bench/v1/bench.proto
+
+## bench-tools: ghz, the Go bench commands and the protoset (make bench builds them first)
+bench-tools: $(GHZ) $(BENCH_PROTOSET)
+	cd bench/go && go build -o ../../.bin/bench/ ./cmd/ceiling ./cmd/streamload
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bin gen/go/bin clients/java/target clients/rust/target
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bin .bench gen/go/bin clients/java/target clients/rust/target

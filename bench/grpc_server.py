@@ -1,7 +1,8 @@
 """The server of the "toacp" and "transcode" sections: ``python -m bench.grpc_server --port N`` (until a signal).
 
 It is the real ``E2AServer`` stack (same options, interceptors, health and reflection) plus one bench-only
-RPC, ``/e2a.bench.v1.Echo/Echo``, which takes a ``ToACPRequest`` and returns it unchanged. The echo pays the
+RPC, ``/e2a.bench.v1.Echo/Echo``, which takes a ``ToACPRequest`` and returns it unchanged (and its stream
+twin ``EchoStream`` for ``ConvertStreamRequest``, the "convertstream" section's baseline). The echo pays the
 same protobuf parse and serialize and the same gRPC cost per call as ``ToACP`` but converts nothing, so
 ToACP calls/s over echo calls/s is what the conversion costs on top of gRPC. The echo is not in the proto
 nor in ``e2a_grpc``: it exists only for this benchmark.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import AsyncIterator
 
 import grpc
 
@@ -39,10 +41,33 @@ def add_echo(server: grpc.aio.Server) -> None:
     add_bench_rpc(server, ECHO_SERVICE, "Echo", handler)
 
 
+ECHO_STREAM_METHOD = f"/{ECHO_SERVICE}/EchoStream"
+
+
+async def _echo_stream(
+    requests: AsyncIterator[pb.ConvertStreamRequest],
+    context: grpc.aio.ServicerContext[pb.ConvertStreamRequest, pb.ConvertStreamRequest],
+) -> AsyncIterator[pb.ConvertStreamRequest]:
+    async for request in requests:
+        yield request
+
+
+def add_echo_stream(server: grpc.aio.Server) -> None:
+    """Register the stream echo: each ``ConvertStreamRequest`` parsed and written back, as
+    ``ConvertStream`` parses its requests and writes a reply each, but converting nothing."""
+    handler = grpc.stream_stream_rpc_method_handler(
+        _echo_stream,
+        request_deserializer=pb.ConvertStreamRequest.FromString,
+        response_serializer=pb.ConvertStreamRequest.SerializeToString,
+    )
+    add_bench_rpc(server, ECHO_SERVICE, "EchoStream", handler)
+
+
 async def serve(port: int) -> None:
     server = E2AServer(ServerSettings(host="127.0.0.1", port=port))
     # Before start, on the same grpc.aio server: both RPCs go through one stack.
     add_echo(server.server)
+    add_echo_stream(server.server)
     await server.run_until_signalled()
 
 

@@ -31,22 +31,31 @@ class Round:
     client_cores: float
 
 
-class RoundClock:
-    """Started when a round starts; ``stop`` turns what the round did into a ``Round``."""
+def _total_cpu_seconds(pids: Sequence[int]) -> float | None:
+    spent = [cpu_seconds(pid) for pid in pids]
+    return None if None in spent else sum(seconds for seconds in spent if seconds is not None)
 
-    def __init__(self, server_pid: int) -> None:
-        self._server_pid = server_pid
-        self._server_before = cpu_seconds(server_pid)
+
+class RoundClock:
+    """Started when a round starts; ``stop`` turns what the round did into a ``Round``.
+
+    ``server_pid`` may be several processes (a server with worker processes): their CPU adds up.
+    """
+
+    def __init__(self, server_pid: int | Sequence[int]) -> None:
+        self._server_pids = [server_pid] if isinstance(server_pid, int) else list(server_pid)
+        self._server_before = _total_cpu_seconds(self._server_pids)
         self._client_before = time.process_time()
         self.start = time.perf_counter()
 
-    def stop(self, counted: int, done: int, seconds: float) -> Round:
+    def stop(self, counted: int, done: int, seconds: float, client_cpu_seconds: float | None = None) -> Round:
         """``counted`` items made the round's ``seconds``; ``done`` items were served in all (CPU
-        time covers those).
+        time covers those). ``client_cpu_seconds``: the client's CPU when it is another process (a Go
+        load generator); default: this process's.
         """
         wall = time.perf_counter() - self.start
-        server_after = cpu_seconds(self._server_pid)
-        client = time.process_time() - self._client_before
+        server_after = _total_cpu_seconds(self._server_pids)
+        client = time.process_time() - self._client_before if client_cpu_seconds is None else client_cpu_seconds
         server = None if self._server_before is None or server_after is None else server_after - self._server_before
         return Round(
             items_per_s=counted / seconds,
@@ -190,5 +199,52 @@ def rpcs_table(
         "server cores busy",
         "client cores busy",
         *extra_header,
+    ]
+    return table(header, rows, right=range(2, len(header)))
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """Rounds of an RPC on the grpc-go ceiling server, set against the Python figures of a workload."""
+
+    name: str
+    rpc: str
+    rounds: list[Round]
+    #: Label -> median items/s of a Python RPC of the same workload (e.g. the same-stack echo).
+    python: dict[str, float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(one.items_per_s for one in self.rounds)
+
+
+def ceiling_table(ceilings: Sequence[Ceiling], first_column: str, unit: str) -> str:
+    """The transport's ceiling per workload, and how far each Python figure is from it."""
+    labels = list(dict.fromkeys(label for ceiling in ceilings for label in ceiling.python))
+    rows = []
+    for ceiling in ceilings:
+        rates = [one.items_per_s for one in ceiling.rounds]
+        rows.append(
+            [
+                ceiling.name,
+                ceiling.rpc,
+                rate(ceiling.median),
+                f"{rate(min(rates))} - {rate(max(rates))}",
+                optional(median_optional([one.server_cores for one in ceiling.rounds]), ".2f"),
+                f"{statistics.median(one.client_cores for one in ceiling.rounds):.2f}",
+                *(
+                    f"{ceiling.python[label] / ceiling.median:.3f}" if label in ceiling.python else "n/a"
+                    for label in labels
+                ),
+            ]
+        )
+    header = [
+        first_column,
+        "grpc-go RPC",
+        f"{unit}/s median",
+        "min - max",
+        "Go server cores busy",
+        "client cores busy",
+        *(f"{label} / grpc-go" for label in labels),
     ]
     return table(header, rows, right=range(2, len(header)))

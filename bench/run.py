@@ -18,6 +18,7 @@ from bench import (
     broker_throughput,
     chat_throughput,
     codec_roundtrip,
+    convertstream_throughput,
     go_wire_json,
     toacp_throughput,
     transcode_throughput,
@@ -35,6 +36,7 @@ SECTIONS: dict[str, Section] = {
     "chat": chat_throughput.run,
     "broker": broker_throughput.run,
     "a2a": a2a_front_door.run,
+    "convertstream": convertstream_throughput.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.

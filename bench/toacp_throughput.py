@@ -3,21 +3,24 @@
 The issue's target: ToACP throughput is at least 0.9x that of an echo of the same ``ToACPRequest``
 measured in the same run, i.e. conversion adds at most 10 % on top of gRPC's own cost.
 
-The server (``bench.grpc_server``: the real ``E2AServer`` plus the echo) runs in its own process, so that
-client and server each get a core instead of sharing one event loop.
+The server (``bench.grpc_server``: the real ``E2AServer`` plus the echo) runs in its own process and the
+load comes from ghz (bench/goload.py), a Go client that does not hide the server's cost behind its own;
+a grpc-go echo of the same request (bench/go ``ceiling``) shows the transport's ceiling on this machine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import subprocess
-import time
+import tempfile
+from pathlib import Path
 from typing import IO, Any
 
 import grpc
 
-from bench import paired
+from bench import goload, paired
 from bench.codec_roundtrip import SPEC_11_1_EXAMPLE, multimodal_prompt
 from bench.grpc_server import ECHO_METHOD
 from bench.report import SectionResult
@@ -26,14 +29,18 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a_grpc import E2AEnvelope
 
 IN_FLIGHT = 64
-PAIRS = 20
-ROUND_SECONDS = 1.0
+PAIRS = 10
+ROUND_SECONDS = 1.5
 WARMUP_SECONDS = 1.0
+CEILING_ROUNDS = 3
 TARGET_RATIO = 0.9
 
 TOACP_METHOD = "/e2a.v1.ConversionService/ToACP"
 ECHO = "echo"
 TOACP = "ToACP"
+#: The RPCs as ghz names them (package.Service.Method; the echo is in bench/proto).
+GHZ_METHODS = {TOACP: "e2a.v1.ConversionService.ToACP", ECHO: "e2a.bench.v1.Echo.Echo"}
+GHZ_ECHO = GHZ_METHODS[ECHO]
 
 #: A call slower than this means the server is stuck: fail the section rather than hang ``make bench``.
 _CALL_TIMEOUT_SECONDS = 30.0
@@ -45,32 +52,12 @@ WORKLOADS: dict[str, dict[str, Any]] = {
 }
 
 
-async def _round(
-    call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes], request: bytes, seconds: float, server_pid: int
-) -> paired.Round:
-    """Keep exactly ``IN_FLIGHT`` calls outstanding for ``seconds``; calls/s counts calls done by then.
-
-    Calls still in flight at the deadline finish (for the CPU figures) but are not counted, so the
-    counted window never sees fewer than ``IN_FLIGHT`` calls outstanding.
-    """
-    counted = 0
-    done = 0
+def _round(address: str, method: str, request: Path, seconds: float, server_pid: int) -> paired.Round:
+    """ghz keeps exactly ``IN_FLIGHT`` calls outstanding for ``seconds``; the calls it cuts off at the
+    end are not counted (but their CPU is in the server's figure, as in all rounds alike)."""
     clock = paired.RoundClock(server_pid)
-    deadline = clock.start + seconds
-
-    async def worker() -> None:
-        nonlocal counted, done
-        while True:
-            await call(request, timeout=_CALL_TIMEOUT_SECONDS)
-            done += 1
-            if time.perf_counter() > deadline:
-                return
-            counted += 1
-
-    async with asyncio.TaskGroup() as workers:
-        for _ in range(IN_FLIGHT):
-            workers.create_task(worker())
-    return clock.stop(counted, done, seconds)
+    load = goload.ghz(address, method, request, IN_FLIGHT, seconds)
+    return clock.stop(load.counted, load.done, load.seconds, load.client_cpu_seconds)
 
 
 async def _check(channel: grpc.aio.Channel, request: pb.ToACPRequest) -> dict[str, int]:
@@ -90,39 +77,68 @@ async def _check(channel: grpc.aio.Channel, request: pb.ToACPRequest) -> dict[st
 
 
 async def _measure_workload(
-    channel: grpc.aio.Channel, server_pid: int, name: str, doc: dict[str, Any], sizes: dict[str, dict[str, int]]
+    channel: grpc.aio.Channel,
+    address: str,
+    server_pid: int,
+    name: str,
+    request: pb.ToACPRequest,
+    request_path: Path,
+    sizes: dict[str, dict[str, int]],
 ) -> paired.Paired:
-    request = pb.ToACPRequest(envelope=E2AEnvelope.from_dict(doc).to_proto())
     data = request.SerializeToString()
     sizes[name] = {"request": len(data), **await _check(channel, request)}
-    # No serializers: the client sends the same pre-serialized bytes and keeps the reply bytes, so it
-    # spends the same (minimal) CPU per call on both RPCs and the comparison is about the server.
-    calls: dict[str, grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]] = {
-        ECHO: channel.unary_unary(ECHO_METHOD),
-        TOACP: channel.unary_unary(TOACP_METHOD),
-    }
-    for call in calls.values():
-        await _round(call, data, WARMUP_SECONDS, server_pid)
+    for method in GHZ_METHODS.values():
+        _round(address, method, request_path, WARMUP_SECONDS, server_pid)
 
     async def run_round(rpc: str) -> paired.Round:
-        return await _round(calls[rpc], data, ROUND_SECONDS, server_pid)
+        return _round(address, GHZ_METHODS[rpc], request_path, ROUND_SECONDS, server_pid)
 
     return await paired.alternate(name, (TOACP, ECHO), (TOACP, ECHO), PAIRS, run_round)
 
 
 async def _measure(
-    address: str, process: subprocess.Popen[bytes], log: IO[bytes], sizes: dict[str, dict[str, int]]
+    address: str,
+    process: subprocess.Popen[bytes],
+    log: IO[bytes],
+    requests: dict[str, tuple[pb.ToACPRequest, Path]],
+    sizes: dict[str, dict[str, int]],
 ) -> list[paired.Paired]:
     async with grpc.aio.insecure_channel(address) as channel:
         await wait_serving(channel, process, log)
-        return [await _measure_workload(channel, process.pid, name, doc, sizes) for name, doc in WORKLOADS.items()]
+        return [
+            await _measure_workload(channel, address, process.pid, name, request, path, sizes)
+            for name, (request, path) in requests.items()
+        ]
+
+
+def _ceilings(requests: dict[str, tuple[pb.ToACPRequest, Path]], results: list[paired.Paired]) -> list[paired.Ceiling]:
+    """The grpc-go echo of each workload's request, in the same way (ghz, ``IN_FLIGHT`` calls)."""
+    ceilings = []
+    with goload.ceiling_server() as (address, pid):
+        for (name, (_, path)), result in zip(requests.items(), results, strict=True):
+            _round(address, GHZ_ECHO, path, WARMUP_SECONDS, pid)
+            rounds = [_round(address, GHZ_ECHO, path, ROUND_SECONDS, pid) for _ in range(CEILING_ROUNDS)]
+            python = {
+                "Python echo": statistics.median(result.rates(ECHO)),
+                "ToACP": statistics.median(result.rates(TOACP)),
+            }
+            ceilings.append(paired.Ceiling(name, "echo", rounds, python))
+    return ceilings
 
 
 def run() -> SectionResult:
+    goload.ensure_tools()
     load_before = os.getloadavg()[0]
     sizes: dict[str, dict[str, int]] = {}
-    with server_process("bench.grpc_server") as (address, process, log):
-        results = asyncio.run(_measure(address, process, log, sizes))
+    with tempfile.TemporaryDirectory(prefix="e2a-bench-") as scratch:
+        requests = {}
+        for index, (name, doc) in enumerate(WORKLOADS.items()):
+            request = pb.ToACPRequest(envelope=E2AEnvelope.from_dict(doc).to_proto())
+            path = goload.request_file(Path(scratch), f"toacp-{index}", request.SerializeToString())
+            requests[name] = (request, path)
+        with server_process("bench.grpc_server") as (address, process, log):
+            results = asyncio.run(_measure(address, process, log, requests, sizes))
+        ceilings = _ceilings(requests, results)
     load_after = os.getloadavg()[0]
     targets = tuple(result.target("toacp", "calls", TARGET_RATIO) for result in results)
 
@@ -140,15 +156,17 @@ Method: `bench/grpc_server.py` runs in its own process: `E2AServer(ServerSetting
 (the real options, health, reflection) plus a bench-only `/e2a.bench.v1.Echo/Echo` RPC, registered on
 the same `grpc.aio` server, that parses a `ToACPRequest` and returns it, so it pays the same protobuf
 and gRPC cost as `ToACP` but converts nothing. Before timing, `ToACP` is checked to return a `jsonrpc`
-result and the echo to return its request. The client (this process) uses one `grpc.aio` channel,
-{IN_FLIGHT} coroutines each calling back to back, and sends pre-serialized bytes and keeps the reply
-bytes, so its own work per call is the same for both RPCs. Per workload: {WARMUP_SECONDS:.0f} s warm-up
-per RPC, then {PAIRS} pairs of {ROUND_SECONDS:.0f} s rounds, echo and ToACP back to back (order alternating
-per pair). calls/s counts the calls completed within a round (those still in flight at its end finish
-uncounted). "ToACP/echo (median)" is the median over pairs of the ratio within a pair; the target
-uses it. Server CPU (user + system, all threads, from `/proc`) over the calls of a round gives the
-server's CPU µs per call; "cores busy" is CPU seconds per wall second of a round. "echo/ToACP server
-CPU per call" is the ratio calls/s would show if the server's CPU were the only limit (informational).
+result and the echo to return its request. The load comes from ghz {goload.ghz_version()} (a Go gRPC load
+generator; `make bench-tools`), {IN_FLIGHT} calls in flight on one connection, sending the
+pre-serialized request from a file (`--binary`), with a protoset from `grpc_tools.protoc
+--include_imports` (ghz's own parser rejects proto3 `optional`). Per workload: {WARMUP_SECONDS:.0f} s
+warm-up per RPC, then {PAIRS} pairs of {ROUND_SECONDS} s rounds, echo and ToACP back to back (order
+alternating per pair). calls/s counts the calls that ended OK within a round (ghz cancels those still
+in flight at its end). "ToACP/echo (median)" is the median over pairs of the ratio within a pair; the
+target uses it. Server CPU (user + system, all threads, from `/proc`) over the calls of a round gives
+the server's CPU µs per call; "cores busy" is CPU seconds per wall second of a round, the client's
+being ghz's own (its rusage). "echo/ToACP server CPU per call" is the ratio calls/s would show if the
+server's CPU were the only limit (informational).
 
 {paired.target_table(results, "Workload", "calls", ".0f", TARGET_RATIO)}
 
@@ -156,7 +174,14 @@ Per RPC:
 
 {paired.rpcs_table(results, "Workload", "calls", ".0f", size_columns, ("request bytes", "reply bytes"))}
 
-Noise: client and server share this VM's cores (nproc above) with anything else running; the 1-minute
+The transport's ceiling: the same request echoed by a grpc-go server (`bench/go/cmd/ceiling`: parsed
+into the generated Go `ToACPRequest` and written back), driven the same way by ghz, {CEILING_ROUNDS}
+rounds of {ROUND_SECONDS} s after the Python rounds; the last columns are the Python figures above
+over it, i.e. how much of what gRPC can do on this machine the Python server reaches.
+
+{paired.ceiling_table(ceilings, "Workload", "calls")}
+
+Noise: ghz and the server share this VM's cores (nproc above) with anything else running; the 1-minute
 load average was {load_before:.1f} when this section started and {load_after:.1f} when it ended.
 "max/min" is the spread between rounds of one RPC. The per-pair ratio cancels drift slower than a
 pair; server CPU µs per call does not depend on how busy the client was, so it is the steadier

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import importlib.metadata
 import logging
 import os
@@ -26,7 +27,7 @@ from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.client import ConversionClient, ServiceError, chat
 from e2a_grpc.client.chat_text import ChatTextPrinter
 from e2a_grpc.errors import E2AFieldError
-from e2a_grpc.grpc.server import serve
+from e2a_grpc.grpc.workers import run_on_event_loop, run_server
 from e2a_grpc.logs import configure_logging
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin, ResponseStatus
 from e2a_grpc.protocols import cloudevents
@@ -149,13 +150,30 @@ def _add_serve(commands: Any) -> None:
 _QUIET_LIBRARY_LOGGERS = ("grpc", "asyncio", "a2a.client.card_resolver")
 
 
+def _server_logging(*, log_frames: bool) -> None:
+    for name in _QUIET_LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    if log_frames:
+        # Spec 12.7: each frame's log record is one line of pure JSON, whatever the other logs look like.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        frame_log.addHandler(handler)
+        frame_log.propagate = False
+
+
+def _worker_logging(*, verbose: bool, log_format: str, log_frames: bool) -> None:
+    """The logging of ``serve`` in a worker process (a fresh interpreter): as ``main`` sets it up."""
+    configure_logging(verbose=verbose, log_format=log_format)
+    _server_logging(log_frames=log_frames)
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     config = _settings(ServerSettings, args)
     # a2a-sdk opens an OpenTelemetry span around most of its own calls (hundreds per A2A turn) unless
-    # told otherwise before it is imported: only with --tracing, unless the environment says.
+    # told otherwise before it is imported: only with --tracing, unless the environment says. Set
+    # before the workers start, so they inherit it.
     os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "true" if config.tracing else "false")
-    for name in _QUIET_LIBRARY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
+    _server_logging(log_frames=config.log_frames)
     if config.backend is BackendName.A2A:
         try:  # a2a-sdk is optional: say so now, not with a traceback from inside the server
             import e2a_grpc.backends.a2a  # noqa: F401
@@ -170,22 +188,18 @@ def _run_serve(args: argparse.Namespace) -> int:
         except (ImportError, ValueError) as exc:
             print(f"error: --tracing: {exc} (pip install 'e2a-grpc[tracing]' and an exporter)", file=sys.stderr)
             return EXIT_BAD_INPUT
-    if config.log_frames:
-        # Spec 12.7: each frame's log record is one line of pure JSON, whatever the other logs look like.
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        frame_log.addHandler(handler)
-        frame_log.propagate = False
     if config.a2a_port is not None:
         try:  # the a2a-server extra: say so now, not with a traceback from inside the server
             from e2a_grpc.a2a_server.server import serve_with_a2a
         except ImportError as exc:
             print(f"error: --a2a-port: {exc} (pip install 'e2a-grpc[a2a-server]')", file=sys.stderr)
             return EXIT_FAILED
-        asyncio.run(serve_with_a2a(config))
+        run_on_event_loop(serve_with_a2a(config), config)
         return EXIT_OK
-    asyncio.run(serve(config))
-    return EXIT_OK
+    worker_logging = functools.partial(
+        _worker_logging, verbose=args.verbose, log_format=config.log_format, log_frames=config.log_frames
+    )
+    return run_server(config, setup_worker=worker_logging)
 
 
 def _add_convert(commands: Any) -> None:

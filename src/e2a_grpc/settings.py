@@ -6,6 +6,7 @@ environment, then the defaults below; an empty environment variable counts as un
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -47,6 +48,14 @@ class LogFormat(StrEnum):
 
     TEXT = "text"
     JSON = "json"
+
+
+class EventLoop(StrEnum):
+    """Which asyncio event loop the server runs on."""
+
+    AUTO = "auto"
+    ASYNCIO = "asyncio"
+    UVLOOP = "uvloop"
 
 
 def env_var(field_name: str) -> str:
@@ -261,6 +270,24 @@ class ServerSettings(BaseSettings):
         description="A2A server: delete tasks this long after they ended (completed, failed, canceled, rejected); "
         "0 keeps them",
     )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="server processes sharing the port through SO_REUSEPORT, to use every core; default: one per "
+        "core this process may run on, or 1 with --backend acp, --metrics-port or --a2a-port, which one process "
+        "must own",
+    )
+    event_loop: EventLoop = Field(
+        default=EventLoop.AUTO,
+        description="the asyncio event loop: uvloop (the 'uvloop' extra) or the standard one; auto: uvloop when "
+        "it is installed",
+    )
+    convert_stream_window: int = Field(
+        default=64,
+        ge=1,
+        description="ConvertStream: request messages (batches) of one stream read ahead of the reply being "
+        "written; beyond that, HTTP/2 flow control holds the client back",
+    )
 
     @field_validator("acp_command")
     @classmethod
@@ -301,7 +328,38 @@ class ServerSettings(BaseSettings):
             )
         if self.a2a_sqlite_path is not None and self.a2a_postgres_url:
             raise ValueError("--a2a-sqlite-path and --a2a-postgres-url name two task stores: give one")
+        if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
+            raise ValueError("--event-loop uvloop: uvloop is not installed (pip install 'e2a-grpc[uvloop]')")
+        if self.workers is not None and self.workers > 1:
+            if self.backend is BackendName.ACP:
+                raise ValueError(
+                    "--workers > 1 cannot serve --backend acp: an ACP chat's agent session lives in the worker "
+                    "process that started it, and a client's next call may reach another worker"
+                )
+            if self.metrics_port is not None:
+                raise ValueError(
+                    "--workers > 1 cannot serve --metrics-port: each worker process counts its own calls, and "
+                    "one port would show one worker's"
+                )
+            if self.a2a_port is not None:
+                raise ValueError(
+                    "--workers > 1 cannot serve --a2a-port: the A2A server and its running tasks live in one process"
+                )
         return self
+
+    @property
+    def worker_count(self) -> int:
+        """How many server processes to run: ``workers``, or its default (see the field)."""
+        if self.workers is not None:
+            return self.workers
+        if self.backend is BackendName.ACP or self.metrics_port is not None or self.a2a_port is not None:
+            return 1
+        return _usable_cores()
+
+    @property
+    def uses_uvloop(self) -> bool:
+        """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed."""
+        return self.event_loop is EventLoop.UVLOOP or (self.event_loop is EventLoop.AUTO and _uvloop_installed())
 
     @property
     def acp_argv(self) -> tuple[str, ...]:
@@ -331,6 +389,17 @@ class ServerSettings(BaseSettings):
 
 def _comma_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _uvloop_installed() -> bool:
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), where the platform says."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _read_token(token_file: Path) -> str:

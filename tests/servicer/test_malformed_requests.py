@@ -42,12 +42,13 @@ def _path(method: MethodDescriptor) -> str:
 
 
 def _string_field_path(message: Descriptor) -> list[FieldDescriptor]:
-    """The shortest path of singular fields from ``message`` to a ``string`` field."""
+    """The shortest path of fields from ``message`` to a singular ``string`` field, through singular
+    or repeated message fields (not maps)."""
     paths: list[list[FieldDescriptor]] = [[field] for field in message.fields]
     while paths:
         path = paths.pop(0)
         field = path[-1]
-        if field.is_repeated:
+        if field.is_repeated and (field.message_type is None or field.message_type.GetOptions().map_entry):
             continue
         if field.type == FieldDescriptor.TYPE_STRING:
             return path
@@ -62,7 +63,7 @@ def _with_string(message_type: Descriptor, text: str) -> bytes:
     *outer, string_field = _string_field_path(message_type)
     target = message
     for field in outer:
-        target = getattr(target, field.name)
+        target = getattr(target, field.name).add() if field.is_repeated else getattr(target, field.name)
     setattr(target, string_field.name, text)
     return message.SerializeToString()
 

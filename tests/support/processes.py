@@ -210,7 +210,21 @@ def running_server_process(
 ) -> Iterator[tuple[ServerAddress, subprocess.Popen[bytes], IO[bytes]]]:
     """``running_server`` that also yields the process (to signal it) and its output file."""
     port = free_port()
-    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    # One process unless ARGS say otherwise (a later --workers wins): the tests that look at the
+    # server's process (its file descriptors, its signals) look at the one that serves.
+    command = [
+        sys.executable,
+        "-m",
+        "e2a_grpc",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        *args,
+    ]
     with logged_process(command, env=env, log=log) as (process, output):
         address = ServerAddress(f"127.0.0.1:{port}", process.pid)
         wait_serving(address, process, output, health_tls_ca)

@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,10 +31,11 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
     """The settings ``serve`` would start a server with (no server is started)."""
     configs: list[ServerSettings] = []
 
-    async def capture(config: ServerSettings) -> None:
+    def capture(config: ServerSettings, *, setup_worker: Callable[[], None]) -> int:
         configs.append(config)
+        return 0
 
-    monkeypatch.setattr(cli, "serve", capture)
+    monkeypatch.setattr(cli, "run_server", capture)
     return configs
 
 

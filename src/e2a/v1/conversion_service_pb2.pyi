@@ -164,3 +164,56 @@ class FromCloudEventsResponse(_message.Message):
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     records: _containers.RepeatedCompositeFieldContainer[CloudEventsRecord]
     def __init__(self, records: _Optional[_Iterable[_Union[CloudEventsRecord, _Mapping]]] = ...) -> None: ...
+
+class ConvertStreamRequest(_message.Message):
+    __slots__ = ("conversions",)
+    CONVERSIONS_FIELD_NUMBER: _ClassVar[int]
+    conversions: _containers.RepeatedCompositeFieldContainer[ConvertRequest]
+    def __init__(self, conversions: _Optional[_Iterable[_Union[ConvertRequest, _Mapping]]] = ...) -> None: ...
+
+class ConvertRequest(_message.Message):
+    __slots__ = ("to_acp", "from_acp", "to_a2a_stream", "from_a2a")
+    TO_ACP_FIELD_NUMBER: _ClassVar[int]
+    FROM_ACP_FIELD_NUMBER: _ClassVar[int]
+    TO_A2A_STREAM_FIELD_NUMBER: _ClassVar[int]
+    FROM_A2A_FIELD_NUMBER: _ClassVar[int]
+    to_acp: ToACPRequest
+    from_acp: FromACPRequest
+    to_a2a_stream: ToA2AStreamRequest
+    from_a2a: FromA2ARequest
+    def __init__(self, to_acp: _Optional[_Union[ToACPRequest, _Mapping]] = ..., from_acp: _Optional[_Union[FromACPRequest, _Mapping]] = ..., to_a2a_stream: _Optional[_Union[ToA2AStreamRequest, _Mapping]] = ..., from_a2a: _Optional[_Union[FromA2ARequest, _Mapping]] = ...) -> None: ...
+
+class ConvertStreamResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ConvertResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ConvertResult, _Mapping]]] = ...) -> None: ...
+
+class ConvertResult(_message.Message):
+    __slots__ = ("index", "to_acp", "from_acp", "to_a2a_stream", "from_a2a", "error")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TO_ACP_FIELD_NUMBER: _ClassVar[int]
+    FROM_ACP_FIELD_NUMBER: _ClassVar[int]
+    TO_A2A_STREAM_FIELD_NUMBER: _ClassVar[int]
+    FROM_A2A_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    to_acp: ToACPResponse
+    from_acp: FromACPResponse
+    to_a2a_stream: ToA2AStreamResponse
+    from_a2a: FromA2AResponse
+    error: ConvertError
+    def __init__(self, index: _Optional[int] = ..., to_acp: _Optional[_Union[ToACPResponse, _Mapping]] = ..., from_acp: _Optional[_Union[FromACPResponse, _Mapping]] = ..., to_a2a_stream: _Optional[_Union[ToA2AStreamResponse, _Mapping]] = ..., from_a2a: _Optional[_Union[FromA2AResponse, _Mapping]] = ..., error: _Optional[_Union[ConvertError, _Mapping]] = ...) -> None: ...
+
+class ConvertError(_message.Message):
+    __slots__ = ("field_violations",)
+    class FieldViolation(_message.Message):
+        __slots__ = ("field", "description")
+        FIELD_FIELD_NUMBER: _ClassVar[int]
+        DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+        field: str
+        description: str
+        def __init__(self, field: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+    FIELD_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    field_violations: _containers.RepeatedCompositeFieldContainer[ConvertError.FieldViolation]
+    def __init__(self, field_violations: _Optional[_Iterable[_Union[ConvertError.FieldViolation, _Mapping]]] = ...) -> None: ...

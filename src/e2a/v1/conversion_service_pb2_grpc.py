@@ -65,6 +65,11 @@ class ConversionServiceStub:
                 request_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.SerializeToString,
                 response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.FromString,
                 _registered_method=True)
+        self.ConvertStream = channel.stream_stream(
+                '/e2a.v1.ConversionService/ConvertStream',
+                request_serializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamRequest.SerializeToString,
+                response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamResponse.FromString,
+                _registered_method=True)
 
 
 class ConversionServiceServicer:
@@ -115,6 +120,21 @@ class ConversionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConvertStream(self, request_iterator, context):
+        """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+        request message is a batch of conversions, each any of the four above, answered exactly as the
+        unary RPC answers it: one reply message per request message, in order, with a result per
+        conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+        and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+        per call (a message costs a server about as much as a small unary call's share); a batch of one
+        is fine when records trickle in. The server reads a bounded number of request messages ahead of
+        the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+        control instead of growing a buffer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConversionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -147,6 +167,11 @@ def add_ConversionServiceServicer_to_server(servicer, server):
                     servicer.FromCloudEvents,
                     request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.FromString,
                     response_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.SerializeToString,
+            ),
+            'ConvertStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ConvertStream,
+                    request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamRequest.FromString,
+                    response_serializer=e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -312,6 +337,33 @@ class ConversionService:
             '/e2a.v1.ConversionService/FromCloudEvents',
             e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.SerializeToString,
             e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConvertStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/e2a.v1.ConversionService/ConvertStream',
+            e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamRequest.SerializeToString,
+            e2a_dot_v1_dot_conversion__service__pb2.ConvertStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
+import grpc
 from google.protobuf.message import Message
 
 from e2a.v1 import conversion_service_pb2 as pb
@@ -13,12 +16,15 @@ from e2a.v1 import e2a_pb2
 from e2a_grpc import conversion, jsontext
 from e2a_grpc.conversion.acp_fast_path import envelope_message_to_acp_json
 from e2a_grpc.errors import E2AFieldError, E2AValueError
-from e2a_grpc.grpc.status import unary
+from e2a_grpc.grpc.status import status_for, unary
+from e2a_grpc.grpc.streams import read_ahead
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.model.fields import Kind
 from e2a_grpc.model.proto import DECODERS
 from e2a_grpc.protocols import cloudevents
 from e2a_grpc.settings import ServerSettings
+
+log = logging.getLogger(__name__)
 
 
 def _origin(value: int) -> IdentityOrigin:
@@ -57,6 +63,94 @@ _RECORD_READERS: dict[str, Callable[[Any], E2AEnvelope | E2AResponse]] = {
 }
 
 
+def to_acp(request: pb.ToACPRequest) -> pb.ToACPResponse:
+    """The ToACP conversion; an ``E2AFieldError`` names the bad field under the request's fields."""
+    source = _source_of(request, "source")
+    methods = request.session_prompt_methods
+    options: dict[str, Any] = {
+        "session_prompt_methods": tuple(methods) if methods else (),
+        "wire": request.dialect == pb.ACP_DIALECT_WIRE,
+    }
+    try:
+        if source == "envelope":
+            # The hot path: straight from the message to JSON text.
+            return pb.ToACPResponse(jsonrpc=envelope_message_to_acp_json(request.envelope, **options))
+        record = _RECORD_READERS[source](getattr(request, source))
+        result = conversion.to_acp(record, **options)
+    except E2AFieldError as exc:
+        raise exc.under(source) from None
+    return _answer(pb.ToACPResponse, result, "jsonrpc")
+
+
+def from_acp(request: pb.FromACPRequest) -> pb.FromACPResponse:
+    """The FromACP conversion."""
+    records = conversion.from_acp(
+        request.json,
+        channel=request.channel if request.HasField("channel") else None,
+        identity_origin=_origin(request.identity_origin),
+    )
+    return pb.FromACPResponse(
+        records=[
+            pb.FromACPRecord(envelope=record.to_proto())
+            if isinstance(record, E2AEnvelope)
+            else pb.FromACPRecord(response=record.to_proto())
+            for record in records
+        ]
+    )
+
+
+def to_a2a_stream(request: pb.ToA2AStreamRequest) -> pb.ToA2AStreamResponse:
+    """The ToA2AStream conversion."""
+    source = _source_of(request, "source")
+    try:
+        record = _RESPONSE_READERS[source](getattr(request, source))
+        result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
+    except E2AFieldError as exc:
+        raise exc.under(source) from None
+    return _answer(pb.ToA2AStreamResponse, result, "stream_response")
+
+
+def from_a2a(request: pb.FromA2ARequest) -> pb.FromA2AResponse:
+    """The FromA2A conversion."""
+    envelope = conversion.from_a2a(
+        request.json,
+        channel=request.channel if request.HasField("channel") else None,
+        identity_origin=_origin(request.identity_origin),
+    )
+    return pb.FromA2AResponse(envelope=envelope.to_proto())
+
+
+#: ConvertRequest ``conversion`` case (also the ConvertResult ``result`` case) -> conversion.
+_CONVERSIONS: dict[str, Callable[[Any], Message]] = {
+    "to_acp": to_acp,
+    "from_acp": from_acp,
+    "to_a2a_stream": to_a2a_stream,
+    "from_a2a": from_a2a,
+}
+
+
+def convert_one(index: int, request: pb.ConvertRequest) -> pb.ConvertResult:
+    """The result of the ``index``-th conversion of a ConvertStream: what the unary RPC answers, or
+    the field error it fails with, under the conversion's case (``to_acp.envelope_json.params``)."""
+    try:
+        case = _source_of(request, "conversion")
+        try:
+            result: dict[str, Any] = {case: _CONVERSIONS[case](getattr(request, case))}
+        except E2AFieldError as exc:
+            raise exc.under(case) from None
+        return pb.ConvertResult(index=index, **result)
+    except E2AFieldError as exc:
+        violation = pb.ConvertError.FieldViolation(field=exc.field, description=exc.problem)
+        return pb.ConvertResult(index=index, error=pb.ConvertError(field_violations=[violation]))
+
+
+def convert_batch(first_index: int, request: pb.ConvertStreamRequest) -> pb.ConvertStreamResponse:
+    """The reply to one batch of a ConvertStream whose first conversion is the stream's ``first_index``-th."""
+    return pb.ConvertStreamResponse(
+        results=[convert_one(first_index + offset, one) for offset, one in enumerate(request.conversions)]
+    )
+
+
 class ConversionServicer(pb_grpc.ConversionServiceServicer):
     """e2a.v1.ConversionService."""
 
@@ -65,59 +159,24 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
         #: The defaults of ToCloudEvents' type_prefix and source.
         self._type_prefix = settings.cloudevents_type_prefix
         self._source = settings.cloudevents_source
+        #: ConvertStream: request messages read ahead of the reply being written.
+        self._convert_stream_window = settings.convert_stream_window
 
     @unary
     def ToACP(self, request: pb.ToACPRequest) -> pb.ToACPResponse:
-        source = _source_of(request, "source")
-        methods = request.session_prompt_methods
-        options: dict[str, Any] = {
-            "session_prompt_methods": tuple(methods) if methods else (),
-            "wire": request.dialect == pb.ACP_DIALECT_WIRE,
-        }
-        try:
-            if source == "envelope":
-                # The hot path: straight from the message to JSON text.
-                return pb.ToACPResponse(jsonrpc=envelope_message_to_acp_json(request.envelope, **options))
-            record = _RECORD_READERS[source](getattr(request, source))
-            result = conversion.to_acp(record, **options)
-        except E2AFieldError as exc:
-            raise exc.under(source) from None
-        return _answer(pb.ToACPResponse, result, "jsonrpc")
+        return to_acp(request)
 
     @unary
     def FromACP(self, request: pb.FromACPRequest) -> pb.FromACPResponse:
-        records = conversion.from_acp(
-            request.json,
-            channel=request.channel if request.HasField("channel") else None,
-            identity_origin=_origin(request.identity_origin),
-        )
-        return pb.FromACPResponse(
-            records=[
-                pb.FromACPRecord(envelope=record.to_proto())
-                if isinstance(record, E2AEnvelope)
-                else pb.FromACPRecord(response=record.to_proto())
-                for record in records
-            ]
-        )
+        return from_acp(request)
 
     @unary
     def ToA2AStream(self, request: pb.ToA2AStreamRequest) -> pb.ToA2AStreamResponse:
-        source = _source_of(request, "source")
-        try:
-            record = _RESPONSE_READERS[source](getattr(request, source))
-            result = conversion.to_a2a_stream(record, project_native_kinds=request.project_native_kinds)
-        except E2AFieldError as exc:
-            raise exc.under(source) from None
-        return _answer(pb.ToA2AStreamResponse, result, "stream_response")
+        return to_a2a_stream(request)
 
     @unary
     def FromA2A(self, request: pb.FromA2ARequest) -> pb.FromA2AResponse:
-        envelope = conversion.from_a2a(
-            request.json,
-            channel=request.channel if request.HasField("channel") else None,
-            identity_origin=_origin(request.identity_origin),
-        )
-        return pb.FromA2AResponse(envelope=envelope.to_proto())
+        return from_a2a(request)
 
     @unary
     def ToCloudEvents(self, request: pb.ToCloudEventsRequest) -> pb.ToCloudEventsResponse:
@@ -155,6 +214,22 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
             # A batch's errors name the event: json[2].seq, batch.events[2].seq.
             raise exc.under("batch.events" if source == "batch" and exc.field.startswith("[") else source) from None
         return pb.FromCloudEventsResponse(records=[_cloudevents_record(record) for record in records])
+
+    async def ConvertStream(
+        self,
+        request_iterator: AsyncIterator[pb.ConvertStreamRequest],
+        context: grpc.aio.ServicerContext[pb.ConvertStreamRequest, pb.ConvertStreamResponse],
+    ) -> AsyncIterator[pb.ConvertStreamResponse]:
+        async with contextlib.aclosing(read_ahead(request_iterator, self._convert_stream_window)) as requests:
+            index = 0  # of the next conversion, counted across batches
+            async for request in requests:
+                try:
+                    reply = convert_batch(index, request)
+                except Exception as exc:  # a bug of ours, not a bad conversion: end the stream with INTERNAL
+                    log.exception("unhandled error in ConversionService.ConvertStream at conversion %d", index)
+                    await context.abort_with_status(status_for(exc))
+                yield reply
+                index += len(request.conversions)
 
 
 def _cloudevents_record(record: E2AEnvelope | E2AResponse) -> pb.CloudEventsRecord:

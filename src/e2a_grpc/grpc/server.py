@@ -55,7 +55,7 @@ class ListenError(OSError):
     """The server cannot listen on its address (one line, for the command line to print)."""
 
 
-def _check_can_listen(host: str, port: int) -> None:
+def check_can_listen(host: str, port: int) -> None:
     """Raise ``ListenError`` if ``host:port`` is taken, or none of its addresses can be bound.
 
     grpc only says "Failed to bind" (and logs a line of its own); binding probe sockets first gives
@@ -85,17 +85,22 @@ def _check_can_listen(host: str, port: int) -> None:
 class E2AServer:
     """A started server and what is needed to stop it gracefully."""
 
-    def __init__(self, config: ServerSettings, *, tracer_provider: TracerProvider | None = None) -> None:
+    def __init__(
+        self, config: ServerSettings, *, tracer_provider: TracerProvider | None = None, reuse_port: bool = False
+    ) -> None:
         """``tracer_provider``: where the spans go when ``config.tracing`` is on; default: as the ``OTEL_*``
-        environment variables say (that provider is shut down, flushing its spans, by ``stop``)."""
+        environment variables say (that provider is shut down, flushing its spans, by ``stop``).
+        ``reuse_port``: share the port with the other worker processes (grpc/workers.py), whose parent
+        has checked it; otherwise a port in use is refused."""
         self.config = config
-        if config.port:  # port 0 is never taken
-            _check_can_listen(config.host, config.port)
+        if config.port and not reuse_port:  # port 0 is never taken
+            check_can_listen(config.host, config.port)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
-            # grpc's default lets a second server bind the same port and take half the connections.
-            ("grpc.so_reuseport", 0),
+            # grpc's default lets a second server bind the same port and take half the connections:
+            # only the workers of one `serve --workers N` share it.
+            ("grpc.so_reuseport", 1 if reuse_port else 0),
         ]
         self.calls = InFlightCalls()
         # Authentication first: a caller without a valid token never gets its request parsed.
@@ -226,9 +231,9 @@ class E2AServer:
         log.info("e2a-grpc stopped")
 
 
-async def serve(config: ServerSettings) -> None:
+async def serve(config: ServerSettings, *, reuse_port: bool = False) -> None:
     """Serve as this process's one job until SIGTERM or SIGINT, then shut down gracefully."""
-    server = E2AServer(config)
+    server = E2AServer(config, reuse_port=reuse_port)
     await server.start()
     # Everything allocated so far lives as long as the process: keep the cyclic GC from re-scanning
     # it on every collection triggered by per-call garbage.

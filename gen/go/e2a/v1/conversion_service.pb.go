@@ -1355,6 +1355,466 @@ func (x *FromCloudEventsResponse) GetRecords() []*CloudEventsRecord {
 	return nil
 }
 
+// A batch of conversions on a ConvertStream.
+type ConvertStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Converted in order; an empty batch gets an empty reply.
+	Conversions   []*ConvertRequest `protobuf:"bytes,1,rep,name=conversions,proto3" json:"conversions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertStreamRequest) Reset() {
+	*x = ConvertStreamRequest{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertStreamRequest) ProtoMessage() {}
+
+func (x *ConvertStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertStreamRequest.ProtoReflect.Descriptor instead.
+func (*ConvertStreamRequest) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ConvertStreamRequest) GetConversions() []*ConvertRequest {
+	if x != nil {
+		return x.Conversions
+	}
+	return nil
+}
+
+// One conversion; the case set names it.
+type ConvertRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset is a bad conversion: its result is an error naming "conversion".
+	//
+	// Types that are valid to be assigned to Conversion:
+	//
+	//	*ConvertRequest_ToAcp
+	//	*ConvertRequest_FromAcp
+	//	*ConvertRequest_ToA2AStream
+	//	*ConvertRequest_FromA2A
+	Conversion    isConvertRequest_Conversion `protobuf_oneof:"conversion"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertRequest) Reset() {
+	*x = ConvertRequest{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertRequest) ProtoMessage() {}
+
+func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertRequest.ProtoReflect.Descriptor instead.
+func (*ConvertRequest) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ConvertRequest) GetConversion() isConvertRequest_Conversion {
+	if x != nil {
+		return x.Conversion
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetToAcp() *ToACPRequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertRequest_ToAcp); ok {
+			return x.ToAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetFromAcp() *FromACPRequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertRequest_FromAcp); ok {
+			return x.FromAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetToA2AStream() *ToA2AStreamRequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertRequest_ToA2AStream); ok {
+			return x.ToA2AStream
+		}
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetFromA2A() *FromA2ARequest {
+	if x != nil {
+		if x, ok := x.Conversion.(*ConvertRequest_FromA2A); ok {
+			return x.FromA2A
+		}
+	}
+	return nil
+}
+
+type isConvertRequest_Conversion interface {
+	isConvertRequest_Conversion()
+}
+
+type ConvertRequest_ToAcp struct {
+	// As the ToACP RPC; answered with `to_acp`.
+	ToAcp *ToACPRequest `protobuf:"bytes,1,opt,name=to_acp,proto3,oneof"`
+}
+
+type ConvertRequest_FromAcp struct {
+	// As the FromACP RPC; answered with `from_acp`.
+	FromAcp *FromACPRequest `protobuf:"bytes,2,opt,name=from_acp,proto3,oneof"`
+}
+
+type ConvertRequest_ToA2AStream struct {
+	// As the ToA2AStream RPC; answered with `to_a2a_stream`.
+	ToA2AStream *ToA2AStreamRequest `protobuf:"bytes,3,opt,name=to_a2a_stream,proto3,oneof"`
+}
+
+type ConvertRequest_FromA2A struct {
+	// As the FromA2A RPC; answered with `from_a2a`.
+	FromA2A *FromA2ARequest `protobuf:"bytes,4,opt,name=from_a2a,proto3,oneof"`
+}
+
+func (*ConvertRequest_ToAcp) isConvertRequest_Conversion() {}
+
+func (*ConvertRequest_FromAcp) isConvertRequest_Conversion() {}
+
+func (*ConvertRequest_ToA2AStream) isConvertRequest_Conversion() {}
+
+func (*ConvertRequest_FromA2A) isConvertRequest_Conversion() {}
+
+// The reply to one ConvertStreamRequest.
+type ConvertStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per conversion of the request, in its order.
+	Results       []*ConvertResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertStreamResponse) Reset() {
+	*x = ConvertStreamResponse{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertStreamResponse) ProtoMessage() {}
+
+func (x *ConvertStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertStreamResponse.ProtoReflect.Descriptor instead.
+func (*ConvertStreamResponse) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ConvertStreamResponse) GetResults() []*ConvertResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// The outcome of one ConvertRequest.
+type ConvertResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The 0-based position of the conversion in the stream, counted across batches. Results come in
+	// request order, so this is redundant for a correct client; it lets one check the pairing, and
+	// find a bad conversion in a log.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*ConvertResult_ToAcp
+	//	*ConvertResult_FromAcp
+	//	*ConvertResult_ToA2AStream
+	//	*ConvertResult_FromA2A
+	//	*ConvertResult_Error
+	Result        isConvertResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertResult) Reset() {
+	*x = ConvertResult{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertResult) ProtoMessage() {}
+
+func (x *ConvertResult) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertResult.ProtoReflect.Descriptor instead.
+func (*ConvertResult) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ConvertResult) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ConvertResult) GetResult() isConvertResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetToAcp() *ToACPResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_ToAcp); ok {
+			return x.ToAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetFromAcp() *FromACPResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_FromAcp); ok {
+			return x.FromAcp
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetToA2AStream() *ToA2AStreamResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_ToA2AStream); ok {
+			return x.ToA2AStream
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetFromA2A() *FromA2AResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_FromA2A); ok {
+			return x.FromA2A
+		}
+	}
+	return nil
+}
+
+func (x *ConvertResult) GetError() *ConvertError {
+	if x != nil {
+		if x, ok := x.Result.(*ConvertResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isConvertResult_Result interface {
+	isConvertResult_Result()
+}
+
+type ConvertResult_ToAcp struct {
+	ToAcp *ToACPResponse `protobuf:"bytes,2,opt,name=to_acp,proto3,oneof"`
+}
+
+type ConvertResult_FromAcp struct {
+	FromAcp *FromACPResponse `protobuf:"bytes,3,opt,name=from_acp,proto3,oneof"`
+}
+
+type ConvertResult_ToA2AStream struct {
+	ToA2AStream *ToA2AStreamResponse `protobuf:"bytes,4,opt,name=to_a2a_stream,proto3,oneof"`
+}
+
+type ConvertResult_FromA2A struct {
+	FromA2A *FromA2AResponse `protobuf:"bytes,5,opt,name=from_a2a,proto3,oneof"`
+}
+
+type ConvertResult_Error struct {
+	// Why this conversion could not be done (where the unary RPC fails with INVALID_ARGUMENT); the
+	// stream goes on with the next one.
+	Error *ConvertError `protobuf:"bytes,6,opt,name=error,proto3,oneof"`
+}
+
+func (*ConvertResult_ToAcp) isConvertResult_Result() {}
+
+func (*ConvertResult_FromAcp) isConvertResult_Result() {}
+
+func (*ConvertResult_ToA2AStream) isConvertResult_Result() {}
+
+func (*ConvertResult_FromA2A) isConvertResult_Result() {}
+
+func (*ConvertResult_Error) isConvertResult_Result() {}
+
+// A conversion's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
+// bytes parse as one and a client can reuse what it does for a failed unary call.
+type ConvertError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What is wrong with the conversion, one violation per bad field.
+	FieldViolations []*ConvertError_FieldViolation `protobuf:"bytes,1,rep,name=field_violations,proto3" json:"field_violations,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConvertError) Reset() {
+	*x = ConvertError{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertError) ProtoMessage() {}
+
+func (x *ConvertError) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertError.ProtoReflect.Descriptor instead.
+func (*ConvertError) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ConvertError) GetFieldViolations() []*ConvertError_FieldViolation {
+	if x != nil {
+		return x.FieldViolations
+	}
+	return nil
+}
+
+// Shaped as google.rpc.BadRequest.FieldViolation.
+type ConvertError_FieldViolation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dotted path of the bad field under the conversion's case, e.g.
+	// "to_acp.envelope_json.params" (the unary RPC names "envelope_json.params").
+	Field string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	// What is wrong with it, for people.
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertError_FieldViolation) Reset() {
+	*x = ConvertError_FieldViolation{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertError_FieldViolation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertError_FieldViolation) ProtoMessage() {}
+
+func (x *ConvertError_FieldViolation) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertError_FieldViolation.ProtoReflect.Descriptor instead.
+func (*ConvertError_FieldViolation) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{20, 0}
+}
+
+func (x *ConvertError_FieldViolation) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *ConvertError_FieldViolation) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 var File_e2a_v1_conversion_service_proto protoreflect.FileDescriptor
 
 const file_e2a_v1_conversion_service_proto_rawDesc = "" +
@@ -1431,21 +1891,46 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponseB\b\n" +
 	"\x06record\"N\n" +
 	"\x17FromCloudEventsResponse\x123\n" +
-	"\arecords\x18\x01 \x03(\v2\x19.e2a.v1.CloudEventsRecordR\arecords*?\n" +
+	"\arecords\x18\x01 \x03(\v2\x19.e2a.v1.CloudEventsRecordR\arecords\"P\n" +
+	"\x14ConvertStreamRequest\x128\n" +
+	"\vconversions\x18\x01 \x03(\v2\x16.e2a.v1.ConvertRequestR\vconversions\"\xfe\x01\n" +
+	"\x0eConvertRequest\x12.\n" +
+	"\x06to_acp\x18\x01 \x01(\v2\x14.e2a.v1.ToACPRequestH\x00R\x06to_acp\x124\n" +
+	"\bfrom_acp\x18\x02 \x01(\v2\x16.e2a.v1.FromACPRequestH\x00R\bfrom_acp\x12B\n" +
+	"\rto_a2a_stream\x18\x03 \x01(\v2\x1a.e2a.v1.ToA2AStreamRequestH\x00R\rto_a2a_stream\x124\n" +
+	"\bfrom_a2a\x18\x04 \x01(\v2\x16.e2a.v1.FromA2ARequestH\x00R\bfrom_a2aB\f\n" +
+	"\n" +
+	"conversion\"H\n" +
+	"\x15ConvertStreamResponse\x12/\n" +
+	"\aresults\x18\x01 \x03(\v2\x15.e2a.v1.ConvertResultR\aresults\"\xc1\x02\n" +
+	"\rConvertResult\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12/\n" +
+	"\x06to_acp\x18\x02 \x01(\v2\x15.e2a.v1.ToACPResponseH\x00R\x06to_acp\x125\n" +
+	"\bfrom_acp\x18\x03 \x01(\v2\x17.e2a.v1.FromACPResponseH\x00R\bfrom_acp\x12C\n" +
+	"\rto_a2a_stream\x18\x04 \x01(\v2\x1b.e2a.v1.ToA2AStreamResponseH\x00R\rto_a2a_stream\x125\n" +
+	"\bfrom_a2a\x18\x05 \x01(\v2\x17.e2a.v1.FromA2AResponseH\x00R\bfrom_a2a\x12,\n" +
+	"\x05error\x18\x06 \x01(\v2\x14.e2a.v1.ConvertErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"\xa9\x01\n" +
+	"\fConvertError\x12O\n" +
+	"\x10field_violations\x18\x01 \x03(\v2#.e2a.v1.ConvertError.FieldViolationR\x10field_violations\x1aH\n" +
+	"\x0eFieldViolation\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription*?\n" +
 	"\n" +
 	"AcpDialect\x12\x1b\n" +
 	"\x17ACP_DIALECT_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ACP_DIALECT_WIRE\x10\x01*\\\n" +
 	"\x11CloudEventsFormat\x12#\n" +
 	"\x1fCLOUD_EVENTS_FORMAT_UNSPECIFIED\x10\x00\x12\"\n" +
-	"\x1eCLOUD_EVENTS_FORMAT_JSON_BATCH\x10\x012\xab\x03\n" +
+	"\x1eCLOUD_EVENTS_FORMAT_JSON_BATCH\x10\x012\xfd\x03\n" +
 	"\x11ConversionService\x124\n" +
 	"\x05ToACP\x12\x14.e2a.v1.ToACPRequest\x1a\x15.e2a.v1.ToACPResponse\x12:\n" +
 	"\aFromACP\x12\x16.e2a.v1.FromACPRequest\x1a\x17.e2a.v1.FromACPResponse\x12F\n" +
 	"\vToA2AStream\x12\x1a.e2a.v1.ToA2AStreamRequest\x1a\x1b.e2a.v1.ToA2AStreamResponse\x12:\n" +
 	"\aFromA2A\x12\x16.e2a.v1.FromA2ARequest\x1a\x17.e2a.v1.FromA2AResponse\x12L\n" +
 	"\rToCloudEvents\x12\x1c.e2a.v1.ToCloudEventsRequest\x1a\x1d.e2a.v1.ToCloudEventsResponse\x12R\n" +
-	"\x0fFromCloudEvents\x12\x1e.e2a.v1.FromCloudEventsRequest\x1a\x1f.e2a.v1.FromCloudEventsResponseBj\n" +
+	"\x0fFromCloudEvents\x12\x1e.e2a.v1.FromCloudEventsRequest\x1a\x1f.e2a.v1.FromCloudEventsResponse\x12P\n" +
+	"\rConvertStream\x12\x1c.e2a.v1.ConvertStreamRequest\x1a\x1d.e2a.v1.ConvertStreamResponse(\x010\x01Bj\n" +
 	"\tio.e2a.v1B\x16ConversionServiceProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
@@ -1461,70 +1946,90 @@ func file_e2a_v1_conversion_service_proto_rawDescGZIP() []byte {
 }
 
 var file_e2a_v1_conversion_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_e2a_v1_conversion_service_proto_goTypes = []any{
-	(AcpDialect)(0),                 // 0: e2a.v1.AcpDialect
-	(CloudEventsFormat)(0),          // 1: e2a.v1.CloudEventsFormat
-	(*NotApplicable)(nil),           // 2: e2a.v1.NotApplicable
-	(*ToACPRequest)(nil),            // 3: e2a.v1.ToACPRequest
-	(*ToACPResponse)(nil),           // 4: e2a.v1.ToACPResponse
-	(*FromACPRequest)(nil),          // 5: e2a.v1.FromACPRequest
-	(*FromACPRecord)(nil),           // 6: e2a.v1.FromACPRecord
-	(*FromACPResponse)(nil),         // 7: e2a.v1.FromACPResponse
-	(*ToA2AStreamRequest)(nil),      // 8: e2a.v1.ToA2AStreamRequest
-	(*ToA2AStreamResponse)(nil),     // 9: e2a.v1.ToA2AStreamResponse
-	(*FromA2ARequest)(nil),          // 10: e2a.v1.FromA2ARequest
-	(*FromA2AResponse)(nil),         // 11: e2a.v1.FromA2AResponse
-	(*CloudEventsRecordSource)(nil), // 12: e2a.v1.CloudEventsRecordSource
-	(*ToCloudEventsRequest)(nil),    // 13: e2a.v1.ToCloudEventsRequest
-	(*ToCloudEventsResponse)(nil),   // 14: e2a.v1.ToCloudEventsResponse
-	(*FromCloudEventsRequest)(nil),  // 15: e2a.v1.FromCloudEventsRequest
-	(*CloudEventsRecord)(nil),       // 16: e2a.v1.CloudEventsRecord
-	(*FromCloudEventsResponse)(nil), // 17: e2a.v1.FromCloudEventsResponse
-	(*E2AEnvelope)(nil),             // 18: e2a.v1.E2AEnvelope
-	(*E2AResponse)(nil),             // 19: e2a.v1.E2AResponse
-	(IdentityOrigin)(0),             // 20: e2a.v1.IdentityOrigin
-	(*v1.CloudEventBatch)(nil),      // 21: io.cloudevents.v1.CloudEventBatch
+	(AcpDialect)(0),                     // 0: e2a.v1.AcpDialect
+	(CloudEventsFormat)(0),              // 1: e2a.v1.CloudEventsFormat
+	(*NotApplicable)(nil),               // 2: e2a.v1.NotApplicable
+	(*ToACPRequest)(nil),                // 3: e2a.v1.ToACPRequest
+	(*ToACPResponse)(nil),               // 4: e2a.v1.ToACPResponse
+	(*FromACPRequest)(nil),              // 5: e2a.v1.FromACPRequest
+	(*FromACPRecord)(nil),               // 6: e2a.v1.FromACPRecord
+	(*FromACPResponse)(nil),             // 7: e2a.v1.FromACPResponse
+	(*ToA2AStreamRequest)(nil),          // 8: e2a.v1.ToA2AStreamRequest
+	(*ToA2AStreamResponse)(nil),         // 9: e2a.v1.ToA2AStreamResponse
+	(*FromA2ARequest)(nil),              // 10: e2a.v1.FromA2ARequest
+	(*FromA2AResponse)(nil),             // 11: e2a.v1.FromA2AResponse
+	(*CloudEventsRecordSource)(nil),     // 12: e2a.v1.CloudEventsRecordSource
+	(*ToCloudEventsRequest)(nil),        // 13: e2a.v1.ToCloudEventsRequest
+	(*ToCloudEventsResponse)(nil),       // 14: e2a.v1.ToCloudEventsResponse
+	(*FromCloudEventsRequest)(nil),      // 15: e2a.v1.FromCloudEventsRequest
+	(*CloudEventsRecord)(nil),           // 16: e2a.v1.CloudEventsRecord
+	(*FromCloudEventsResponse)(nil),     // 17: e2a.v1.FromCloudEventsResponse
+	(*ConvertStreamRequest)(nil),        // 18: e2a.v1.ConvertStreamRequest
+	(*ConvertRequest)(nil),              // 19: e2a.v1.ConvertRequest
+	(*ConvertStreamResponse)(nil),       // 20: e2a.v1.ConvertStreamResponse
+	(*ConvertResult)(nil),               // 21: e2a.v1.ConvertResult
+	(*ConvertError)(nil),                // 22: e2a.v1.ConvertError
+	(*ConvertError_FieldViolation)(nil), // 23: e2a.v1.ConvertError.FieldViolation
+	(*E2AEnvelope)(nil),                 // 24: e2a.v1.E2AEnvelope
+	(*E2AResponse)(nil),                 // 25: e2a.v1.E2AResponse
+	(IdentityOrigin)(0),                 // 26: e2a.v1.IdentityOrigin
+	(*v1.CloudEventBatch)(nil),          // 27: io.cloudevents.v1.CloudEventBatch
 }
 var file_e2a_v1_conversion_service_proto_depIdxs = []int32{
-	18, // 0: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
-	19, // 1: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
+	24, // 0: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 1: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
 	0,  // 2: e2a.v1.ToACPRequest.dialect:type_name -> e2a.v1.AcpDialect
 	2,  // 3: e2a.v1.ToACPResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	20, // 4: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	18, // 5: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	19, // 6: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
+	26, // 4: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	24, // 5: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 6: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
 	6,  // 7: e2a.v1.FromACPResponse.records:type_name -> e2a.v1.FromACPRecord
-	19, // 8: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
+	25, // 8: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
 	2,  // 9: e2a.v1.ToA2AStreamResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	20, // 10: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	18, // 11: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
-	18, // 12: e2a.v1.CloudEventsRecordSource.envelope:type_name -> e2a.v1.E2AEnvelope
-	19, // 13: e2a.v1.CloudEventsRecordSource.response:type_name -> e2a.v1.E2AResponse
+	26, // 10: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	24, // 11: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
+	24, // 12: e2a.v1.CloudEventsRecordSource.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 13: e2a.v1.CloudEventsRecordSource.response:type_name -> e2a.v1.E2AResponse
 	12, // 14: e2a.v1.ToCloudEventsRequest.records:type_name -> e2a.v1.CloudEventsRecordSource
 	1,  // 15: e2a.v1.ToCloudEventsRequest.format:type_name -> e2a.v1.CloudEventsFormat
-	21, // 16: e2a.v1.ToCloudEventsResponse.batch:type_name -> io.cloudevents.v1.CloudEventBatch
-	21, // 17: e2a.v1.FromCloudEventsRequest.batch:type_name -> io.cloudevents.v1.CloudEventBatch
-	18, // 18: e2a.v1.CloudEventsRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	19, // 19: e2a.v1.CloudEventsRecord.response:type_name -> e2a.v1.E2AResponse
+	27, // 16: e2a.v1.ToCloudEventsResponse.batch:type_name -> io.cloudevents.v1.CloudEventBatch
+	27, // 17: e2a.v1.FromCloudEventsRequest.batch:type_name -> io.cloudevents.v1.CloudEventBatch
+	24, // 18: e2a.v1.CloudEventsRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 19: e2a.v1.CloudEventsRecord.response:type_name -> e2a.v1.E2AResponse
 	16, // 20: e2a.v1.FromCloudEventsResponse.records:type_name -> e2a.v1.CloudEventsRecord
-	3,  // 21: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
-	5,  // 22: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
-	8,  // 23: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
-	10, // 24: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
-	13, // 25: e2a.v1.ConversionService.ToCloudEvents:input_type -> e2a.v1.ToCloudEventsRequest
-	15, // 26: e2a.v1.ConversionService.FromCloudEvents:input_type -> e2a.v1.FromCloudEventsRequest
-	4,  // 27: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
-	7,  // 28: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
-	9,  // 29: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
-	11, // 30: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
-	14, // 31: e2a.v1.ConversionService.ToCloudEvents:output_type -> e2a.v1.ToCloudEventsResponse
-	17, // 32: e2a.v1.ConversionService.FromCloudEvents:output_type -> e2a.v1.FromCloudEventsResponse
-	27, // [27:33] is the sub-list for method output_type
-	21, // [21:27] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	19, // 21: e2a.v1.ConvertStreamRequest.conversions:type_name -> e2a.v1.ConvertRequest
+	3,  // 22: e2a.v1.ConvertRequest.to_acp:type_name -> e2a.v1.ToACPRequest
+	5,  // 23: e2a.v1.ConvertRequest.from_acp:type_name -> e2a.v1.FromACPRequest
+	8,  // 24: e2a.v1.ConvertRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
+	10, // 25: e2a.v1.ConvertRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
+	21, // 26: e2a.v1.ConvertStreamResponse.results:type_name -> e2a.v1.ConvertResult
+	4,  // 27: e2a.v1.ConvertResult.to_acp:type_name -> e2a.v1.ToACPResponse
+	7,  // 28: e2a.v1.ConvertResult.from_acp:type_name -> e2a.v1.FromACPResponse
+	9,  // 29: e2a.v1.ConvertResult.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
+	11, // 30: e2a.v1.ConvertResult.from_a2a:type_name -> e2a.v1.FromA2AResponse
+	22, // 31: e2a.v1.ConvertResult.error:type_name -> e2a.v1.ConvertError
+	23, // 32: e2a.v1.ConvertError.field_violations:type_name -> e2a.v1.ConvertError.FieldViolation
+	3,  // 33: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
+	5,  // 34: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
+	8,  // 35: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
+	10, // 36: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
+	13, // 37: e2a.v1.ConversionService.ToCloudEvents:input_type -> e2a.v1.ToCloudEventsRequest
+	15, // 38: e2a.v1.ConversionService.FromCloudEvents:input_type -> e2a.v1.FromCloudEventsRequest
+	18, // 39: e2a.v1.ConversionService.ConvertStream:input_type -> e2a.v1.ConvertStreamRequest
+	4,  // 40: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
+	7,  // 41: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
+	9,  // 42: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
+	11, // 43: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
+	14, // 44: e2a.v1.ConversionService.ToCloudEvents:output_type -> e2a.v1.ToCloudEventsResponse
+	17, // 45: e2a.v1.ConversionService.FromCloudEvents:output_type -> e2a.v1.FromCloudEventsResponse
+	20, // 46: e2a.v1.ConversionService.ConvertStream:output_type -> e2a.v1.ConvertStreamResponse
+	40, // [40:47] is the sub-list for method output_type
+	33, // [33:40] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_e2a_v1_conversion_service_proto_init() }
@@ -1576,13 +2081,26 @@ func file_e2a_v1_conversion_service_proto_init() {
 		(*CloudEventsRecord_Envelope)(nil),
 		(*CloudEventsRecord_Response)(nil),
 	}
+	file_e2a_v1_conversion_service_proto_msgTypes[17].OneofWrappers = []any{
+		(*ConvertRequest_ToAcp)(nil),
+		(*ConvertRequest_FromAcp)(nil),
+		(*ConvertRequest_ToA2AStream)(nil),
+		(*ConvertRequest_FromA2A)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[19].OneofWrappers = []any{
+		(*ConvertResult_ToAcp)(nil),
+		(*ConvertResult_FromAcp)(nil),
+		(*ConvertResult_ToA2AStream)(nil),
+		(*ConvertResult_FromA2A)(nil),
+		(*ConvertResult_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_e2a_v1_conversion_service_proto_rawDesc), len(file_e2a_v1_conversion_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	ConversionService_FromA2A_FullMethodName         = "/e2a.v1.ConversionService/FromA2A"
 	ConversionService_ToCloudEvents_FullMethodName   = "/e2a.v1.ConversionService/ToCloudEvents"
 	ConversionService_FromCloudEvents_FullMethodName = "/e2a.v1.ConversionService/FromCloudEvents"
+	ConversionService_ConvertStream_FullMethodName   = "/e2a.v1.ConversionService/ConvertStream"
 )
 
 // ConversionServiceClient is the client API for ConversionService service.
@@ -51,6 +52,16 @@ type ConversionServiceClient interface {
 	// CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
 	// a bad event gets INVALID_ARGUMENT naming the attribute.
 	FromCloudEvents(ctx context.Context, in *FromCloudEventsRequest, opts ...grpc.CallOption) (*FromCloudEventsResponse, error)
+	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+	// request message is a batch of conversions, each any of the four above, answered exactly as the
+	// unary RPC answers it: one reply message per request message, in order, with a result per
+	// conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+	// and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+	// per call (a message costs a server about as much as a small unary call's share); a batch of one
+	// is fine when records trickle in. The server reads a bounded number of request messages ahead of
+	// the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+	// control instead of growing a buffer.
+	ConvertStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse], error)
 }
 
 type conversionServiceClient struct {
@@ -121,6 +132,19 @@ func (c *conversionServiceClient) FromCloudEvents(ctx context.Context, in *FromC
 	return out, nil
 }
 
+func (c *conversionServiceClient) ConvertStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ConversionService_ServiceDesc.Streams[0], ConversionService_ConvertStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ConvertStreamRequest, ConvertStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConversionService_ConvertStreamClient = grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse]
+
 // ConversionServiceServer is the server API for ConversionService service.
 // All implementations must embed UnimplementedConversionServiceServer
 // for forward compatibility.
@@ -141,6 +165,16 @@ type ConversionServiceServer interface {
 	// CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
 	// a bad event gets INVALID_ARGUMENT naming the attribute.
 	FromCloudEvents(context.Context, *FromCloudEventsRequest) (*FromCloudEventsResponse, error)
+	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+	// request message is a batch of conversions, each any of the four above, answered exactly as the
+	// unary RPC answers it: one reply message per request message, in order, with a result per
+	// conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+	// and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+	// per call (a message costs a server about as much as a small unary call's share); a batch of one
+	// is fine when records trickle in. The server reads a bounded number of request messages ahead of
+	// the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+	// control instead of growing a buffer.
+	ConvertStream(grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]) error
 	mustEmbedUnimplementedConversionServiceServer()
 }
 
@@ -168,6 +202,9 @@ func (UnimplementedConversionServiceServer) ToCloudEvents(context.Context, *ToCl
 }
 func (UnimplementedConversionServiceServer) FromCloudEvents(context.Context, *FromCloudEventsRequest) (*FromCloudEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FromCloudEvents not implemented")
+}
+func (UnimplementedConversionServiceServer) ConvertStream(grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method ConvertStream not implemented")
 }
 func (UnimplementedConversionServiceServer) mustEmbedUnimplementedConversionServiceServer() {}
 func (UnimplementedConversionServiceServer) testEmbeddedByValue()                           {}
@@ -298,6 +335,13 @@ func _ConversionService_FromCloudEvents_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConversionService_ConvertStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ConversionServiceServer).ConvertStream(&grpc.GenericServerStream[ConvertStreamRequest, ConvertStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConversionService_ConvertStreamServer = grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]
+
 // ConversionService_ServiceDesc is the grpc.ServiceDesc for ConversionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -330,6 +374,13 @@ var ConversionService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ConversionService_FromCloudEvents_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ConvertStream",
+			Handler:       _ConversionService_ConvertStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "e2a/v1/conversion_service.proto",
 }

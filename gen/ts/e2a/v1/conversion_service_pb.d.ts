@@ -527,6 +527,207 @@ export declare type FromCloudEventsResponse = Message<"e2a.v1.FromCloudEventsRes
 export declare const FromCloudEventsResponseSchema: GenMessage<FromCloudEventsResponse>;
 
 /**
+ * A batch of conversions on a ConvertStream.
+ *
+ * @generated from message e2a.v1.ConvertStreamRequest
+ */
+export declare type ConvertStreamRequest = Message<"e2a.v1.ConvertStreamRequest"> & {
+  /**
+   * Converted in order; an empty batch gets an empty reply.
+   *
+   * @generated from field: repeated e2a.v1.ConvertRequest conversions = 1;
+   */
+  conversions: ConvertRequest[];
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamRequest.
+ * Use `create(ConvertStreamRequestSchema)` to create a new message.
+ */
+export declare const ConvertStreamRequestSchema: GenMessage<ConvertStreamRequest>;
+
+/**
+ * One conversion; the case set names it.
+ *
+ * @generated from message e2a.v1.ConvertRequest
+ */
+export declare type ConvertRequest = Message<"e2a.v1.ConvertRequest"> & {
+  /**
+   * Unset is a bad conversion: its result is an error naming "conversion".
+   *
+   * @generated from oneof e2a.v1.ConvertRequest.conversion
+   */
+  conversion: {
+    /**
+     * As the ToACP RPC; answered with `to_acp`.
+     *
+     * @generated from field: e2a.v1.ToACPRequest to_acp = 1 [json_name = "to_acp"];
+     */
+    value: ToACPRequest;
+    case: "toAcp";
+  } | {
+    /**
+     * As the FromACP RPC; answered with `from_acp`.
+     *
+     * @generated from field: e2a.v1.FromACPRequest from_acp = 2 [json_name = "from_acp"];
+     */
+    value: FromACPRequest;
+    case: "fromAcp";
+  } | {
+    /**
+     * As the ToA2AStream RPC; answered with `to_a2a_stream`.
+     *
+     * @generated from field: e2a.v1.ToA2AStreamRequest to_a2a_stream = 3 [json_name = "to_a2a_stream"];
+     */
+    value: ToA2AStreamRequest;
+    case: "toA2aStream";
+  } | {
+    /**
+     * As the FromA2A RPC; answered with `from_a2a`.
+     *
+     * @generated from field: e2a.v1.FromA2ARequest from_a2a = 4 [json_name = "from_a2a"];
+     */
+    value: FromA2ARequest;
+    case: "fromA2a";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.ConvertRequest.
+ * Use `create(ConvertRequestSchema)` to create a new message.
+ */
+export declare const ConvertRequestSchema: GenMessage<ConvertRequest>;
+
+/**
+ * The reply to one ConvertStreamRequest.
+ *
+ * @generated from message e2a.v1.ConvertStreamResponse
+ */
+export declare type ConvertStreamResponse = Message<"e2a.v1.ConvertStreamResponse"> & {
+  /**
+   * One per conversion of the request, in its order.
+   *
+   * @generated from field: repeated e2a.v1.ConvertResult results = 1;
+   */
+  results: ConvertResult[];
+};
+
+/**
+ * Describes the message e2a.v1.ConvertStreamResponse.
+ * Use `create(ConvertStreamResponseSchema)` to create a new message.
+ */
+export declare const ConvertStreamResponseSchema: GenMessage<ConvertStreamResponse>;
+
+/**
+ * The outcome of one ConvertRequest.
+ *
+ * @generated from message e2a.v1.ConvertResult
+ */
+export declare type ConvertResult = Message<"e2a.v1.ConvertResult"> & {
+  /**
+   * The 0-based position of the conversion in the stream, counted across batches. Results come in
+   * request order, so this is redundant for a correct client; it lets one check the pairing, and
+   * find a bad conversion in a log.
+   *
+   * @generated from field: uint64 index = 1;
+   */
+  index: bigint;
+
+  /**
+   * @generated from oneof e2a.v1.ConvertResult.result
+   */
+  result: {
+    /**
+     * @generated from field: e2a.v1.ToACPResponse to_acp = 2 [json_name = "to_acp"];
+     */
+    value: ToACPResponse;
+    case: "toAcp";
+  } | {
+    /**
+     * @generated from field: e2a.v1.FromACPResponse from_acp = 3 [json_name = "from_acp"];
+     */
+    value: FromACPResponse;
+    case: "fromAcp";
+  } | {
+    /**
+     * @generated from field: e2a.v1.ToA2AStreamResponse to_a2a_stream = 4 [json_name = "to_a2a_stream"];
+     */
+    value: ToA2AStreamResponse;
+    case: "toA2aStream";
+  } | {
+    /**
+     * @generated from field: e2a.v1.FromA2AResponse from_a2a = 5 [json_name = "from_a2a"];
+     */
+    value: FromA2AResponse;
+    case: "fromA2a";
+  } | {
+    /**
+     * Why this conversion could not be done (where the unary RPC fails with INVALID_ARGUMENT); the
+     * stream goes on with the next one.
+     *
+     * @generated from field: e2a.v1.ConvertError error = 6;
+     */
+    value: ConvertError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.ConvertResult.
+ * Use `create(ConvertResultSchema)` to create a new message.
+ */
+export declare const ConvertResultSchema: GenMessage<ConvertResult>;
+
+/**
+ * A conversion's error, shaped as google.rpc.BadRequest (same field names, numbers and types), so its
+ * bytes parse as one and a client can reuse what it does for a failed unary call.
+ *
+ * @generated from message e2a.v1.ConvertError
+ */
+export declare type ConvertError = Message<"e2a.v1.ConvertError"> & {
+  /**
+   * What is wrong with the conversion, one violation per bad field.
+   *
+   * @generated from field: repeated e2a.v1.ConvertError.FieldViolation field_violations = 1 [json_name = "field_violations"];
+   */
+  fieldViolations: ConvertError_FieldViolation[];
+};
+
+/**
+ * Describes the message e2a.v1.ConvertError.
+ * Use `create(ConvertErrorSchema)` to create a new message.
+ */
+export declare const ConvertErrorSchema: GenMessage<ConvertError>;
+
+/**
+ * Shaped as google.rpc.BadRequest.FieldViolation.
+ *
+ * @generated from message e2a.v1.ConvertError.FieldViolation
+ */
+export declare type ConvertError_FieldViolation = Message<"e2a.v1.ConvertError.FieldViolation"> & {
+  /**
+   * The dotted path of the bad field under the conversion's case, e.g.
+   * "to_acp.envelope_json.params" (the unary RPC names "envelope_json.params").
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * What is wrong with it, for people.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message e2a.v1.ConvertError.FieldViolation.
+ * Use `create(ConvertError_FieldViolationSchema)` to create a new message.
+ */
+export declare const ConvertError_FieldViolationSchema: GenMessage<ConvertError_FieldViolation>;
+
+/**
  * The shape of ACP JSON written by ToACP.
  *
  * @generated from enum e2a.v1.AcpDialect
@@ -645,6 +846,24 @@ export declare const ConversionService: GenService<{
     methodKind: "unary";
     input: typeof FromCloudEventsRequestSchema;
     output: typeof FromCloudEventsResponseSchema;
+  },
+  /**
+   * Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
+   * request message is a batch of conversions, each any of the four above, answered exactly as the
+   * unary RPC answers it: one reply message per request message, in order, with a result per
+   * conversion carrying the conversion's index in the stream. A bad conversion gets an error result
+   * and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
+   * per call (a message costs a server about as much as a small unary call's share); a batch of one
+   * is fine when records trickle in. The server reads a bounded number of request messages ahead of
+   * the reply it is writing, so a client that stops reading stops the stream through gRPC flow
+   * control instead of growing a buffer.
+   *
+   * @generated from rpc e2a.v1.ConversionService.ConvertStream
+   */
+  convertStream: {
+    methodKind: "bidi_streaming";
+    input: typeof ConvertStreamRequestSchema;
+    output: typeof ConvertStreamResponseSchema;
   },
 }>;
 

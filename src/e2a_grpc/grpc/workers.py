@@ -1,0 +1,143 @@
+"""Serving on every core: one server per process, N processes on one port through SO_REUSEPORT.
+
+A ``grpc.aio`` server runs its handlers on one event loop, so one process uses about one core
+(the GIL). With ``workers > 1`` the parent process checks that the port is free, holds it with a
+socket of its own (SO_REUSEPORT, not listening: it takes no connections, but no program without
+SO_REUSEPORT can take the port, and port 0 gets its number), and starts the workers; each runs an
+``E2AServer`` bound to that port with SO_REUSEPORT, and the kernel spreads new connections over
+them. The workers are started with ``spawn`` (a fresh interpreter each), as gRPC cannot be used in
+a child forked from a process that has used it. SIGTERM or SIGINT to the parent reaches every
+worker as SIGTERM, and each shuts down gracefully as a single server does (health NOT_SERVING,
+Chat streams get their final frame, in-flight calls get the grace period). A worker that ends on
+its own (it failed) stops the others, and the parent exits with a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from types import FrameType
+from typing import Any
+
+from e2a_grpc.grpc.server import ListenError, check_can_listen, serve
+from e2a_grpc.settings import ServerSettings
+
+log = logging.getLogger("e2a_grpc.server")
+
+#: Exit code of a worker that could not start or failed (the command line's "the server failed").
+WORKER_FAILED = 1
+
+
+def run_on_event_loop(main: Coroutine[Any, Any, None], config: ServerSettings) -> None:
+    """Run ``main`` on the event loop the settings choose: uvloop, or asyncio's own."""
+    if config.uses_uvloop:
+        import uvloop  # the optional 'uvloop' extra; the settings checked that it is installed
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main)
+    else:
+        asyncio.run(main)
+
+
+def run_server(config: ServerSettings, *, setup_worker: Callable[[], None]) -> int:
+    """Serve until SIGTERM/SIGINT in this process, or in ``config.worker_count`` worker processes.
+
+    ``setup_worker`` runs first in each worker process (a fresh interpreter), e.g. to configure
+    logging as the command line did; it must be picklable (a module-level function or a partial).
+    Returns the exit code.
+    """
+    count = config.worker_count
+    if count == 1:
+        run_on_event_loop(serve(config), config)
+        return 0
+    with reserved_port(config.host, config.port) as port:
+        worker_config = config.model_copy(update={"port": port})
+        return _supervise(worker_config, count, setup_worker)
+
+
+@contextlib.contextmanager
+def reserved_port(host: str, port: int) -> Iterator[int]:
+    """Hold ``host:port`` (port 0: a free port) for SO_REUSEPORT servers; yields the port number.
+
+    A taken port is refused first, with the one-line ``ListenError`` a single server gives.
+    """
+    if port:
+        check_can_listen(host, port)
+    bind_host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            bind_host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    with socket.socket(family, kind, protocol) as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            holder.bind(address)
+        except OSError as exc:
+            raise ListenError(f"cannot listen on {host}:{port}: {os.strerror(exc.errno or 0).lower()}") from None
+        yield int(holder.getsockname()[1])
+
+
+def _worker(config: ServerSettings, setup_worker: Callable[[], None]) -> None:
+    """A worker process: one server on the shared port until SIGTERM."""
+    # Ctrl-C in a terminal reaches the whole process group: the parent turns it into SIGTERM for
+    # each worker, so a worker still starting up does not die of it with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    setup_worker()
+    try:
+        run_on_event_loop(serve(config, reuse_port=True), config)
+    except ListenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(WORKER_FAILED)
+
+
+def _supervise(config: ServerSettings, count: int, setup_worker: Callable[[], None]) -> int:
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_worker, args=(config, setup_worker), name=f"e2a-grpc worker {number}")
+        for number in range(1, count + 1)
+    ]
+    stopping = False
+
+    def stop_workers(signum: int | None = None, _frame: FrameType | None = None) -> None:
+        nonlocal stopping
+        stopping = True
+        for worker in workers:
+            if worker.pid is not None and worker.exitcode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGTERM)
+
+    previous = {signum: signal.signal(signum, stop_workers) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for worker in workers:
+            if not stopping:
+                worker.start()
+        log.info("e2a-grpc: %d worker processes on %s:%d (SO_REUSEPORT)", count, config.host, config.port)
+        failed = False
+        running = [worker for worker in workers if worker.pid is not None]
+        while running:
+            ended = multiprocessing.connection.wait([worker.sentinel for worker in running])
+            for worker in [worker for worker in running if worker.sentinel in ended]:
+                worker.join()
+                running.remove(worker)
+                # A worker stopped before its server had set up its own SIGTERM handler had nothing to drain.
+                stopped = stopping and worker.exitcode in (0, -signal.SIGTERM)
+                if not stopped:
+                    # A worker that ends unasked, or fails, takes the service down with it: the others
+                    # would carry on with part of the capacity, unnoticed.
+                    log.error("%s ended (exit code %s): stopping the others", worker.name, worker.exitcode)
+                    failed = True
+                    stop_workers()
+        return WORKER_FAILED if failed else 0
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

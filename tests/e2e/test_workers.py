@@ -1,0 +1,172 @@
+"""``e2a-grpc serve --workers N``: N processes on one port (SO_REUSEPORT), as one service.
+
+The kernel spreads connections over the workers; SIGTERM to the parent drains them all, and every
+Chat stream, whichever worker serves it, gets its final ``server_shutting_down`` frame. A taken port
+is still one line and exit 1; settings that one process must own are refused with more than one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+
+from e2a.v1 import conversion_service_pb2 as pb
+from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
+from e2a_grpc import E2AEnvelope, E2AResponse
+from e2a_grpc.client.chat import achat
+from tests.support.processes import REPO_ROOT, running_server, running_server_process, wait_until
+
+WORKERS = 2
+#: Separate channels share one connection unless each has a subchannel pool of its own.
+OWN_CONNECTION = (("grpc.use_local_subchannel_pool", 1),)
+
+
+def _workers(pid: int) -> list[int]:
+    """The worker processes of the server ``pid`` (multiprocessing also starts a resource tracker)."""
+    with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as children:
+        pids = [int(child) for child in children.read().split()]
+    workers = []
+    for child in pids:
+        with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+            if b"spawn_main" in cmdline.read():
+                workers.append(child)
+    return workers
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _established_connections(pid: int, port: int) -> int:
+    """How many TCP connections to ``port`` the process ``pid`` has accepted and holds open (grpc
+    listens on IPv6 sockets that take IPv4 too, so the connections to 127.0.0.1 are in tcp6)."""
+    owned = _socket_inodes(pid)
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table, encoding="ascii") as lines:
+            for line in lines.read().splitlines()[1:]:
+                fields = line.split()
+                local_port = int(fields[1].rsplit(":", 1)[1], 16)
+                if local_port == port and fields[3] == "01" and fields[9] in owned:  # 01: ESTABLISHED
+                    count += 1
+    return count
+
+
+def _serve(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", *args]
+    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_sigterm_drains_every_worker_and_every_stream_gets_its_final_frame(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    streams = 16
+    args = ("--workers", str(WORKERS), "--echo-delay-seconds", "0.05", "--grace-seconds", "5")
+    with running_server_process(*args, log=log) as (address, process, _):
+        port = int(address.rsplit(":", 1)[1])
+        workers = _workers(process.pid)
+        assert len(workers) == WORKERS
+        all_in_flight = asyncio.Event()
+        started: set[int] = set()
+        connections: dict[int, int] = {}
+
+        async def stream(index: int) -> list[E2AResponse]:
+            frames = []
+            async with grpc.aio.insecure_channel(address, options=OWN_CONNECTION) as channel:
+                envelope = E2AEnvelope(method="chat.send", params={"text": "w " * 400}, request_id=f"r{index}")
+                async for frame in achat(channel, envelope, timeout=60):  # checks the stream invariants
+                    frames.append(frame)
+                    started.add(index)
+                    if len(started) == streams:
+                        all_in_flight.set()
+            return frames
+
+        async def signal_when_all_in_flight() -> list[list[E2AResponse]]:
+            calls = asyncio.gather(*(stream(index) for index in range(streams)))
+            await asyncio.wait_for(all_in_flight.wait(), 60)
+            connections.update({worker: _established_connections(worker, port) for worker in workers})
+            process.send_signal(signal.SIGTERM)
+            return await asyncio.wait_for(calls, 30)
+
+        results = asyncio.run(signal_when_all_in_flight())
+        assert process.wait(timeout=20) == 0
+    # Both workers served streams (16 connections all on one of two workers: 1 in 2**15).
+    assert sum(connections.values()) == streams and all(connections.values()), connections
+    for frames in results:
+        final = frames[-1]
+        assert (final.response_kind, final.status, final.is_final) == ("e2a.error", "failed", True)
+        assert final.body["code"] == "server_shutting_down"
+        assert len(frames) < 400  # ended by the signal, not by running out of words
+    text = log.read_text()
+    assert text.count("e2a-grpc stopped") == WORKERS, text
+    assert all(not os.path.exists(f"/proc/{worker}") for worker in workers)
+
+
+def test_workers_answer_unary_calls_and_streams_on_uvloop() -> None:
+    with (
+        running_server("--workers", str(WORKERS), "--event-loop", "uvloop") as address,
+        grpc.insecure_channel(address) as channel,
+    ):
+        stub = pb_grpc.ConversionServiceStub(channel)
+        reply = stub.FromA2A(pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}'), timeout=10)
+        assert E2AEnvelope.from_proto(reply.envelope).params["message"]["parts"] == [{"text": "hi"}]
+        conversion = pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": []}}'))
+        batch = pb.ConvertStreamRequest(conversions=[conversion] * 3)
+        replies = list(stub.ConvertStream(iter([batch] * 10), timeout=10))
+        assert [result.index for reply in replies for result in reply.results] == list(range(30))
+
+
+def test_a_worker_that_dies_takes_the_service_down_with_exit_code_1(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with running_server_process("--workers", str(WORKERS), log=log) as (_, process, _):
+        first, second = _workers(process.pid)
+        os.kill(first, signal.SIGKILL)
+        assert process.wait(timeout=20) == 1
+        assert wait_until(lambda: not os.path.exists(f"/proc/{second}"), timeout=10)
+    assert "ended (exit code -9): stopping the others" in log.read_text()
+
+
+def test_a_taken_port_is_one_line_and_exit_code_1() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = int(holder.getsockname()[1])
+        result = _serve("--port", str(port), "--workers", str(WORKERS))
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
+    # Nor can a second service join the workers of a running one.
+    with running_server("--workers", str(WORKERS)) as address:
+        port = int(address.rsplit(":", 1)[1])
+        result = _serve("--port", str(port), "--workers", str(WORKERS))
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (("--backend", "acp", "--acp-command", "agent"), "an ACP chat's agent session lives in the worker process"),
+        (("--metrics-port", "0"), "each worker process counts its own calls"),
+    ],
+    ids=["acp-backend", "metrics-port"],
+)
+def test_what_one_process_must_own_refuses_more_than_one_worker(args: tuple[str, ...], reason: str) -> None:
+    result = _serve("--port", "0", "--workers", str(WORKERS), *args)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: --workers > 1 cannot serve") and reason in line
