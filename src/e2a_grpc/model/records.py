@@ -69,6 +69,18 @@ _PLAIN: dict[Kind, Callable[[Any], Any]] = {
     Kind.OPTIONAL_OBJECT: lambda value: value if value is None or type(value) is dict else dict(value),
 }
 
+# The kinds whose attributes, as the readers give them, are not JSON values.
+_NOT_JSON = (Kind.ORIGIN, Kind.PROVENANCE, Kind.AUTH)
+
+# The types of present values that the reader of each kind returns unchanged: ``from_dict`` takes
+# such a value without calling the reader (one call per field is most of its time).
+_TAKEN_AS_IS: dict[Kind, frozenset[type]] = {
+    Kind.TEXT: frozenset({str, type(None)}),
+    Kind.PLAIN_TEXT: frozenset({str}),
+    Kind.FLAG: frozenset({bool}),
+    Kind.INTEGER: frozenset({int}),
+}
+
 LegacyReader = Callable[[dict[str, Any]], Any]
 
 
@@ -106,8 +118,13 @@ class _Record(Generic[Msg]):
     _FIELD_NAMES: ClassVar[frozenset[str]]
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     _PLAIN: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
-    # Per field: name, legacy reader or None, reader of a present key, default, default factory or None.
-    _FROM_DICT: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
+    _NOT_JSON: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
+    # Per field: name, legacy reader or None, reader of a present key, the types it returns unchanged,
+    # default, default factory or None.
+    _FROM_DICT: ClassVar[
+        tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], frozenset[type], Any, Any], ...]
+    ]
+    _TEMPLATE: ClassVar[dict[str, None]]
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
     CODEC: ClassVar[proto.Codec[Any]]
@@ -125,10 +142,19 @@ class _Record(Generic[Msg]):
         cls._FIELD_NAMES = frozenset(cls._NAMES)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
         cls._PLAIN = tuple((item.name, _PLAIN[item.kind]) for item in cls.FIELDS if item.kind in _PLAIN)
+        cls._NOT_JSON = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _NOT_JSON)
         cls._FROM_DICT = tuple(
-            (item.name, cls.LEGACY_READERS.get(item.name), _reader(item), item.default, item.factory)
+            (
+                item.name,
+                cls.LEGACY_READERS.get(item.name),
+                _reader(item),
+                _TAKEN_AS_IS.get(item.kind, frozenset()),
+                item.default,
+                item.factory,
+            )
             for item in cls.FIELDS
         )
+        cls._TEMPLATE = dict.fromkeys(cls._NAMES)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
         cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
         # The dataclass left each plain default as a class attribute (its __init__ does not use them):
@@ -190,12 +216,13 @@ class _Record(Generic[Msg]):
     def _read_dict(cls, data: Any) -> dict[str, Any]:
         """The attributes of the record ``data`` reads as, in field order."""
         readers.require_object(data, cls._DOCUMENT)
-        values = {}
-        for name, legacy_reader, reader, default, factory in cls._FROM_DICT:
+        values = cls._TEMPLATE.copy()  # every field, in field order, sized once
+        for name, legacy_reader, reader, as_is, default, factory in cls._FROM_DICT:
             if legacy_reader is not None:
                 values[name] = legacy_reader(data)
             elif name in data:
-                values[name] = reader(data[name], name)
+                value = data[name]
+                values[name] = value if type(value) in as_is else reader(value, name)
             else:
                 values[name] = default if factory is None else factory()
         return values
@@ -340,7 +367,14 @@ class _FromJson:
         return data
 
     def to_json(self) -> str:
-        return jsontext.dumps(self.record_type._plain(self.values.copy()), parsed=not self.handed_out)
+        if self.handed_out:
+            return jsontext.dumps(self.record_type._plain(self.values.copy()))
+        # The readers gave plain dicts, lists and scalars: only the nested records and the enum
+        # need their to_dict() form.
+        values = self.values.copy()
+        for name, plain in self.record_type._NOT_JSON:
+            values[name] = plain(values[name])
+        return jsontext.dumps(values, parsed=True)
 
 
 @dataclass
