@@ -195,6 +195,23 @@ def loads_object(text: str, field: str) -> dict[str, Any]:
     return value
 
 
+def canonical_object(text: str) -> dict[str, Any] | None:
+    """The object ``text`` holds if ``text`` is exactly what ``dumps`` writes for it, else None.
+
+    Such a text decodes losslessly (``loads`` gives the same object) and re-encodes to itself, so a
+    field holding it can be forwarded as it is. None says nothing about validity: ``loads_object``
+    judges any other text (other spacing or escapes, big integers, deep nesting, malformed).
+    """
+    try:
+        value = orjson.loads(text)
+        # The test ``loads`` makes first; orjson writes at most 255 levels (deeper raises).
+        if type(value) is dict and orjson.dumps(value) == text.encode():
+            return value
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        pass
+    return None
+
+
 def object_or_none(text: str) -> dict[str, Any] | None:
     """The object ``text`` holds, if orjson reads it as one, else None (``""`` reads as ``{}``).
 

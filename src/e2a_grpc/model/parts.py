@@ -34,14 +34,18 @@ class E2AProvenance:
         if isinstance(data, E2AProvenance):
             return data
         readers.require_object(data, path)
-        return cls(
-            source_protocol=readers.required_text(
-                data.get("source_protocol", SourceProtocol.E2A), f"{path}.source_protocol"
-            ),
-            converter=readers.text(data.get("converter"), f"{path}.converter"),
-            converted_at=readers.text(data.get("converted_at"), f"{path}.converted_at"),
-            details=readers.json_object(data.get("details"), f"{path}.details"),
-        )
+        source_protocol = data.get("source_protocol", SourceProtocol.E2A)
+        converter, converted_at, details = data.get("converter"), data.get("converted_at"), data.get("details")
+        # Each reader is called only for a value it may change or reject (it is on every record
+        # read, and the readers' error paths cost an f-string each).
+        if type(source_protocol) is not str:
+            source_protocol = readers.required_text(source_protocol, f"{path}.source_protocol")
+        if converter is not None and type(converter) is not str:
+            converter = readers.text(converter, f"{path}.converter")
+        if converted_at is not None and type(converted_at) is not str:
+            converted_at = readers.text(converted_at, f"{path}.converted_at")
+        details = dict(details) if type(details) is dict else readers.json_object(details, f"{path}.details")
+        return cls(source_protocol, converter, converted_at, details)
 
 
 @dataclass

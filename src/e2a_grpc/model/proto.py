@@ -9,6 +9,7 @@ and dicts) and the generated message constructors (implemented in C) do the fiel
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -270,6 +271,7 @@ class Codec(Generic[M_co]):
     ``encoders``: (field, encoder) for the fields that need one. ``template``: every attribute in
     field order, set to its wire default. ``decoders``: field descriptor -> (name, decoder or None
     for values used as they are). ``fresh``: the attributes whose unset value is a new object.
+    ``checked``: what ``round_trip_values`` looks at (see there).
     """
 
     message_type: type[M_co]
@@ -277,11 +279,52 @@ class Codec(Generic[M_co]):
     template: dict[str, Any]
     decoders: dict[FieldDescriptor, tuple[str, Decoder | None]]
     fresh: tuple[tuple[str, Callable[[], Any]], ...]
+    checked: _CheckedFields
+
+
+@dataclass(frozen=True)
+class _CheckedFields:
+    """The fields whose decoding can fail or change the message (each record has one identity
+    origin, one provenance and one JSON-RPC id, and at most one auth).
+
+    ``objects``: (name, whether ``""`` means null) of the free-form JSON texts. ``read`` gets, in one
+    call, their texts, the identity origin's number and the provenance's source_protocol and details.
+    """
+
+    objects: tuple[tuple[str, bool], ...]
+    read: Callable[[Any], tuple[Any, ...]]
+    jsonrpc_id: str
+    auth: str | None
+
+
+def _checked_fields(fields: tuple[RecordField, ...]) -> _CheckedFields:
+    def named(kind: Kind) -> list[str]:
+        return [field.name for field in fields if field.kind is kind]
+
+    objects = tuple((field.name, field.kind is Kind.OPTIONAL_OBJECT) for field in fields if field.kind in _OBJECT_KINDS)
+    (origin,), (provenance,), (jsonrpc_id,) = named(Kind.ORIGIN), named(Kind.PROVENANCE), named(Kind.JSONRPC_ID)
+    auth = named(Kind.AUTH)
+    return _CheckedFields(
+        objects=objects,
+        read=operator.attrgetter(
+            *(name for name, _ in objects), origin, f"{provenance}.source_protocol", f"{provenance}.details"
+        ),
+        jsonrpc_id=jsonrpc_id,
+        auth=auth[0] if auth else None,
+    )
+
+
+_OBJECT_KINDS = (Kind.OBJECT, Kind.OPTIONAL_OBJECT)
+_CHECKED_KINDS = {*_OBJECT_KINDS, Kind.ORIGIN, Kind.PROVENANCE, Kind.JSONRPC_ID, Kind.AUTH}
 
 
 def codec(message_type: type[M], fields: tuple[RecordField, ...], *, plain: bool = False) -> Codec[M]:
     """The codec of a record type, from its field table; ``plain`` decodes into the ``to_dict()`` form."""
     decoders, fresh = (PLAIN_DECODERS, _PLAIN_FRESH) if plain else (DECODERS, _FRESH)
+    # Every kind that decode() transforms is one that round_trip_values() checks.
+    unchecked = {field.kind for field in fields if field.kind in DECODERS} - _CHECKED_KINDS - {Kind.TEXT_LIST}
+    if unchecked:
+        raise TypeError(f"round_trip_values() does not check kinds {sorted(kind.name for kind in unchecked)}")
 
     def wire_default(field: RecordField) -> Any:
         # An unset enum is IDENTITY_ORIGIN_UNSPECIFIED, which reads as the record's own default.
@@ -295,6 +338,7 @@ def codec(message_type: type[M], fields: tuple[RecordField, ...], *, plain: bool
         template={field.name: wire_default(field) for field in fields},
         decoders={field.descriptor: (field.name, decoders.get(field.kind)) for field in fields},
         fresh=tuple((field.name, fresh[field.kind]) for field in fields if field.kind in fresh),
+        checked=_checked_fields(fields),
     )
 
 
@@ -307,17 +351,71 @@ def encode(values: Mapping[str, Any], codec: Codec[M]) -> M:
     return build(codec.message_type, fields, "")
 
 
-def decode(message: M, codec: Codec[M]) -> dict[str, Any]:
-    """A message as the attributes of its record, in field order."""
+def decode(message: M, codec: Codec[M], known: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A message as the attributes of its record, in field order.
+
+    ``known``: attributes already decoded from this message (by ``round_trip_values``), used as they are.
+    """
     values = codec.template.copy()
     decoders = codec.decoders
     for descriptor, value in message.ListFields():
         name, decoder = decoders[descriptor]
-        values[name] = value if decoder is None else decoder(value, name)
+        if known is not None and name in known:
+            values[name] = known[name]
+        else:
+            values[name] = value if decoder is None else decoder(value, name)
     for name, new in codec.fresh:
         if values[name] is None:
             values[name] = new()
     return values
+
+
+def round_trip_values(message: M, codec: Codec[M]) -> dict[str, Any] | None:
+    """The free-form objects of a message, if ``encode(decode(message))`` gives it back, else None.
+
+    Not None means decoding raises nothing and changes nothing but unknown fields: every free-form
+    text is JSON exactly as ``jsontext.dumps`` writes it (an object, and not ``"{}"`` where ``""``
+    is the default), the identity origin is set and known, the provenance is set, the JSON-RPC id
+    is a string, a 64-bit integer or a finite number, and auth headers have distinct names. So a
+    record can keep the message and decode it only when read. None says nothing about validity:
+    ``decode`` judges such a message (and names the field at fault). The objects are keyed by field.
+    """
+    checked = codec.checked
+    *texts, origin, source_protocol, details = checked.read(message)
+    # An unset provenance decodes as the default one, which is encoded set. An empty source_protocol
+    # is how an unset one looks, so that case is left to decode.
+    if origin not in _ORIGIN_FROM_PROTO or not source_protocol or (details and not _is_round_trip_object(details)):
+        return None
+    objects = {}
+    for (name, optional), text in zip(checked.objects, texts, strict=True):
+        if text:
+            value = jsontext.canonical_object(text)
+            # {} is written as "" where "" is the default (and as "{}" where "" means null).
+            if value is None or not (value or optional):
+                return None
+            objects[name] = value
+    if message.HasField(checked.jsonrpc_id) and not _is_round_trip_id(getattr(message, checked.jsonrpc_id)):
+        return None
+    if checked.auth is not None and message.HasField(checked.auth):
+        auth: e2a_pb2.E2AAuth = getattr(message, checked.auth)
+        names = [header.name for header in auth.extra_headers]
+        if len(set(names)) != len(names) or (auth.meta and not _is_round_trip_object(auth.meta)):
+            return None  # repeated header names collapse into one key
+    return objects
+
+
+def _is_round_trip_object(text: str) -> bool:
+    """Whether a non-empty free-form text of a nested message (where ``{}`` is ``""``) re-encodes to itself."""
+    return bool(jsontext.canonical_object(text))
+
+
+def _is_round_trip_id(message: e2a_pb2.JsonRpcId) -> bool:
+    kind = message.WhichOneof("kind")
+    if kind == "number_value":
+        return math.isfinite(message.number_value)
+    # No kind decodes as null (encoded unset); big_integer_value may hold digits a 64-bit integer
+    # takes or a non-canonical spelling ("007"): both are left to decode.
+    return kind in ("string_value", "integer_value")
 
 
 def parse(message_type: type[M], data: bytes) -> M:

@@ -12,10 +12,11 @@ work from that table. Only the legacy readers (``LEGACY_READERS``) are written p
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from google.protobuf.message import Message
 
@@ -59,6 +60,27 @@ _COPIERS: dict[Kind, Callable[[Any], Any]] = {
     Kind.AUTH: lambda auth: None if auth is None else auth.to_dict(),
 }
 
+# How ``to_json`` hands an attribute of each kind to ``jsontext.dumps``: as ``to_dict`` would, but
+# without copying what is already a plain dict or list (only read, never kept).
+_PLAIN: dict[Kind, Callable[[Any], Any]] = {
+    **_COPIERS,
+    Kind.TEXT_LIST: lambda value: value if type(value) is list else list(value),
+    Kind.OBJECT: lambda value: value if type(value) is dict else dict(value),
+    Kind.OPTIONAL_OBJECT: lambda value: value if value is None or type(value) is dict else dict(value),
+}
+
+# The kinds whose attributes, as the readers give them, are not JSON values.
+_NOT_JSON = (Kind.ORIGIN, Kind.PROVENANCE, Kind.AUTH)
+
+# The types of present values that the reader of each kind returns unchanged: ``from_dict`` takes
+# such a value without calling the reader (one call per field is most of its time).
+_TAKEN_AS_IS: dict[Kind, frozenset[type]] = {
+    Kind.TEXT: frozenset({str, type(None)}),
+    Kind.PLAIN_TEXT: frozenset({str}),
+    Kind.FLAG: frozenset({bool}),
+    Kind.INTEGER: frozenset({int}),
+}
+
 LegacyReader = Callable[[dict[str, Any]], Any]
 
 
@@ -79,64 +101,139 @@ Msg = TypeVar("Msg", bound=Message)
 
 
 class _Record(Generic[Msg]):
-    """Everything envelopes and responses do alike, from their field table; ``Msg`` is the message type."""
+    """Everything envelopes and responses do alike, from their field table; ``Msg`` is the message type.
+
+    A record read by ``from_bytes`` or ``from_json`` starts *unread*: it keeps what it was read from
+    (checked: every error is raised by the reading call, as ever) in ``_unread``, and its attributes
+    are decoded from that the first time any attribute is read or ``to_dict()`` is called. Until
+    then ``to_bytes``/``to_json``/``to_proto`` write from what it keeps, skipping the decoding and
+    the checks that a value never handed out cannot need (see ``_FromBytes`` and ``_FromJson``).
+    """
 
     timestamp: str | None
     FIELDS: ClassVar[tuple[RecordField, ...]]
     #: Fields read from the whole input dict (current key, then legacy keys) instead of one key.
     LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {}
     _NAMES: ClassVar[tuple[str, ...]]
+    _FIELD_NAMES: ClassVar[frozenset[str]]
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
-    # Per field: name, legacy reader or None, reader of a present key, default, default factory or None.
-    _FROM_DICT: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
+    _PLAIN: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
+    _NOT_JSON: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
+    # Per field: name, legacy reader or None, reader of a present key, the types it returns unchanged,
+    # default, default factory or None.
+    _FROM_DICT: ClassVar[
+        tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], frozenset[type], Any, Any], ...]
+    ]
+    _TEMPLATE: ClassVar[dict[str, None]]
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
     CODEC: ClassVar[proto.Codec[Any]]
     _PLAIN_CODEC: ClassVar[proto.Codec[Any]]
     #: What an error about the whole input calls it.
     _DOCUMENT: ClassVar[str]
+    #: What an unread record was read from (an instance attribute then, deleted once decoded).
+    _unread: _FromBytes | _FromJson | None = None
 
     @classmethod
     def _bind(cls, message_type: type[Msg]) -> None:
         """Derive the class's tables from its dataclass fields and its message type."""
         cls.FIELDS = record_fields(cls, message_type)
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
+        cls._FIELD_NAMES = frozenset(cls._NAMES)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
+        cls._PLAIN = tuple((item.name, _PLAIN[item.kind]) for item in cls.FIELDS if item.kind in _PLAIN)
+        cls._NOT_JSON = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _NOT_JSON)
         cls._FROM_DICT = tuple(
-            (item.name, cls.LEGACY_READERS.get(item.name), _reader(item), item.default, item.factory)
+            (
+                item.name,
+                cls.LEGACY_READERS.get(item.name),
+                _reader(item),
+                _TAKEN_AS_IS.get(item.kind, frozenset()),
+                item.default,
+                item.factory,
+            )
             for item in cls.FIELDS
         )
+        cls._TEMPLATE = dict.fromkeys(cls._NAMES)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
         cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
+        # The dataclass left each plain default as a class attribute (its __init__ does not use them):
+        # an unread record must find no attribute there, so that reading one reaches __getattr__.
+        for name in cls._NAMES:
+            if name in cls.__dict__:
+                delattr(cls, name)
+
+    if not TYPE_CHECKING:  # mypy would take any attribute name as valid
+
+        def __getattr__(self, name: str) -> Any:
+            # Python calls this only for an attribute missing from the instance: a field of an
+            # unread record (or one deleted with ``del``).
+            if name in self._FIELD_NAMES and self._unread is not None:
+                self._decode_unread()
+                return self.__dict__[name]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _decode_unread(self) -> None:
+        """Decode the attributes of an unread record; attributes set on it meanwhile stay as set."""
+        unread = self._unread
+        if unread is None:
+            return
+        values = unread.attributes()  # outside the lock: it is the slow part
+        with _DECODING:
+            attributes = self.__dict__
+            if attributes.get("_unread") is not unread:
+                return  # another thread decoded it first
+            del attributes["_unread"]
+            values.update(attributes)  # fields set meanwhile keep their values (in field order)
+            attributes.clear()
+            attributes.update(values)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field in protocol order, as plain JSON values (nested records as dicts)."""
+        if self._unread is not None:
+            self._decode_unread()  # what it returns shares nested values with the record
+        values = self._attributes()
+        for name, copy in self._COPIED:
+            values[name] = copy(values[name])
+        return values
+
+    def _attributes(self) -> dict[str, Any]:
+        """A copy of the fields' values (of a decoded record), in field order."""
         values = self.__dict__.copy()  # the attributes, in field order: __init__ and from_proto set them so
         if len(values) != len(self._NAMES):  # an attribute set on the instance besides the fields
             values = {name: values[name] for name in self._NAMES}
-        for name, copy in self._COPIED:
-            values[name] = copy(values[name])
         return values
 
     @classmethod
     def from_dict(cls, data: Any) -> Self:
         """Read a record dict, including the legacy keys of spec sections 9-11."""
+        record = cls.__new__(cls)
+        # Every field is set, in field order: what __init__ would do, without its 29 keyword arguments.
+        record.__dict__.update(cls._read_dict(data))
+        return record
+
+    @classmethod
+    def _read_dict(cls, data: Any) -> dict[str, Any]:
+        """The attributes of the record ``data`` reads as, in field order."""
         readers.require_object(data, cls._DOCUMENT)
-        values = {}
-        for name, legacy_reader, reader, default, factory in cls._FROM_DICT:
+        values = cls._TEMPLATE.copy()  # every field, in field order, sized once
+        for name, legacy_reader, reader, as_is, default, factory in cls._FROM_DICT:
             if legacy_reader is not None:
                 values[name] = legacy_reader(data)
             elif name in data:
-                values[name] = reader(data[name], name)
+                value = data[name]
+                values[name] = value if type(value) in as_is else reader(value, name)
             else:
                 values[name] = default if factory is None else factory()
-        # Every field is set, in field order: what __init__ would do, without its 29 keyword arguments.
-        record = cls.__new__(cls)
-        record.__dict__.update(values)
-        return record
+        return values
 
     def to_proto(self) -> Msg:
         """The protobuf message (``e2a.v1.E2AEnvelope`` / ``e2a.v1.E2AResponse``)."""
+        unread = self._unread
+        if unread is not None and len(self.__dict__) == 1:
+            return unread.to_proto()  # type: ignore[return-value]  # a message of this class's CODEC
+        if unread is not None:
+            self._decode_unread()
         message: Msg = proto.encode(self.__dict__, self.CODEC)  # CODEC is this class's Codec[Msg]
         return message
 
@@ -149,11 +246,22 @@ class _Record(Generic[Msg]):
 
     def to_bytes(self) -> bytes:
         """Binary protobuf encoding of ``to_proto()``."""
+        unread = self._unread
+        if unread is not None and len(self.__dict__) == 1:
+            return unread.to_bytes()
         return self.to_proto().SerializeToString()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
-        return cls.from_proto(proto.parse(cls.CODEC.message_type, data))
+        """The record binary protobuf holds; raises as ``from_proto`` does, naming the field at fault."""
+        message = proto.parse(cls.CODEC.message_type, data)
+        objects = proto.round_trip_values(message, cls.CODEC)
+        if objects is None:  # decoding would raise or change the message: do it now
+            return cls.from_proto(message)
+        message.DiscardUnknownFields()  # as decoding would
+        record = cls.__new__(cls)
+        record._unread = _FromBytes(cls, message, objects)
+        return record
 
     @classmethod
     def dict_from_bytes(cls, data: bytes) -> dict[str, Any]:
@@ -169,7 +277,19 @@ class _Record(Generic[Msg]):
 
     def to_json(self) -> str:
         """The E2A wire JSON: ``to_dict()`` as compact JSON text."""
-        return jsontext.dumps(self.to_dict())
+        unread = self._unread
+        if unread is not None and len(self.__dict__) == 1:
+            return unread.to_json()
+        if unread is not None:
+            self._decode_unread()
+        return jsontext.dumps(self._plain(self._attributes()))
+
+    @classmethod
+    def _plain(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """Attributes (changed in place) as ``to_dict()`` has them, for writing only: nothing is copied."""
+        for name, plain in cls._PLAIN:
+            values[name] = plain(values[name])
+        return values
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Self:
@@ -178,12 +298,83 @@ class _Record(Generic[Msg]):
                 text = text.decode()
             except UnicodeDecodeError as exc:
                 raise E2AValueError("$", f"JSON text is not UTF-8: {exc}") from None
-        return cls.from_dict(jsontext.loads(text, "$"))
+        record = cls.__new__(cls)
+        record._unread = _FromJson(cls, cls._read_dict(jsontext.loads(text, "$")))
+        return record
 
     def ensure_timestamp(self) -> None:
         """Set ``timestamp`` to now (RFC 3339 UTC) if it is unset."""
         if self.timestamp is None:
             self.timestamp = utc_now_iso()
+
+
+_DECODING = threading.Lock()  # decoding an unread record's attributes into it
+
+
+class _FromBytes:
+    """What a record read by ``from_bytes`` keeps until its attributes are read.
+
+    ``message``: the parsed message, which ``proto.round_trip_values`` found to decode and
+    re-encode to itself (unknown fields discarded): ``to_bytes`` serializes it. ``objects``: its
+    free-form objects, decoded by that check; the record gets them when it decodes its attributes.
+    """
+
+    __slots__ = ("message", "objects", "record_type", "to_bytes")
+
+    def __init__(self, record_type: type[_Record[Any]], message: Message, objects: dict[str, Any]) -> None:
+        self.record_type = record_type
+        self.message = message
+        #: None once handed to a record: a ``copy.copy`` of an unread record shares this object, and
+        #: the objects may have changed since, so they are never written from here again.
+        self.objects: dict[str, Any] | None = objects
+        self.to_bytes: Callable[[], bytes] = message.SerializeToString
+
+    def attributes(self) -> dict[str, Any]:
+        objects, self.objects = self.objects, None
+        return proto.decode(self.message, self.record_type.CODEC, objects)
+
+    def to_proto(self) -> Message:
+        message: Message = self.record_type.CODEC.message_type()
+        message.CopyFrom(self.message)
+        return message
+
+    def to_json(self) -> str:
+        # Every value comes from decoding JSON text, which holds no NaN: dumps need not look for one.
+        return jsontext.dumps(proto.decode(self.message, self.record_type._PLAIN_CODEC, self.objects), parsed=True)
+
+
+class _FromJson:
+    """What a record read by ``from_json`` keeps until its attributes are read: the attributes,
+    read and checked by ``from_dict``'s readers from a JSON parser's values (so no NaN)."""
+
+    __slots__ = ("handed_out", "record_type", "values")
+
+    def __init__(self, record_type: type[_Record[Any]], values: dict[str, Any]) -> None:
+        self.record_type = record_type
+        self.values = values
+        self.handed_out = False  # as _FromBytes.objects: once handed out, they may have changed
+
+    def attributes(self) -> dict[str, Any]:
+        self.handed_out = True
+        return self.values.copy()
+
+    def to_proto(self) -> Message:
+        message: Message = proto.encode(self.values, self.record_type.CODEC)
+        return message
+
+    def to_bytes(self) -> bytes:
+        data: bytes = self.to_proto().SerializeToString()
+        return data
+
+    def to_json(self) -> str:
+        if self.handed_out:
+            return jsontext.dumps(self.record_type._plain(self.values.copy()))
+        # The readers gave plain dicts, lists and scalars: only the nested records and the enum
+        # need their to_dict() form.
+        values = self.values.copy()
+        for name, plain in self.record_type._NOT_JSON:
+            values[name] = plain(values[name])
+        return jsontext.dumps(values, parsed=True)
 
 
 @dataclass
