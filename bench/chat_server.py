@@ -58,7 +58,9 @@ async def echo_frames(chat: ChatServicer, request: pb.ChatRequest) -> list[pb.Ch
     # ``for_event`` is the servicer's event -> frame step: reusing it keeps every frame byte-for-byte
     # the size Chat writes (ids and timestamps differ in value, not in length).
     return [
-        builder.for_event(event) async for event in chat.backend.stream(envelope) if not isinstance(event, AgentIds)
+        pb.ChatResponse.FromString(builder.for_event(event))
+        async for event in chat.backend.stream(envelope)
+        if not isinstance(event, AgentIds)
     ]
 
 

@@ -154,6 +154,12 @@ class ServerSettings(BaseSettings):
         description="Chat: longest a stream may run; the backend is then stopped and the stream ends with "
         "e2a.error stream_time_limit (a client that stopped reading gets RESOURCE_EXHAUSTED soon after)",
     )
+    chat_coalesce_max_bytes: int = Field(
+        default=16 * 1024,
+        ge=0,
+        description="Chat: text (or reasoning) deltas an agent sent while a frame was being written to a slow "
+        "client go out as one e2a.chunk frame whose delta has at most this many UTF-8 bytes; 0: one frame per delta",
+    )
     log_frames: bool = Field(
         default=False, description="log one JSON line per Chat frame (spec 12.7; no bodies, no secrets)"
     )

@@ -42,7 +42,11 @@ AGENT = Path(__file__).resolve().parents[1] / "support" / "agents" / "acp_agent.
 
 
 def acp_backend(events: Path) -> AcpBackend:
-    return AcpBackend((sys.executable, str(AGENT), "--events", str(events)), default_cwd=events.parent)
+    # No merging of deltas that pile up (e2a_grpc.chat.coalesce): how many merge depends on timing, and
+    # the projection test compares the A2A server's turn with Chat's event by event.
+    return AcpBackend(
+        (sys.executable, str(AGENT), "--events", str(events)), default_cwd=events.parent, max_coalesced_bytes=0
+    )
 
 
 def agent_events(events: Path, event: str) -> list[dict[str, Any]]:

@@ -223,7 +223,7 @@ def _frames_of(envelope: E2AEnvelope, *steps: AgentIds | str) -> list[E2ARespons
         else:
             frames.append(builder.delta(Delta(DeltaKind.TEXT, step)))
     frames.append(builder.complete({"content": ""}))
-    return [E2AResponse.from_proto(frame.response) for frame in frames]
+    return [E2AResponse.from_proto(pb.ChatResponse.FromString(frame).response) for frame in frames]
 
 
 def _check(envelope: E2AEnvelope, frames: list[E2AResponse]) -> None:

@@ -169,13 +169,17 @@ def test_each_update_kind_becomes_its_frame(server: Server) -> None:
     frames = frames_of(server, "hello big world image")
     assert all(frame.provenance.source_protocol == "acp" for frame in frames)
     kinds = [(frame.response_kind, frame.body.get("delta_kind")) for frame in frames]
+    # The four word chunks are one frame each, unless some arrived while a frame was being written:
+    # those are merged (e2a_grpc.chat.coalesce), so there are 1 to 4 text frames.
+    text_frames = len(frames) - 6
+    assert 1 <= text_frames <= 4
     assert kinds == [
         ("e2a.chunk", "reasoning"),
         ("acp.session_update", None),
         ("e2a.chunk", "tool"),
         ("e2a.chunk", "tool"),
         ("e2a.chunk", "custom"),
-        *[("e2a.chunk", "text")] * 4,
+        *[("e2a.chunk", "text")] * text_frames,
         ("e2a.complete", None),
     ]
     thought, plan, tool_call, tool_update, image, *words, final = frames
@@ -196,7 +200,7 @@ def test_each_update_kind_becomes_its_frame(server: Server) -> None:
         "delta": {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
         "mime_type": "image/png",
     }
-    assert [frame.body["delta"] for frame in words] == ["hello ", "big ", "world ", "image"]
+    assert "".join(frame.body["delta"] for frame in words) == "hello big world image"
     assert final.status == "succeeded"
     assert final.body == {"result": {"content": "hello big world image", "stop_reason": "end_turn"}}
     # Without a session_id the agent process lives for this call only.

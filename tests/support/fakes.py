@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
+from e2a_grpc.chat.coalesce import EventInbox
 from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event
 from e2a_grpc.model import DeltaKind, E2AEnvelope
 
@@ -161,3 +162,55 @@ class EndlessBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+class PushBackend:
+    """An agent that pushes its events, as an ACP agent does: the test ``put``s them into the turn's
+    ``EventInbox`` (the servicer takes them from there, text deltas that waited merged) and ends the
+    turn with ``finish``. ``taken`` lists the events as the servicer took them; ``taken_at_least(n)``
+    returns once it took ``n``.
+    """
+
+    def __init__(self, max_coalesced_bytes: int) -> None:
+        self.info = FAKE_INFO
+        self.max_coalesced_bytes = max_coalesced_bytes
+        self.inbox: EventInbox | None = None
+        self.started = asyncio.Event()
+        self.taken: list[Event] = []
+        self.cancelled = asyncio.Event()
+        self.stopped = asyncio.Event()
+        self.closed = asyncio.Event()
+        self._changed = asyncio.Condition()
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        self.inbox = EventInbox(self.max_coalesced_bytes)
+        self.started.set()
+        try:
+            async for event in self.inbox:
+                self.taken.append(event)
+                async with self._changed:
+                    self._changed.notify_all()
+                yield event
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        finally:
+            self.stopped.set()
+
+    def put(self, *events: str | Event) -> None:
+        assert self.inbox is not None, "no turn started yet"
+        for item in events:
+            self.inbox.put(_event(item))
+
+    def finish(self, text: str) -> None:
+        """The agent's answer is complete: ``text`` is its whole message."""
+        self.put(Complete({"content": text}))
+        assert self.inbox is not None
+        self.inbox.close()
+
+    async def taken_at_least(self, count: int) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self.taken) >= count)
+
+    async def aclose(self) -> None:
+        self.closed.set()

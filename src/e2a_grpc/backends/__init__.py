@@ -26,6 +26,7 @@ def _acp(config: ServerSettings) -> AgentBackend:
         default_cwd=config.acp_cwd,
         permission_policy=config.acp_permission_policy,
         max_sessions=config.acp_max_sessions,
+        max_coalesced_bytes=config.chat_coalesce_max_bytes,
     )
 
 

@@ -36,11 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from e2a_grpc import jsontext
+from e2a_grpc.chat.coalesce import EventInbox
 from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, Passthrough
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.acp import envelope_to_acp_jsonrpc_call, wire_request
-from e2a_grpc.settings import BackendName, PermissionPolicy
+from e2a_grpc.settings import BackendName, PermissionPolicy, ServerSettings
 
 try:
     from acp import AGENT_METHODS, CLIENT_METHODS, RequestError
@@ -159,10 +160,12 @@ def _is_int(value: Any) -> bool:
 
 @dataclass
 class _Turn:
-    """The prompt turn in progress on an agent process: where its session updates go."""
+    """The prompt turn in progress on an agent process: where its session updates go, as events."""
 
     session_id: str
-    updates: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+    events: EventInbox
+    #: The text of the agent's message chunks so far: the result's ``content``.
+    text: list[str] = field(default_factory=list)
 
 
 class AgentProcess:
@@ -238,8 +241,8 @@ class AgentProcess:
 
     # --- what the agent sends --------------------------------------------------------------------
 
-    def open_turn(self, session_id: str) -> _Turn:
-        self._turn = _Turn(session_id)
+    def open_turn(self, session_id: str, events: EventInbox) -> _Turn:
+        self._turn = _Turn(session_id, events)
         return self._turn
 
     def close_turn(self) -> None:
@@ -255,7 +258,7 @@ class AgentProcess:
                 and isinstance(params, dict)
                 and params.get("sessionId") == turn.session_id
             ):
-                turn.updates.put_nowait(params)
+                turn.events.put(event_for(params, turn.text))
             return None
         if method == _REQUEST_PERMISSION:
             outcome = permission_outcome(params, self._policy)
@@ -394,6 +397,7 @@ class AcpBackend:
         default_cwd: Path | None = None,
         permission_policy: PermissionPolicy = PermissionPolicy.DENY,
         max_sessions: int = 16,
+        max_coalesced_bytes: int = ServerSettings.model_fields["chat_coalesce_max_bytes"].default,
     ) -> None:
         if not command:
             raise ValueError("the acp backend needs an agent command")
@@ -405,6 +409,7 @@ class AcpBackend:
         self._default_cwd = (default_cwd or Path.cwd()).resolve()
         self._policy = permission_policy
         self._max_sessions = max_sessions
+        self._max_coalesced_bytes = max_coalesced_bytes
         # Least recently used first: the pool evicts from the front.
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._agents: set[AgentProcess] = set()
@@ -442,21 +447,22 @@ class AcpBackend:
         If the caller stops early (cancel, deadline, shutdown), the agent gets ``session/cancel``
         and a second to answer the prompt; an agent that does not is killed.
         """
-        turn = agent.open_turn(session_id)
+        # Updates that arrive while the servicer writes a frame wait here; text chunks that piled up
+        # behind a slow client become one frame (e2a_grpc.chat.coalesce).
+        turn = agent.open_turn(session_id, EventInbox(self._max_coalesced_bytes))
         response = asyncio.create_task(agent.call(_SESSION_PROMPT, {**prompt, "sessionId": session_id}))
-        response.add_done_callback(lambda _: turn.updates.put_nowait(None))
+        response.add_done_callback(lambda _: turn.events.close())
         # A turn given up on (cancelled, killed) never reads its outcome: asyncio must not report it.
         response.add_done_callback(lambda task: task.cancelled() or task.exception())
-        text: list[str] = []
         try:
-            while (update := await turn.updates.get()) is not None:
-                yield event_for(update, text)
+            async for event in turn.events:
+                yield event
             result = response.result()
         finally:
             agent.close_turn()
             if not response.done():
                 await self._cancel_turn(agent, session_id, response)
-        yield Complete({"content": "".join(text), "stop_reason": result.get("stopReason")})
+        yield Complete({"content": "".join(turn.text), "stop_reason": result.get("stopReason")})
 
     async def _cancel_turn(self, agent: AgentProcess, session_id: str, response: asyncio.Task[Any]) -> None:
         with contextlib.suppress(TimeoutError):

@@ -30,7 +30,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck, StorageType, StreamConfig
 
-from e2a.v1 import e2a_pb2
+from e2a.v1 import agent_service_pb2
 from e2a_grpc.broker.assembly import StreamAssembler
 from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.errors import E2AValueError
@@ -167,7 +167,7 @@ class FramePublisher:
         self._subject_prefix = subject_prefix
         self._type_prefix = type_prefix
         self._source = source
-        self._queue: asyncio.Queue[e2a_pb2.E2AResponse] = asyncio.Queue(queue_size)
+        self._queue: asyncio.Queue[bytes] = asyncio.Queue(queue_size)
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -182,8 +182,8 @@ class FramePublisher:
         self._worker = asyncio.create_task(self._run(), name="e2a-nats-publisher")
         log.info("publishing Chat frames to %s (stream %s)", self._url, self._stream)
 
-    async def put(self, frame: e2a_pb2.E2AResponse) -> None:
-        """Hand over a frame (Chat waits here only while the queue is full)."""
+    async def put(self, frame: bytes) -> None:
+        """Hand over a frame, a serialized ChatResponse (Chat waits here only while the queue is full)."""
         await self._queue.put(frame)
 
     async def flush(self) -> None:
@@ -215,15 +215,16 @@ class FramePublisher:
                 for _ in frames:
                     self._queue.task_done()
 
-    def _message(self, frame: e2a_pb2.E2AResponse) -> BrokerMessage:
+    def _message(self, frame: bytes) -> BrokerMessage:
+        # Parsed here, in the publisher's task, so Chat's own path never decodes its frames.
         return frame_message(
-            E2AResponse.from_proto(frame),
+            E2AResponse.from_proto(agent_service_pb2.ChatResponse.FromString(frame).response),
             subject_prefix=self._subject_prefix,
             type_prefix=self._type_prefix,
             source=self._source,
         )
 
-    async def _publish(self, frames: list[e2a_pb2.E2AResponse]) -> None:
+    async def _publish(self, frames: list[bytes]) -> None:
         assert self._js is not None
         pending = [self._message(frame) for frame in frames]
         while pending:

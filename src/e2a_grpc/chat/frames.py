@@ -2,8 +2,14 @@
 
 One ``FrameBuilder`` per request: it echoes the request's correlation fields (12.4) on every frame,
 numbers frames 0, 1, 2, ..., gives each a fresh UUID and an RFC 3339 UTC timestamp, and makes the
-final frame ``succeeded`` (e2a.complete) or ``failed`` (e2a.error). Frames are built straight into
-``ChatResponse`` messages from pre-serialized templates: this is the per-frame hot path of the service.
+final frame ``succeeded`` (e2a.complete) or ``failed`` (e2a.error).
+
+This is the per-frame hot path of the service, so a frame is built as the bytes of its serialized
+``ChatResponse``, not as a message: the fields every frame of the request carries are serialized once
+per stream, and a frame is those bytes with its own fields (response id, sequence, kind, status,
+timestamp, body) encoded in between, in field-number order as protobuf serializes them. The bytes are
+exactly what ``ChatResponse.SerializeToString()`` gives for the same frame (tests/unit/test_frames.py);
+gRPC sends them as they are.
 
 The agent's ids (``task_id``, ``context_id``): a request that sets one gets it echoed on every
 frame, whatever the agent calls its task. A request that leaves one unset lets the agent
@@ -24,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from e2a.v1 import agent_service_pb2, e2a_pb2
+from e2a.v1 import e2a_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Passthrough
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, ResponseStatus
@@ -75,68 +81,64 @@ class FrameBuilder:
             converter=f"e2a_grpc.chat:{backend.name}",
             details=jsontext.dumps(backend.details, "provenance.details") if backend.details else "",
         )
-        # Fields every frame of this request carries (spec 12.4): set once, parsed from bytes per frame.
-        shared = agent_service_pb2.ChatResponse(
-            response=e2a_pb2.E2AResponse(
-                protocol_version=envelope.protocol_version or E2A_PROTOCOL_VERSION,
-                request_id=self.request_id,
-                provenance=provenance,
-                correlation_id=envelope.correlation_id,
-                task_id=envelope.task_id,
-                context_id=envelope.context_id,
-                session_id=envelope.session_id,
-                message_id=envelope.message_id,
-                is_stream=envelope.is_stream,
-                identity_origin=e2a_pb2.IDENTITY_ORIGIN_AGENT,
-                channel=envelope.channel,
-                user_id=envelope.user_id,
-                agent_ref=jsontext.dumps(envelope.agent_ref, "agent_ref") if envelope.agent_ref is not None else "",
-                source_agent_id=envelope.source_agent_id,
-                method=envelope.method,
-                metadata=_ASSIGNED_METADATA if assigned else "",
-            )
+        # Fields every frame of this request carries (spec 12.4): serialized once, cut into _Segments.
+        shared = e2a_pb2.E2AResponse(
+            protocol_version=envelope.protocol_version or E2A_PROTOCOL_VERSION,
+            request_id=self.request_id,
+            provenance=provenance,
+            correlation_id=envelope.correlation_id,
+            task_id=envelope.task_id,
+            context_id=envelope.context_id,
+            session_id=envelope.session_id,
+            message_id=envelope.message_id,
+            is_stream=envelope.is_stream,
+            identity_origin=e2a_pb2.IDENTITY_ORIGIN_AGENT,
+            channel=envelope.channel,
+            user_id=envelope.user_id,
+            agent_ref=jsontext.dumps(envelope.agent_ref, "agent_ref") if envelope.agent_ref is not None else "",
+            source_agent_id=envelope.source_agent_id,
+            method=envelope.method,
+            metadata=_ASSIGNED_METADATA if assigned else "",
         )
         if envelope.jsonrpc_id is not None:
-            shared.response.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
+            shared.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
         self._template = shared
-        self._shared = b""
-        self._chunk = b""
-        self._serialize_templates()
-
-    def _serialize_templates(self) -> None:
-        self._shared = self._template.SerializeToString()
-        chunk = agent_service_pb2.ChatResponse.FromString(self._shared)
-        chunk.response.status = ResponseStatus.IN_PROGRESS
-        chunk.response.response_kind = ResponseKind.E2A_CHUNK
-        self._chunk = chunk.SerializeToString()
+        self._segments = _Segments.of(self._template)
+        self._chunk_kind = _kind_fields(ResponseKind.E2A_CHUNK, ResponseStatus.IN_PROGRESS)
 
     def adopt_agent_ids(self, ids: AgentIds) -> None:
         """Carry the agent's task / context id on the next frames, where the request set none (see above)."""
-        response = self._template.response
+        response = self._template
         adopted = False
         for name, value in (("task_id", ids.task_id), ("context_id", ids.context_id)):
             if value and not response.HasField(name):
                 setattr(response, name, value)
                 adopted = True
         if adopted:
-            self._serialize_templates()
+            self._segments = _Segments.of(response)
 
-    def _frame(
-        self, template: bytes, body: str, kind: str = "", status: str = "", final: bool = False
-    ) -> agent_service_pb2.ChatResponse:
+    def _frame(self, body: bytes, kind_fields: bytes, kind: str, final: bool = False) -> bytes:
+        """The serialized ``ChatResponse`` of the next frame; ``kind_fields``: its is_final, status and
+        response_kind fields, serialized."""
         if self.finished:
             raise RuntimeError("a stream has exactly one final frame, and it is the last")
-        message = agent_service_pb2.ChatResponse.FromString(template)
-        frame = message.response
         sequence = self.sequence
-        frame.response_id = f"{self._id_prefix}{sequence:012x}"
-        frame.sequence = sequence
-        frame.timestamp = self._clock.now()
-        frame.body = body
-        if kind:
-            frame.response_kind = kind
-            frame.status = status
-            frame.is_final = final
+        response_id = f"{self._id_prefix}{sequence:012x}".encode()
+        timestamp = self._clock.now()
+        segments = self._segments
+        response = b"".join(
+            (
+                segments.before_response_id,
+                _string_field_bytes(_RESPONSE_ID, response_id),
+                segments.before_sequence,
+                _varint_field(_SEQUENCE, sequence) if sequence else b"",
+                kind_fields,
+                _string_field_bytes(_TIMESTAMP, timestamp.encode()),
+                segments.before_body,
+                _string_field_bytes(_BODY, body) if body else b"",
+                segments.after_body,
+            )
+        )
         self.sequence = sequence + 1
         self.finished = final
         if self._log:
@@ -144,35 +146,35 @@ class FrameBuilder:
                 json.dumps(
                     {
                         "request_id": self.request_id,
-                        "response_id": frame.response_id,
+                        "response_id": response_id.decode(),
                         "sequence": sequence,
                         "is_final": final,
-                        "response_kind": frame.response_kind,
-                        "timestamp": frame.timestamp,
+                        "response_kind": kind,
+                        "timestamp": timestamp,
                     }
                 )
             )
-        return message
+        return _string_field_bytes(_CHAT_RESPONSE, response)
 
-    def delta(self, event: Delta) -> agent_service_pb2.ChatResponse:
+    def delta(self, event: Delta) -> bytes:
         if event.delta_kind is DeltaKind.TEXT and event.mime_type is None and type(event.delta) is str:
             try:  # the common case, without building a dict: the same bytes jsontext.dumps writes
-                return self._frame(
-                    self._chunk, '{"delta_kind":"text","delta":' + orjson.dumps(event.delta).decode() + "}"
-                )
+                body = _TEXT_DELTA_PREFIX + orjson.dumps(event.delta) + b"}"
             except orjson.JSONEncodeError:
                 pass  # a lone surrogate: the general path escapes it
-        body: dict[str, Any] = {"delta_kind": event.delta_kind, "delta": event.delta}
+            else:
+                return self._frame(body, self._chunk_kind, ResponseKind.E2A_CHUNK)
+        fields: dict[str, Any] = {"delta_kind": event.delta_kind, "delta": event.delta}
         if event.mime_type is not None:
-            body["mime_type"] = event.mime_type
-        return self._frame(self._chunk, jsontext.dumps(body, "body"))
+            fields["mime_type"] = event.mime_type
+        return self._frame(_json_bytes(fields), self._chunk_kind, ResponseKind.E2A_CHUNK)
 
-    def passthrough(self, event: Passthrough) -> agent_service_pb2.ChatResponse:
-        body = jsontext.dumps(event.body, "body") if event.body else ""
-        return self._frame(self._shared, body, event.response_kind, ResponseStatus.IN_PROGRESS)
+    def passthrough(self, event: Passthrough) -> bytes:
+        body = _json_bytes(event.body) if event.body else b""
+        return self._frame(body, _kind_fields(event.response_kind, ResponseStatus.IN_PROGRESS), event.response_kind)
 
-    def for_event(self, event: Delta | Complete | Passthrough) -> agent_service_pb2.ChatResponse:
-        """The frame of one backend event (``AgentIds`` make no frame: see ``adopt_agent_ids``)."""
+    def for_event(self, event: Delta | Complete | Passthrough) -> bytes:
+        """The serialized frame of one backend event (``AgentIds`` make no frame: see ``adopt_agent_ids``)."""
         if isinstance(event, Delta):
             return self.delta(event)
         if isinstance(event, Complete):
@@ -181,10 +183,11 @@ class FrameBuilder:
             return self.passthrough(event)
         raise TypeError(f"unknown backend event {event!r}")
 
-    def complete(self, result: dict[str, Any]) -> agent_service_pb2.ChatResponse:
-        body = jsontext.dumps({"result": result}, "body")
+    def complete(self, result: dict[str, Any]) -> bytes:
+        body = _json_bytes({"result": result})
         self.final_code = "ok"
-        return self._frame(self._shared, body, ResponseKind.E2A_COMPLETE, ResponseStatus.SUCCEEDED, True)
+        kind = ResponseKind.E2A_COMPLETE
+        return self._frame(body, _kind_fields(kind, ResponseStatus.SUCCEEDED, final=True), kind, final=True)
 
     def error(
         self,
@@ -192,11 +195,104 @@ class FrameBuilder:
         message: str,
         details: dict[str, Any] | None = None,
         external: dict[str, Any] | None = None,
-    ) -> agent_service_pb2.ChatResponse:
+    ) -> bytes:
         body: dict[str, Any] = {"code": code, "message": message, "details": details or {}}
         if external is not None:
             body["external"] = external
         self.final_code = str(code)
-        return self._frame(
-            self._shared, jsontext.dumps(body, "body"), ResponseKind.E2A_ERROR, ResponseStatus.FAILED, True
+        kind = ResponseKind.E2A_ERROR
+        return self._frame(_json_bytes(body), _kind_fields(kind, ResponseStatus.FAILED, final=True), kind, final=True)
+
+
+def _json_bytes(value: Any) -> bytes:
+    return jsontext.dumps(value, "body").encode("utf-8")
+
+
+# --- the protobuf wire format of a frame (https://protobuf.dev/programming-guides/encoding/) ---------
+
+#: ChatResponse.response, and the E2AResponse fields a frame sets itself (proto/e2a/v1/e2a.proto).
+_CHAT_RESPONSE = 1
+_RESPONSE_ID, _SEQUENCE, _IS_FINAL, _STATUS, _RESPONSE_KIND, _TIMESTAMP, _BODY = 2, 4, 5, 6, 7, 8, 10
+_VARINT, _LENGTH_DELIMITED = 0, 2
+_SMALL_VARINTS = [bytes((value,)) for value in range(0x80)]
+_TEXT_DELTA_PREFIX = b'{"delta_kind":"text","delta":'
+
+
+def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL_VARINTS[value]
+    encoded = bytearray()
+    while value >= 0x80:
+        encoded.append(value & 0x7F | 0x80)
+        value >>= 7
+    encoded.append(value)
+    return bytes(encoded)
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    return _varint(number << 3 | _VARINT) + _varint(value)
+
+
+def _string_field_bytes(number: int, value: bytes) -> bytes:
+    return b"".join((_varint(number << 3 | _LENGTH_DELIMITED), _varint(len(value)), value))
+
+
+def _string_field(number: int, value: str) -> bytes:
+    return _string_field_bytes(number, value.encode("utf-8"))
+
+
+def _kind_fields(kind: str, status: str, final: bool = False) -> bytes:
+    """The serialized is_final, status and response_kind fields (proto3: a default value is left out)."""
+    return b"".join(
+        (
+            _varint_field(_IS_FINAL, 1) if final else b"",
+            _string_field(_STATUS, status) if status else b"",
+            _string_field(_RESPONSE_KIND, kind) if kind else b"",
         )
+    )
+
+
+class _Segments:
+    """The serialized fields every frame of a stream shares, cut where a frame's own fields go in."""
+
+    __slots__ = ("after_body", "before_body", "before_response_id", "before_sequence")
+
+    def __init__(self, before_response_id: bytes, before_sequence: bytes, before_body: bytes, after_body: bytes):
+        self.before_response_id = before_response_id
+        self.before_sequence = before_sequence
+        self.before_body = before_body
+        self.after_body = after_body
+
+    @classmethod
+    def of(cls, shared: e2a_pb2.E2AResponse) -> _Segments:
+        """Cut ``shared`` (which sets none of a frame's own fields) by field number."""
+        data = shared.SerializeToString()
+        cuts = [0, 0, 0]  # where the fields numbered above 1, above 3 and above 9 begin
+        position = 0
+        while position < len(data):
+            tag, position = _read_varint(data, position)
+            number, wire_type = tag >> 3, tag & 7
+            if wire_type == _VARINT:
+                _, position = _read_varint(data, position)
+            elif wire_type == _LENGTH_DELIMITED:
+                length, position = _read_varint(data, position)
+                position += length
+            else:  # no field of E2AResponse has another wire type
+                raise AssertionError(f"E2AResponse field {number} has wire type {wire_type}")
+            for index, last in enumerate((1, 3, 9)):
+                if number <= last:
+                    cuts[index] = position
+        first, second, third = cuts
+        second, third = max(first, second), max(first, second, third)
+        return cls(data[:first], data[first:second], data[second:third], data[third:])
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
-from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc, e2a_pb2
-from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Event
+from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
+from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, validate_chat_request
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import status_for
-from e2a_grpc.model import E2AEnvelope, ErrorCode
+from e2a_grpc.model import E2AEnvelope, ErrorCode, ResponseKind
 from e2a_grpc.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 #: The name of the span around one Chat request's backend stream (grpc/tracing.py).
 BACKEND_TURN_SPAN = "e2a.chat.backend_turn"
 #: The ``method`` of a Chat call's log line.
-CHAT_METHOD = "/e2a.v1.AgentService/Chat"
+AGENT_SERVICE = "e2a.v1.AgentService"
+CHAT_METHOD = f"/{AGENT_SERVICE}/Chat"
 
 #: How long after the stream's time limit a write may still wait for the client to take its frame:
 #: a client that reads gets the final frame, one that read nothing for this long gets a status.
@@ -53,7 +54,8 @@ STALLED_WRITE_GRACE_SECONDS = 5.0
 class FrameSink(Protocol):
     """Takes a copy of every frame written to a Chat client (``serve --publish-nats``)."""
 
-    async def put(self, frame: e2a_pb2.E2AResponse) -> None: ...
+    async def put(self, frame: bytes) -> None:
+        """``frame``: a serialized ChatResponse, as written to the client."""
 
 
 class _LimitReached(Exception):
@@ -138,7 +140,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
     async def Chat(  # type: ignore[override]  # frames are written with context.write, not yielded
         self,
         request: agent_service_pb2.ChatRequest,
-        context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, agent_service_pb2.ChatResponse],
+        context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes],
     ) -> None:
         try:
             envelope = validate_chat_request(request, self._methods)
@@ -171,7 +173,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
 
     async def _stream_frames(
         self,
-        context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, agent_service_pb2.ChatResponse],
+        context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes],
         envelope: E2AEnvelope,
         events: AsyncGenerator[Event, None],
         frames: FrameBuilder,
@@ -204,9 +206,9 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 await context.write(frame)
                 stream.writing = False
                 if self._metrics is not None:
-                    self._metrics.chat_frame_sent(frame)
+                    self._metrics.chat_frame_sent(_kind_of(event))
                 if self._frame_sink is not None:
-                    await self._frame_sink.put(frame.response)
+                    await self._frame_sink.put(frame)
                 if frames.finished:
                     stream.final_code = frames.final_code
                     return
@@ -246,9 +248,9 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         try:
             await context.write(final)
             if self._metrics is not None:
-                self._metrics.chat_frame_sent(final)
+                self._metrics.chat_frame_sent(ResponseKind.E2A_ERROR)
             if self._frame_sink is not None:
-                await self._frame_sink.put(final.response)
+                await self._frame_sink.put(final)
             stream.final_code = frames.final_code
         except asyncio.CancelledError:
             if stream.stalled:
@@ -287,16 +289,14 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             f"the stream ran longer than this server's limit of {self._max_stream_seconds:g} s; the agent was stopped"
         )
 
-    def _time_limit_error(self, frames: FrameBuilder) -> agent_service_pb2.ChatResponse:
+    def _time_limit_error(self, frames: FrameBuilder) -> bytes:
         if self._metrics is not None:
             self._metrics.chat_limits_hit.labels(ErrorCode.STREAM_TIME_LIMIT).inc()
         return frames.error(
             ErrorCode.STREAM_TIME_LIMIT, self._time_limit_message(), {"max_stream_seconds": self._max_stream_seconds}
         )
 
-    async def _abort_stalled(
-        self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, agent_service_pb2.ChatResponse]
-    ) -> None:
+    async def _abort_stalled(self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes]) -> None:
         """End a call whose client stopped reading, with RESOURCE_EXHAUSTED: a final frame would queue
         behind the frame it did not take. The client gets the status once it reads the frames gRPC
         holds for it; until then (or until it goes away) this waits, holding no backend."""
@@ -316,3 +316,22 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             if not stream.writing:
                 stream.task.cancel()
         await self.backend.aclose()
+
+
+def _kind_of(event: Event) -> str:
+    """The response_kind of the frame an event becomes (for the metrics)."""
+    if isinstance(event, Passthrough):
+        return event.response_kind
+    return ResponseKind.E2A_COMPLETE if isinstance(event, Complete) else ResponseKind.E2A_CHUNK
+
+
+def add_chat_service(servicer: ChatServicer, server: grpc.aio.Server) -> None:
+    """Register ``servicer`` as e2a.v1.AgentService, as the generated ``add_AgentServiceServicer_to_server``
+    does, except that Chat writes its frames already serialized (``FrameBuilder``): no response serializer."""
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+        "Chat": grpc.unary_stream_rpc_method_handler(
+            servicer.Chat, request_deserializer=agent_service_pb2.ChatRequest.FromString, response_serializer=None
+        )
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(AGENT_SERVICE, handlers),))
+    server.add_registered_method_handlers(AGENT_SERVICE, handlers)

@@ -25,7 +25,6 @@ import grpc
 from google.protobuf import descriptor_pool
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from e2a.v1 import agent_service_pb2
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
 
 _CALL_LABELS = ("grpc_service", "grpc_method", "grpc_type")
@@ -83,8 +82,8 @@ class ServerMetrics:
             registry=registry,
         )
 
-    def chat_frame_sent(self, frame: agent_service_pb2.ChatResponse) -> None:
-        self.chat_frames_sent.labels(frame.response.response_kind).inc()
+    def chat_frame_sent(self, response_kind: str) -> None:
+        self.chat_frames_sent.labels(response_kind).inc()
 
 
 class MetricsHttpServer:
@@ -174,19 +173,20 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
 
             new_behavior = measured
         serialize = handler.response_serializer
-        if handler.response_streaming and serialize is not None:
+        if handler.response_streaming:
             serialize = _counting(serialize, msg_sent)
         return handler_like(
             handler, new_behavior, request_deserializer=handler.request_deserializer, response_serializer=serialize
         )
 
 
-def _counting(serialize: Callable[[Any], bytes], messages: Counter) -> Callable[[Any], bytes]:
-    """``serialize`` counting each message: every one passes it, yielded or written with context.write."""
+def _counting(serialize: Callable[[Any], bytes] | None, messages: Counter) -> Callable[[Any], bytes]:
+    """``serialize`` counting each message: every one passes it, yielded or written with context.write.
+    ``None``: the messages are written already serialized (Chat's frames)."""
 
     def counted(message: Any) -> bytes:
         messages.inc()
-        return serialize(message)
+        return message if serialize is None else serialize(message)
 
     return counted
 

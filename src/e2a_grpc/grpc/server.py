@@ -18,7 +18,6 @@ from grpc_reflection.v1alpha import reflection
 
 from e2a.v1 import (
     agent_service_pb2,
-    agent_service_pb2_grpc,
     codec_service_pb2,
     codec_service_pb2_grpc,
     conversion_service_pb2,
@@ -27,7 +26,7 @@ from e2a.v1 import (
 from e2a_grpc.backends import make_backend
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
-from e2a_grpc.grpc.chat_servicer import ChatServicer
+from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
 from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
 from e2a_grpc.grpc.observability import MetricsHttpServer, MetricsInterceptor, ServerMetrics, method_paths
@@ -144,7 +143,7 @@ class E2AServer:
         self.chat = ChatServicer(
             make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
         )
-        agent_service_pb2_grpc.add_AgentServiceServicer_to_server(self.chat, self.server)
+        add_chat_service(self.chat, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
