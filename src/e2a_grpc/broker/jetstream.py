@@ -117,10 +117,10 @@ async def _log_error(error: Exception) -> None:
 
 
 async def connect(url: str) -> NatsClient:
-    """A connection to ``url`` that reconnects for as long as it is open; raises NoServersError (or
-    OSError) when the broker cannot be reached now."""
+    """A connection to ``url`` (or to any of comma-separated URLs, a cluster's nodes) that reconnects
+    for as long as it is open; raises NoServersError (or OSError) when no broker can be reached now."""
     nc = await nats.connect(
-        url,
+        [server.strip() for server in url.split(",") if server.strip()],
         connect_timeout=2,
         allow_reconnect=True,
         max_reconnect_attempts=FIRST_CONNECT_ATTEMPTS,
