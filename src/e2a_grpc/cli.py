@@ -382,8 +382,14 @@ def _run_to_cloudevents(args: argparse.Namespace) -> int:
     settings = _settings(CloudEventsSettings, args)
     prefix, source = settings.cloudevents_type_prefix, settings.cloudevents_source
     if args.server:
+        # Only what was given (option or environment) overrides the server's own settings.
+        given = settings.model_fields_set
         with _connect(args) as client:
-            events = client.to_cloudevents(records, type_prefix=prefix, source=source)
+            events = client.to_cloudevents(
+                records,
+                type_prefix=prefix if "cloudevents_type_prefix" in given else None,
+                source=source if "cloudevents_source" in given else None,
+            )
     else:
         events = cloudevents.records_to_events(records, type_prefix=prefix, source=source)
     sys.stdout.buffer.write(cloudevents.encode(events, cloudevents.Format(args.format)))

@@ -225,7 +225,12 @@ class FramePublisher:
 
     async def _publish(self, frames: list[e2a_pb2.E2AResponse]) -> None:
         assert self._js is not None
-        pending = [self._message(frame) for frame in frames]
+        pending = []
+        for frame in frames:
+            try:
+                pending.append(self._message(frame))
+            except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
+                log.exception("cannot build the CloudEvent of Chat frame %s; not published", frame.response_id)
         while pending:
             acks: dict[asyncio.Future[PubAck], BrokerMessage] = {}
             unsent: list[BrokerMessage] = []
@@ -240,7 +245,8 @@ class FramePublisher:
                 done, late = await asyncio.wait(acks, timeout=ACK_TIMEOUT_SECONDS)
                 for late_ack in late:
                     late_ack.cancel()
-                failed = [acks[ack] for ack in late] + [acks[ack] for ack in done if ack.exception() is not None]
+                refused = [ack for ack in done if ack.cancelled() or ack.exception() is not None]
+                failed = [acks[ack] for ack in (*late, *refused)]
             else:
                 failed = []
             self.published += len(pending) - len(failed) - len(unsent)

@@ -680,7 +680,8 @@ def encode(events: Sequence[CloudEvent], form: Format) -> bytes:
 
 
 def decode(data: bytes, form: Format) -> list[CloudEvent]:
-    """The events ``encode`` wrote (or a peer did) in ``form``; errors name the event and attribute."""
+    """The events ``encode`` wrote (or a peer did) in ``form``: one JSON document per line, or a single
+    document over several lines; errors name the event and attribute."""
     if form is Format.PROTOBUF:
         return [from_protobuf(_parse_protobuf(cloudevents_pb2.CloudEvent, data))]
     if form is Format.PROTOBUF_BATCH:
@@ -688,8 +689,11 @@ def decode(data: bytes, form: Format) -> list[CloudEvent]:
     text = _utf8(data, "$")
     if form in (Format.STRUCTURED, Format.BATCH) and text.lstrip().startswith("["):
         return from_batch_json(text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not all(line.lstrip().startswith("{") for line in lines):
+        return [_decode_line(text, form)]  # one document written over several lines (pretty-printed)
     events = []
-    for index, line in enumerate(line for line in text.splitlines() if line.strip()):
+    for index, line in enumerate(lines):
         try:
             events.append(_decode_line(line, form))
         except E2AFieldError as exc:
