@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import importlib.metadata
 import logging
 import sys
@@ -157,6 +158,12 @@ def _run_serve(args: argparse.Namespace) -> int:
             import e2a_grpc.backends.a2a  # noqa: F401
         except ImportError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    if config.publish_nats:
+        try:  # nats-py is optional (the nats extra): say so now, not with a traceback
+            importlib.import_module("e2a_grpc.broker.jetstream")
+        except ImportError as exc:
+            print(f"error: --publish-nats: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
             return EXIT_FAILED
     if config.tracing:
         try:  # the tracing extra and its exporter: say what is missing now, not with a traceback
@@ -551,7 +558,7 @@ def _run_subscribe(args: argparse.Namespace) -> int:
         return EXIT_TIMEOUT
     except (nats.errors.NoServersError, OSError) as exc:
         printer.finish()
-        print(f"error: cannot reach NATS at {settings.nats_url}: {exc!r}", file=sys.stderr)
+        print(f"error: cannot reach NATS at {settings.nats_url}: {exc or repr(exc)}", file=sys.stderr)
         return EXIT_NO_SERVER
     printer.finish()
     return EXIT_OK

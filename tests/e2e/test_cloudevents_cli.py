@@ -88,3 +88,9 @@ def test_subscribe_without_a_broker_exits_4() -> None:
     result = run("subscribe", "--nats-url", "nats://127.0.0.1:1", "--timeout", "5")
     assert result.returncode == 4
     assert "cannot reach NATS" in result.stderr
+
+
+def test_serve_without_its_broker_refuses_to_start() -> None:
+    result = run("serve", "--port", "0", "--publish-nats", "nats://127.0.0.1:1")
+    assert result.returncode == 1
+    assert "cannot publish to NATS at nats://127.0.0.1:1: nats: no servers available" in result.stderr
