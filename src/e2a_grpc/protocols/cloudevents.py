@@ -209,6 +209,7 @@ def record_to_event(record: Record, *, type_prefix: str, source: str | None = No
 
 
 def records_to_events(records: Iterable[Record], *, type_prefix: str, source: str | None = None) -> list[CloudEvent]:
+    """An event per record, in order (a batch); an empty prefix or source is an error naming it."""
     if not type_prefix:
         raise E2AValueError("type_prefix", "the event type prefix is empty")
     if source == "":
