@@ -26,7 +26,7 @@ from e2a.cloudevents.v1 import cloudevents_pb2 as e2a_dot_cloudevents_dot_v1_dot
 from e2a.v1 import e2a_pb2 as e2a_dot_v1_dot_e2a__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x65\x32\x61/v1/conversion_service.proto\x12\x06\x65\x32\x61.v1\x1a$e2a/cloudevents/v1/cloudevents.proto\x1a\x10\x65\x32\x61/v1/e2a.proto\"\'\n\rNotApplicable\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"\xb4\x02\n\x0cToACPRequest\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08response\x12&\n\renvelope_json\x18\x03 \x01(\tH\x00R\renvelope_json\x12&\n\rresponse_json\x18\x04 \x01(\tH\x00R\rresponse_json\x12\x36\n\x16session_prompt_methods\x18\x05 \x03(\tR\x16session_prompt_methods\x12,\n\x07\x64ialect\x18\x06 \x01(\x0e\x32\x12.e2a.v1.AcpDialectR\x07\x64ialectB\x08\n\x06source\"v\n\rToACPResponse\x12\x1a\n\x07jsonrpc\x18\x01 \x01(\tH\x00R\x07jsonrpc\x12?\n\x0enot_applicable\x18\x02 \x01(\x0b\x32\x15.e2a.v1.NotApplicableH\x00R\x0enot_applicableB\x08\n\x06result\"\x91\x01\n\x0e\x46romACPRequest\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\x12\x1d\n\x07\x63hannel\x18\x02 \x01(\tH\x00R\x07\x63hannel\x88\x01\x01\x12@\n\x0fidentity_origin\x18\x03 \x01(\x0e\x32\x16.e2a.v1.IdentityOriginR\x0fidentity_originB\n\n\x08_channel\"\x7f\n\rFromACPRecord\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08responseB\x08\n\x06record\"B\n\x0f\x46romACPResponse\x12/\n\x07records\x18\x01 \x03(\x0b\x32\x15.e2a.v1.FromACPRecordR\x07records\"\xad\x01\n\x12ToA2AStreamRequest\x12\x31\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08response\x12&\n\rresponse_json\x18\x02 \x01(\tH\x00R\rresponse_json\x12\x32\n\x14project_native_kinds\x18\x03 \x01(\x08R\x14project_native_kindsB\x08\n\x06source\"\x8c\x01\n\x13ToA2AStreamResponse\x12*\n\x0fstream_response\x18\x01 \x01(\tH\x00R\x0fstream_response\x12?\n\x0enot_applicable\x18\x02 \x01(\x0b\x32\x15.e2a.v1.NotApplicableH\x00R\x0enot_applicableB\x08\n\x06result\"\x91\x01\n\x0e\x46romA2ARequest\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\x12\x1d\n\x07\x63hannel\x18\x02 \x01(\tH\x00R\x07\x63hannel\x88\x01\x01\x12@\n\x0fidentity_origin\x18\x03 \x01(\x0e\x32\x16.e2a.v1.IdentityOriginR\x0fidentity_originB\n\n\x08_channel\"B\n\x0f\x46romA2AResponse\x12/\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeR\x08\x65nvelope\"\xd9\x01\n\x17\x43loudEventsRecordSource\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08response\x12&\n\renvelope_json\x18\x03 \x01(\tH\x00R\renvelope_json\x12&\n\rresponse_json\x18\x04 \x01(\tH\x00R\rresponse_jsonB\x08\n\x06record\"\xe3\x01\n\x14ToCloudEventsRequest\x12\x39\n\x07records\x18\x01 \x03(\x0b\x32\x1f.e2a.v1.CloudEventsRecordSourceR\x07records\x12\x1b\n\x06source\x18\x02 \x01(\tH\x00R\x06source\x88\x01\x01\x12%\n\x0btype_prefix\x18\x03 \x01(\tH\x01R\x0btype_prefix\x88\x01\x01\x12\x31\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x19.e2a.v1.CloudEventsFormatR\x06\x66ormatB\t\n\x07_sourceB\x0e\n\x0c_type_prefix\"\x7f\n\x15ToCloudEventsResponse\x12:\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\".io.cloudevents.v1.CloudEventBatchH\x00R\x05\x62\x61tch\x12 \n\nbatch_json\x18\x02 \x01(\tH\x00R\nbatch_jsonB\x08\n\x06\x65vents\"t\n\x16\x46romCloudEventsRequest\x12:\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\".io.cloudevents.v1.CloudEventBatchH\x00R\x05\x62\x61tch\x12\x14\n\x04json\x18\x02 \x01(\tH\x00R\x04jsonB\x08\n\x06\x65vents\"\x83\x01\n\x11\x43loudEventsRecord\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08responseB\x08\n\x06record\"N\n\x17\x46romCloudEventsResponse\x12\x33\n\x07records\x18\x01 \x03(\x0b\x32\x19.e2a.v1.CloudEventsRecordR\x07records*?\n\nAcpDialect\x12\x1b\n\x17\x41\x43P_DIALECT_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43P_DIALECT_WIRE\x10\x01*\\\n\x11\x43loudEventsFormat\x12#\n\x1f\x43LOUD_EVENTS_FORMAT_UNSPECIFIED\x10\x00\x12\"\n\x1e\x43LOUD_EVENTS_FORMAT_JSON_BATCH\x10\x01\x32\xab\x03\n\x11\x43onversionService\x12\x34\n\x05ToACP\x12\x14.e2a.v1.ToACPRequest\x1a\x15.e2a.v1.ToACPResponse\x12:\n\x07\x46romACP\x12\x16.e2a.v1.FromACPRequest\x1a\x17.e2a.v1.FromACPResponse\x12\x46\n\x0bToA2AStream\x12\x1a.e2a.v1.ToA2AStreamRequest\x1a\x1b.e2a.v1.ToA2AStreamResponse\x12:\n\x07\x46romA2A\x12\x16.e2a.v1.FromA2ARequest\x1a\x17.e2a.v1.FromA2AResponse\x12L\n\rToCloudEvents\x12\x1c.e2a.v1.ToCloudEventsRequest\x1a\x1d.e2a.v1.ToCloudEventsResponse\x12R\n\x0f\x46romCloudEvents\x12\x1e.e2a.v1.FromCloudEventsRequest\x1a\x1f.e2a.v1.FromCloudEventsResponseBj\n\tio.e2a.v1B\x16\x43onversionServiceProtoP\x01Z\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1\xa2\x02\x03\x45\x32\x41\xaa\x02\x06\x45\x32\x41.V1\xba\x02\x03\x45\x32\x41\xca\x02\x06\x45\x32\x41\\V1\xea\x02\x07\x45\x32\x41::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x65\x32\x61/v1/conversion_service.proto\x12\x06\x65\x32\x61.v1\x1a$e2a/cloudevents/v1/cloudevents.proto\x1a\x10\x65\x32\x61/v1/e2a.proto\"\'\n\rNotApplicable\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"\xd9\x01\n\x17\x43loudEventsRecordSource\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08response\x12&\n\renvelope_json\x18\x03 \x01(\tH\x00R\renvelope_json\x12&\n\rresponse_json\x18\x04 \x01(\tH\x00R\rresponse_jsonB\x08\n\x06record\"\xe3\x01\n\x14ToCloudEventsRequest\x12\x39\n\x07records\x18\x01 \x03(\x0b\x32\x1f.e2a.v1.CloudEventsRecordSourceR\x07records\x12\x1b\n\x06source\x18\x02 \x01(\tH\x00R\x06source\x88\x01\x01\x12%\n\x0btype_prefix\x18\x03 \x01(\tH\x01R\x0btype_prefix\x88\x01\x01\x12\x31\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x19.e2a.v1.CloudEventsFormatR\x06\x66ormatB\t\n\x07_sourceB\x0e\n\x0c_type_prefix\"\x7f\n\x15ToCloudEventsResponse\x12:\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\".io.cloudevents.v1.CloudEventBatchH\x00R\x05\x62\x61tch\x12 \n\nbatch_json\x18\x02 \x01(\tH\x00R\nbatch_jsonB\x08\n\x06\x65vents\"t\n\x16\x46romCloudEventsRequest\x12:\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\".io.cloudevents.v1.CloudEventBatchH\x00R\x05\x62\x61tch\x12\x14\n\x04json\x18\x02 \x01(\tH\x00R\x04jsonB\x08\n\x06\x65vents\"\x83\x01\n\x11\x43loudEventsRecord\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08responseB\x08\n\x06record\"N\n\x17\x46romCloudEventsResponse\x12\x33\n\x07records\x18\x01 \x03(\x0b\x32\x19.e2a.v1.CloudEventsRecordR\x07records\"\xb4\x02\n\x0cToACPRequest\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08response\x12&\n\renvelope_json\x18\x03 \x01(\tH\x00R\renvelope_json\x12&\n\rresponse_json\x18\x04 \x01(\tH\x00R\rresponse_json\x12\x36\n\x16session_prompt_methods\x18\x05 \x03(\tR\x16session_prompt_methods\x12,\n\x07\x64ialect\x18\x06 \x01(\x0e\x32\x12.e2a.v1.AcpDialectR\x07\x64ialectB\x08\n\x06source\"v\n\rToACPResponse\x12\x1a\n\x07jsonrpc\x18\x01 \x01(\tH\x00R\x07jsonrpc\x12?\n\x0enot_applicable\x18\x02 \x01(\x0b\x32\x15.e2a.v1.NotApplicableH\x00R\x0enot_applicableB\x08\n\x06result\"\x91\x01\n\x0e\x46romACPRequest\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\x12\x1d\n\x07\x63hannel\x18\x02 \x01(\tH\x00R\x07\x63hannel\x88\x01\x01\x12@\n\x0fidentity_origin\x18\x03 \x01(\x0e\x32\x16.e2a.v1.IdentityOriginR\x0fidentity_originB\n\n\x08_channel\"\x7f\n\rFromACPRecord\x12\x31\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeH\x00R\x08\x65nvelope\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08responseB\x08\n\x06record\"B\n\x0f\x46romACPResponse\x12/\n\x07records\x18\x01 \x03(\x0b\x32\x15.e2a.v1.FromACPRecordR\x07records\"\xad\x01\n\x12ToA2AStreamRequest\x12\x31\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponseH\x00R\x08response\x12&\n\rresponse_json\x18\x02 \x01(\tH\x00R\rresponse_json\x12\x32\n\x14project_native_kinds\x18\x03 \x01(\x08R\x14project_native_kindsB\x08\n\x06source\"\x8c\x01\n\x13ToA2AStreamResponse\x12*\n\x0fstream_response\x18\x01 \x01(\tH\x00R\x0fstream_response\x12?\n\x0enot_applicable\x18\x02 \x01(\x0b\x32\x15.e2a.v1.NotApplicableH\x00R\x0enot_applicableB\x08\n\x06result\"\x91\x01\n\x0e\x46romA2ARequest\x12\x12\n\x04json\x18\x01 \x01(\tR\x04json\x12\x1d\n\x07\x63hannel\x18\x02 \x01(\tH\x00R\x07\x63hannel\x88\x01\x01\x12@\n\x0fidentity_origin\x18\x03 \x01(\x0e\x32\x16.e2a.v1.IdentityOriginR\x0fidentity_originB\n\n\x08_channel\"B\n\x0f\x46romA2AResponse\x12/\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeR\x08\x65nvelope*?\n\nAcpDialect\x12\x1b\n\x17\x41\x43P_DIALECT_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43P_DIALECT_WIRE\x10\x01*\\\n\x11\x43loudEventsFormat\x12#\n\x1f\x43LOUD_EVENTS_FORMAT_UNSPECIFIED\x10\x00\x12\"\n\x1e\x43LOUD_EVENTS_FORMAT_JSON_BATCH\x10\x01\x32\xab\x03\n\x11\x43onversionService\x12L\n\rToCloudEvents\x12\x1c.e2a.v1.ToCloudEventsRequest\x1a\x1d.e2a.v1.ToCloudEventsResponse\x12R\n\x0f\x46romCloudEvents\x12\x1e.e2a.v1.FromCloudEventsRequest\x1a\x1f.e2a.v1.FromCloudEventsResponse\x12\x34\n\x05ToACP\x12\x14.e2a.v1.ToACPRequest\x1a\x15.e2a.v1.ToACPResponse\x12:\n\x07\x46romACP\x12\x16.e2a.v1.FromACPRequest\x1a\x17.e2a.v1.FromACPResponse\x12\x46\n\x0bToA2AStream\x12\x1a.e2a.v1.ToA2AStreamRequest\x1a\x1b.e2a.v1.ToA2AStreamResponse\x12:\n\x07\x46romA2A\x12\x16.e2a.v1.FromA2ARequest\x1a\x17.e2a.v1.FromA2AResponseBj\n\tio.e2a.v1B\x16\x43onversionServiceProtoP\x01Z\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1\xa2\x02\x03\x45\x32\x41\xaa\x02\x06\x45\x32\x41.V1\xba\x02\x03\x45\x32\x41\xca\x02\x06\x45\x32\x41\\V1\xea\x02\x07\x45\x32\x41::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,36 +40,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLOUDEVENTSFORMAT']._serialized_end=2519
   _globals['_NOTAPPLICABLE']._serialized_start=99
   _globals['_NOTAPPLICABLE']._serialized_end=138
-  _globals['_TOACPREQUEST']._serialized_start=141
-  _globals['_TOACPREQUEST']._serialized_end=449
-  _globals['_TOACPRESPONSE']._serialized_start=451
-  _globals['_TOACPRESPONSE']._serialized_end=569
-  _globals['_FROMACPREQUEST']._serialized_start=572
-  _globals['_FROMACPREQUEST']._serialized_end=717
-  _globals['_FROMACPRECORD']._serialized_start=719
-  _globals['_FROMACPRECORD']._serialized_end=846
-  _globals['_FROMACPRESPONSE']._serialized_start=848
-  _globals['_FROMACPRESPONSE']._serialized_end=914
-  _globals['_TOA2ASTREAMREQUEST']._serialized_start=917
-  _globals['_TOA2ASTREAMREQUEST']._serialized_end=1090
-  _globals['_TOA2ASTREAMRESPONSE']._serialized_start=1093
-  _globals['_TOA2ASTREAMRESPONSE']._serialized_end=1233
-  _globals['_FROMA2AREQUEST']._serialized_start=1236
-  _globals['_FROMA2AREQUEST']._serialized_end=1381
-  _globals['_FROMA2ARESPONSE']._serialized_start=1383
-  _globals['_FROMA2ARESPONSE']._serialized_end=1449
-  _globals['_CLOUDEVENTSRECORDSOURCE']._serialized_start=1452
-  _globals['_CLOUDEVENTSRECORDSOURCE']._serialized_end=1669
-  _globals['_TOCLOUDEVENTSREQUEST']._serialized_start=1672
-  _globals['_TOCLOUDEVENTSREQUEST']._serialized_end=1899
-  _globals['_TOCLOUDEVENTSRESPONSE']._serialized_start=1901
-  _globals['_TOCLOUDEVENTSRESPONSE']._serialized_end=2028
-  _globals['_FROMCLOUDEVENTSREQUEST']._serialized_start=2030
-  _globals['_FROMCLOUDEVENTSREQUEST']._serialized_end=2146
-  _globals['_CLOUDEVENTSRECORD']._serialized_start=2149
-  _globals['_CLOUDEVENTSRECORD']._serialized_end=2280
-  _globals['_FROMCLOUDEVENTSRESPONSE']._serialized_start=2282
-  _globals['_FROMCLOUDEVENTSRESPONSE']._serialized_end=2360
+  _globals['_CLOUDEVENTSRECORDSOURCE']._serialized_start=141
+  _globals['_CLOUDEVENTSRECORDSOURCE']._serialized_end=358
+  _globals['_TOCLOUDEVENTSREQUEST']._serialized_start=361
+  _globals['_TOCLOUDEVENTSREQUEST']._serialized_end=588
+  _globals['_TOCLOUDEVENTSRESPONSE']._serialized_start=590
+  _globals['_TOCLOUDEVENTSRESPONSE']._serialized_end=717
+  _globals['_FROMCLOUDEVENTSREQUEST']._serialized_start=719
+  _globals['_FROMCLOUDEVENTSREQUEST']._serialized_end=835
+  _globals['_CLOUDEVENTSRECORD']._serialized_start=838
+  _globals['_CLOUDEVENTSRECORD']._serialized_end=969
+  _globals['_FROMCLOUDEVENTSRESPONSE']._serialized_start=971
+  _globals['_FROMCLOUDEVENTSRESPONSE']._serialized_end=1049
+  _globals['_TOACPREQUEST']._serialized_start=1052
+  _globals['_TOACPREQUEST']._serialized_end=1360
+  _globals['_TOACPRESPONSE']._serialized_start=1362
+  _globals['_TOACPRESPONSE']._serialized_end=1480
+  _globals['_FROMACPREQUEST']._serialized_start=1483
+  _globals['_FROMACPREQUEST']._serialized_end=1628
+  _globals['_FROMACPRECORD']._serialized_start=1630
+  _globals['_FROMACPRECORD']._serialized_end=1757
+  _globals['_FROMACPRESPONSE']._serialized_start=1759
+  _globals['_FROMACPRESPONSE']._serialized_end=1825
+  _globals['_TOA2ASTREAMREQUEST']._serialized_start=1828
+  _globals['_TOA2ASTREAMREQUEST']._serialized_end=2001
+  _globals['_TOA2ASTREAMRESPONSE']._serialized_start=2004
+  _globals['_TOA2ASTREAMRESPONSE']._serialized_end=2144
+  _globals['_FROMA2AREQUEST']._serialized_start=2147
+  _globals['_FROMA2AREQUEST']._serialized_end=2292
+  _globals['_FROMA2ARESPONSE']._serialized_start=2294
+  _globals['_FROMA2ARESPONSE']._serialized_end=2360
   _globals['_CONVERSIONSERVICE']._serialized_start=2522
   _globals['_CONVERSIONSERVICE']._serialized_end=2949
 # @@protoc_insertion_point(module_scope)

@@ -35,6 +35,16 @@ class ConversionServiceStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.ToCloudEvents = channel.unary_unary(
+                '/e2a.v1.ConversionService/ToCloudEvents',
+                request_serializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsRequest.SerializeToString,
+                response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsResponse.FromString,
+                _registered_method=True)
+        self.FromCloudEvents = channel.unary_unary(
+                '/e2a.v1.ConversionService/FromCloudEvents',
+                request_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.SerializeToString,
+                response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.FromString,
+                _registered_method=True)
         self.ToACP = channel.unary_unary(
                 '/e2a.v1.ConversionService/ToACP',
                 request_serializer=e2a_dot_v1_dot_conversion__service__pb2.ToACPRequest.SerializeToString,
@@ -55,21 +65,27 @@ class ConversionServiceStub:
                 request_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2ARequest.SerializeToString,
                 response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2AResponse.FromString,
                 _registered_method=True)
-        self.ToCloudEvents = channel.unary_unary(
-                '/e2a.v1.ConversionService/ToCloudEvents',
-                request_serializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsRequest.SerializeToString,
-                response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsResponse.FromString,
-                _registered_method=True)
-        self.FromCloudEvents = channel.unary_unary(
-                '/e2a.v1.ConversionService/FromCloudEvents',
-                request_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.SerializeToString,
-                response_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.FromString,
-                _registered_method=True)
 
 
 class ConversionServiceServicer:
     """Converts E2A records to and from ACP JSON-RPC and A2A JSON.
     """
+
+    def ToCloudEvents(self, request, context):
+        """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
+        carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FromCloudEvents(self, request, context):
+        """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
+        a bad event gets INVALID_ARGUMENT naming the attribute.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def ToACP(self, request, context):
         """An E2AEnvelope as an ACP JSON-RPC request, or an E2AResponse as an ACP JSON-RPC response.
@@ -99,25 +115,19 @@ class ConversionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def ToCloudEvents(self, request, context):
-        """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
-        carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def FromCloudEvents(self, request, context):
-        """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
-        a bad event gets INVALID_ARGUMENT naming the attribute.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
 
 def add_ConversionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'ToCloudEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ToCloudEvents,
+                    request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsRequest.FromString,
+                    response_serializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsResponse.SerializeToString,
+            ),
+            'FromCloudEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.FromCloudEvents,
+                    request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.FromString,
+                    response_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.SerializeToString,
+            ),
             'ToACP': grpc.unary_unary_rpc_method_handler(
                     servicer.ToACP,
                     request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ToACPRequest.FromString,
@@ -138,16 +148,6 @@ def add_ConversionServiceServicer_to_server(servicer, server):
                     request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2ARequest.FromString,
                     response_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromA2AResponse.SerializeToString,
             ),
-            'ToCloudEvents': grpc.unary_unary_rpc_method_handler(
-                    servicer.ToCloudEvents,
-                    request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsRequest.FromString,
-                    response_serializer=e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsResponse.SerializeToString,
-            ),
-            'FromCloudEvents': grpc.unary_unary_rpc_method_handler(
-                    servicer.FromCloudEvents,
-                    request_deserializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.FromString,
-                    response_serializer=e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.SerializeToString,
-            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'e2a.v1.ConversionService', rpc_method_handlers)
@@ -159,6 +159,60 @@ def add_ConversionServiceServicer_to_server(servicer, server):
 class ConversionService:
     """Converts E2A records to and from ACP JSON-RPC and A2A JSON.
     """
+
+    @staticmethod
+    def ToCloudEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/e2a.v1.ConversionService/ToCloudEvents',
+            e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsRequest.SerializeToString,
+            e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FromCloudEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/e2a.v1.ConversionService/FromCloudEvents',
+            e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.SerializeToString,
+            e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def ToACP(request,
@@ -258,60 +312,6 @@ class ConversionService:
             '/e2a.v1.ConversionService/FromA2A',
             e2a_dot_v1_dot_conversion__service__pb2.FromA2ARequest.SerializeToString,
             e2a_dot_v1_dot_conversion__service__pb2.FromA2AResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ToCloudEvents(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/e2a.v1.ConversionService/ToCloudEvents',
-            e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsRequest.SerializeToString,
-            e2a_dot_v1_dot_conversion__service__pb2.ToCloudEventsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def FromCloudEvents(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/e2a.v1.ConversionService/FromCloudEvents',
-            e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsRequest.SerializeToString,
-            e2a_dot_v1_dot_conversion__service__pb2.FromCloudEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -36,14 +36,6 @@ class ConversionServiceStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> ConversionServiceAsyncStub: ...
-    ToACP: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.ToACPRequest, _conversion_service_pb2.ToACPResponse]
-    """An E2AEnvelope as an ACP JSON-RPC request, or an E2AResponse as an ACP JSON-RPC response."""
-    FromACP: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.FromACPRequest, _conversion_service_pb2.FromACPResponse]
-    """ACP JSON-RPC messages as a peer sends them (one message or a batch) as E2A records."""
-    ToA2AStream: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.ToA2AStreamRequest, _conversion_service_pb2.ToA2AStreamResponse]
-    """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
-    FromA2A: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]
-    """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
     ToCloudEvents: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.ToCloudEventsRequest, _conversion_service_pb2.ToCloudEventsResponse]
     """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
     carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
@@ -52,20 +44,20 @@ class ConversionServiceStub:
     """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
     a bad event gets INVALID_ARGUMENT naming the attribute.
     """
+    ToACP: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.ToACPRequest, _conversion_service_pb2.ToACPResponse]
+    """An E2AEnvelope as an ACP JSON-RPC request, or an E2AResponse as an ACP JSON-RPC response."""
+    FromACP: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.FromACPRequest, _conversion_service_pb2.FromACPResponse]
+    """ACP JSON-RPC messages as a peer sends them (one message or a batch) as E2A records."""
+    ToA2AStream: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.ToA2AStreamRequest, _conversion_service_pb2.ToA2AStreamResponse]
+    """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
+    FromA2A: _grpc.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]
+    """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
 
 @_typing.type_check_only
 class ConversionServiceAsyncStub(ConversionServiceStub):
     """Converts E2A records to and from ACP JSON-RPC and A2A JSON."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    ToACP: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.ToACPRequest, _conversion_service_pb2.ToACPResponse]  # type: ignore[assignment]
-    """An E2AEnvelope as an ACP JSON-RPC request, or an E2AResponse as an ACP JSON-RPC response."""
-    FromACP: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.FromACPRequest, _conversion_service_pb2.FromACPResponse]  # type: ignore[assignment]
-    """ACP JSON-RPC messages as a peer sends them (one message or a batch) as E2A records."""
-    ToA2AStream: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.ToA2AStreamRequest, _conversion_service_pb2.ToA2AStreamResponse]  # type: ignore[assignment]
-    """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
-    FromA2A: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]  # type: ignore[assignment]
-    """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
     ToCloudEvents: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.ToCloudEventsRequest, _conversion_service_pb2.ToCloudEventsResponse]  # type: ignore[assignment]
     """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
     carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
@@ -74,9 +66,37 @@ class ConversionServiceAsyncStub(ConversionServiceStub):
     """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
     a bad event gets INVALID_ARGUMENT naming the attribute.
     """
+    ToACP: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.ToACPRequest, _conversion_service_pb2.ToACPResponse]  # type: ignore[assignment]
+    """An E2AEnvelope as an ACP JSON-RPC request, or an E2AResponse as an ACP JSON-RPC response."""
+    FromACP: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.FromACPRequest, _conversion_service_pb2.FromACPResponse]  # type: ignore[assignment]
+    """ACP JSON-RPC messages as a peer sends them (one message or a batch) as E2A records."""
+    ToA2AStream: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.ToA2AStreamRequest, _conversion_service_pb2.ToA2AStreamResponse]  # type: ignore[assignment]
+    """An E2AResponse as an A2A StreamResponse JSON (one of task / message / statusUpdate / artifactUpdate)."""
+    FromA2A: _aio.UnaryUnaryMultiCallable[_conversion_service_pb2.FromA2ARequest, _conversion_service_pb2.FromA2AResponse]  # type: ignore[assignment]
+    """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
 
 class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
     """Converts E2A records to and from ACP JSON-RPC and A2A JSON."""
+
+    @_abc_1.abstractmethod
+    def ToCloudEvents(
+        self,
+        request: _conversion_service_pb2.ToCloudEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_conversion_service_pb2.ToCloudEventsResponse, _abc.Awaitable[_conversion_service_pb2.ToCloudEventsResponse]]:
+        """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
+        carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
+        """
+
+    @_abc_1.abstractmethod
+    def FromCloudEvents(
+        self,
+        request: _conversion_service_pb2.FromCloudEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_conversion_service_pb2.FromCloudEventsResponse, _abc.Awaitable[_conversion_service_pb2.FromCloudEventsResponse]]:
+        """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
+        a bad event gets INVALID_ARGUMENT naming the attribute.
+        """
 
     @_abc_1.abstractmethod
     def ToACP(
@@ -109,25 +129,5 @@ class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_conversion_service_pb2.FromA2AResponse, _abc.Awaitable[_conversion_service_pb2.FromA2AResponse]]:
         """An A2A SendMessage request (message/send params) as an E2AEnvelope."""
-
-    @_abc_1.abstractmethod
-    def ToCloudEvents(
-        self,
-        request: _conversion_service_pb2.ToCloudEventsRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_conversion_service_pb2.ToCloudEventsResponse, _abc.Awaitable[_conversion_service_pb2.ToCloudEventsResponse]]:
-        """CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
-        carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
-        """
-
-    @_abc_1.abstractmethod
-    def FromCloudEvents(
-        self,
-        request: _conversion_service_pb2.FromCloudEventsRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_conversion_service_pb2.FromCloudEventsResponse, _abc.Awaitable[_conversion_service_pb2.FromCloudEventsResponse]]:
-        """CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
-        a bad event gets INVALID_ARGUMENT naming the attribute.
-        """
 
 def add_ConversionServiceServicer_to_server(servicer: ConversionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -23,12 +23,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
+	ConversionService_ToCloudEvents_FullMethodName   = "/e2a.v1.ConversionService/ToCloudEvents"
+	ConversionService_FromCloudEvents_FullMethodName = "/e2a.v1.ConversionService/FromCloudEvents"
 	ConversionService_ToACP_FullMethodName           = "/e2a.v1.ConversionService/ToACP"
 	ConversionService_FromACP_FullMethodName         = "/e2a.v1.ConversionService/FromACP"
 	ConversionService_ToA2AStream_FullMethodName     = "/e2a.v1.ConversionService/ToA2AStream"
 	ConversionService_FromA2A_FullMethodName         = "/e2a.v1.ConversionService/FromA2A"
-	ConversionService_ToCloudEvents_FullMethodName   = "/e2a.v1.ConversionService/ToCloudEvents"
-	ConversionService_FromCloudEvents_FullMethodName = "/e2a.v1.ConversionService/FromCloudEvents"
 )
 
 // ConversionServiceClient is the client API for ConversionService service.
@@ -37,6 +37,12 @@ const (
 //
 // Converts E2A records to and from ACP JSON-RPC and A2A JSON.
 type ConversionServiceClient interface {
+	// CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
+	// carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
+	ToCloudEvents(ctx context.Context, in *ToCloudEventsRequest, opts ...grpc.CallOption) (*ToCloudEventsResponse, error)
+	// CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
+	// a bad event gets INVALID_ARGUMENT naming the attribute.
+	FromCloudEvents(ctx context.Context, in *FromCloudEventsRequest, opts ...grpc.CallOption) (*FromCloudEventsResponse, error)
 	// An E2AEnvelope as an ACP JSON-RPC request, or an E2AResponse as an ACP JSON-RPC response.
 	ToACP(ctx context.Context, in *ToACPRequest, opts ...grpc.CallOption) (*ToACPResponse, error)
 	// ACP JSON-RPC messages as a peer sends them (one message or a batch) as E2A records.
@@ -45,12 +51,6 @@ type ConversionServiceClient interface {
 	ToA2AStream(ctx context.Context, in *ToA2AStreamRequest, opts ...grpc.CallOption) (*ToA2AStreamResponse, error)
 	// An A2A SendMessage request (message/send params) as an E2AEnvelope.
 	FromA2A(ctx context.Context, in *FromA2ARequest, opts ...grpc.CallOption) (*FromA2AResponse, error)
-	// CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
-	// carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
-	ToCloudEvents(ctx context.Context, in *ToCloudEventsRequest, opts ...grpc.CallOption) (*ToCloudEventsResponse, error)
-	// CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
-	// a bad event gets INVALID_ARGUMENT naming the attribute.
-	FromCloudEvents(ctx context.Context, in *FromCloudEventsRequest, opts ...grpc.CallOption) (*FromCloudEventsResponse, error)
 }
 
 type conversionServiceClient struct {
@@ -59,6 +59,26 @@ type conversionServiceClient struct {
 
 func NewConversionServiceClient(cc grpc.ClientConnInterface) ConversionServiceClient {
 	return &conversionServiceClient{cc}
+}
+
+func (c *conversionServiceClient) ToCloudEvents(ctx context.Context, in *ToCloudEventsRequest, opts ...grpc.CallOption) (*ToCloudEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ToCloudEventsResponse)
+	err := c.cc.Invoke(ctx, ConversionService_ToCloudEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *conversionServiceClient) FromCloudEvents(ctx context.Context, in *FromCloudEventsRequest, opts ...grpc.CallOption) (*FromCloudEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FromCloudEventsResponse)
+	err := c.cc.Invoke(ctx, ConversionService_FromCloudEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *conversionServiceClient) ToACP(ctx context.Context, in *ToACPRequest, opts ...grpc.CallOption) (*ToACPResponse, error) {
@@ -101,32 +121,18 @@ func (c *conversionServiceClient) FromA2A(ctx context.Context, in *FromA2AReques
 	return out, nil
 }
 
-func (c *conversionServiceClient) ToCloudEvents(ctx context.Context, in *ToCloudEventsRequest, opts ...grpc.CallOption) (*ToCloudEventsResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ToCloudEventsResponse)
-	err := c.cc.Invoke(ctx, ConversionService_ToCloudEvents_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *conversionServiceClient) FromCloudEvents(ctx context.Context, in *FromCloudEventsRequest, opts ...grpc.CallOption) (*FromCloudEventsResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(FromCloudEventsResponse)
-	err := c.cc.Invoke(ctx, ConversionService_FromCloudEvents_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // ConversionServiceServer is the server API for ConversionService service.
 // All implementations must embed UnimplementedConversionServiceServer
 // for forward compatibility.
 //
 // Converts E2A records to and from ACP JSON-RPC and A2A JSON.
 type ConversionServiceServer interface {
+	// CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
+	// carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
+	ToCloudEvents(context.Context, *ToCloudEventsRequest) (*ToCloudEventsResponse, error)
+	// CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
+	// a bad event gets INVALID_ARGUMENT naming the attribute.
+	FromCloudEvents(context.Context, *FromCloudEventsRequest) (*FromCloudEventsResponse, error)
 	// An E2AEnvelope as an ACP JSON-RPC request, or an E2AResponse as an ACP JSON-RPC response.
 	ToACP(context.Context, *ToACPRequest) (*ToACPResponse, error)
 	// ACP JSON-RPC messages as a peer sends them (one message or a batch) as E2A records.
@@ -135,12 +141,6 @@ type ConversionServiceServer interface {
 	ToA2AStream(context.Context, *ToA2AStreamRequest) (*ToA2AStreamResponse, error)
 	// An A2A SendMessage request (message/send params) as an E2AEnvelope.
 	FromA2A(context.Context, *FromA2ARequest) (*FromA2AResponse, error)
-	// CloudEvents 1.0 binding (README "CloudEvents"): E2A records as events, one per record, each
-	// carrying the record's wire JSON as its data; a bad record gets INVALID_ARGUMENT naming it.
-	ToCloudEvents(context.Context, *ToCloudEventsRequest) (*ToCloudEventsResponse, error)
-	// CloudEvents (protobuf format, or structured / batched JSON) carrying E2A records, as the records;
-	// a bad event gets INVALID_ARGUMENT naming the attribute.
-	FromCloudEvents(context.Context, *FromCloudEventsRequest) (*FromCloudEventsResponse, error)
 	mustEmbedUnimplementedConversionServiceServer()
 }
 
@@ -151,6 +151,12 @@ type ConversionServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedConversionServiceServer struct{}
 
+func (UnimplementedConversionServiceServer) ToCloudEvents(context.Context, *ToCloudEventsRequest) (*ToCloudEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ToCloudEvents not implemented")
+}
+func (UnimplementedConversionServiceServer) FromCloudEvents(context.Context, *FromCloudEventsRequest) (*FromCloudEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FromCloudEvents not implemented")
+}
 func (UnimplementedConversionServiceServer) ToACP(context.Context, *ToACPRequest) (*ToACPResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ToACP not implemented")
 }
@@ -162,12 +168,6 @@ func (UnimplementedConversionServiceServer) ToA2AStream(context.Context, *ToA2AS
 }
 func (UnimplementedConversionServiceServer) FromA2A(context.Context, *FromA2ARequest) (*FromA2AResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FromA2A not implemented")
-}
-func (UnimplementedConversionServiceServer) ToCloudEvents(context.Context, *ToCloudEventsRequest) (*ToCloudEventsResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method ToCloudEvents not implemented")
-}
-func (UnimplementedConversionServiceServer) FromCloudEvents(context.Context, *FromCloudEventsRequest) (*FromCloudEventsResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method FromCloudEvents not implemented")
 }
 func (UnimplementedConversionServiceServer) mustEmbedUnimplementedConversionServiceServer() {}
 func (UnimplementedConversionServiceServer) testEmbeddedByValue()                           {}
@@ -188,6 +188,42 @@ func RegisterConversionServiceServer(s grpc.ServiceRegistrar, srv ConversionServ
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&ConversionService_ServiceDesc, srv)
+}
+
+func _ConversionService_ToCloudEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ToCloudEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConversionServiceServer).ToCloudEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConversionService_ToCloudEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConversionServiceServer).ToCloudEvents(ctx, req.(*ToCloudEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConversionService_FromCloudEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FromCloudEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConversionServiceServer).FromCloudEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConversionService_FromCloudEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConversionServiceServer).FromCloudEvents(ctx, req.(*FromCloudEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _ConversionService_ToACP_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -262,42 +298,6 @@ func _ConversionService_FromA2A_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
-func _ConversionService_ToCloudEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ToCloudEventsRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ConversionServiceServer).ToCloudEvents(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ConversionService_ToCloudEvents_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ConversionServiceServer).ToCloudEvents(ctx, req.(*ToCloudEventsRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _ConversionService_FromCloudEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(FromCloudEventsRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ConversionServiceServer).FromCloudEvents(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ConversionService_FromCloudEvents_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ConversionServiceServer).FromCloudEvents(ctx, req.(*FromCloudEventsRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
 // ConversionService_ServiceDesc is the grpc.ServiceDesc for ConversionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -305,6 +305,14 @@ var ConversionService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "e2a.v1.ConversionService",
 	HandlerType: (*ConversionServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ToCloudEvents",
+			Handler:    _ConversionService_ToCloudEvents_Handler,
+		},
+		{
+			MethodName: "FromCloudEvents",
+			Handler:    _ConversionService_FromCloudEvents_Handler,
+		},
 		{
 			MethodName: "ToACP",
 			Handler:    _ConversionService_ToACP_Handler,
@@ -320,14 +328,6 @@ var ConversionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FromA2A",
 			Handler:    _ConversionService_FromA2A_Handler,
-		},
-		{
-			MethodName: "ToCloudEvents",
-			Handler:    _ConversionService_ToCloudEvents_Handler,
-		},
-		{
-			MethodName: "FromCloudEvents",
-			Handler:    _ConversionService_FromCloudEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

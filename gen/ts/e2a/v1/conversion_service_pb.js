@@ -14,7 +14,7 @@ import { file_e2a_v1_e2a } from "./e2a_pb.js";
  * Describes the file e2a/v1/conversion_service.proto.
  */
 export const file_e2a_v1_conversion_service = /*@__PURE__*/
-  fileDesc("Ch9lMmEvdjEvY29udmVyc2lvbl9zZXJ2aWNlLnByb3RvEgZlMmEudjEiHwoNTm90QXBwbGljYWJsZRIOCgZyZWFzb24YASABKAkilwIKDFRvQUNQUmVxdWVzdBInCghlbnZlbG9wZRgBIAEoCzITLmUyYS52MS5FMkFFbnZlbG9wZUgAEicKCHJlc3BvbnNlGAIgASgLMhMuZTJhLnYxLkUyQVJlc3BvbnNlSAASJgoNZW52ZWxvcGVfanNvbhgDIAEoCUgAUg1lbnZlbG9wZV9qc29uEiYKDXJlc3BvbnNlX2pzb24YBCABKAlIAFINcmVzcG9uc2VfanNvbhI2ChZzZXNzaW9uX3Byb21wdF9tZXRob2RzGAUgAygJUhZzZXNzaW9uX3Byb21wdF9tZXRob2RzEiMKB2RpYWxlY3QYBiABKA4yEi5lMmEudjEuQWNwRGlhbGVjdEIICgZzb3VyY2UibQoNVG9BQ1BSZXNwb25zZRIRCgdqc29ucnBjGAEgASgJSAASPwoObm90X2FwcGxpY2FibGUYAiABKAsyFS5lMmEudjEuTm90QXBwbGljYWJsZUgAUg5ub3RfYXBwbGljYWJsZUIICgZyZXN1bHQiggEKDkZyb21BQ1BSZXF1ZXN0EgwKBGpzb24YASABKAkSFAoHY2hhbm5lbBgCIAEoCUgAiAEBEkAKD2lkZW50aXR5X29yaWdpbhgDIAEoDjIWLmUyYS52MS5JZGVudGl0eU9yaWdpblIPaWRlbnRpdHlfb3JpZ2luQgoKCF9jaGFubmVsImsKDUZyb21BQ1BSZWNvcmQSJwoIZW52ZWxvcGUYASABKAsyEy5lMmEudjEuRTJBRW52ZWxvcGVIABInCghyZXNwb25zZRgCIAEoCzITLmUyYS52MS5FMkFSZXNwb25zZUgAQggKBnJlY29yZCI5Cg9Gcm9tQUNQUmVzcG9uc2USJgoHcmVjb3JkcxgBIAMoCzIVLmUyYS52MS5Gcm9tQUNQUmVjb3JkIqMBChJUb0EyQVN0cmVhbVJlcXVlc3QSJwoIcmVzcG9uc2UYASABKAsyEy5lMmEudjEuRTJBUmVzcG9uc2VIABImCg1yZXNwb25zZV9qc29uGAIgASgJSABSDXJlc3BvbnNlX2pzb24SMgoUcHJvamVjdF9uYXRpdmVfa2luZHMYAyABKAhSFHByb2plY3RfbmF0aXZlX2tpbmRzQggKBnNvdXJjZSKMAQoTVG9BMkFTdHJlYW1SZXNwb25zZRIqCg9zdHJlYW1fcmVzcG9uc2UYASABKAlIAFIPc3RyZWFtX3Jlc3BvbnNlEj8KDm5vdF9hcHBsaWNhYmxlGAIgASgLMhUuZTJhLnYxLk5vdEFwcGxpY2FibGVIAFIObm90X2FwcGxpY2FibGVCCAoGcmVzdWx0IoIBCg5Gcm9tQTJBUmVxdWVzdBIMCgRqc29uGAEgASgJEhQKB2NoYW5uZWwYAiABKAlIAIgBARJACg9pZGVudGl0eV9vcmlnaW4YAyABKA4yFi5lMmEudjEuSWRlbnRpdHlPcmlnaW5SD2lkZW50aXR5X29yaWdpbkIKCghfY2hhbm5lbCI4Cg9Gcm9tQTJBUmVzcG9uc2USJQoIZW52ZWxvcGUYASABKAsyEy5lMmEudjEuRTJBRW52ZWxvcGUixQEKF0Nsb3VkRXZlbnRzUmVjb3JkU291cmNlEicKCGVudmVsb3BlGAEgASgLMhMuZTJhLnYxLkUyQUVudmVsb3BlSAASJwoIcmVzcG9uc2UYAiABKAsyEy5lMmEudjEuRTJBUmVzcG9uc2VIABImCg1lbnZlbG9wZV9qc29uGAMgASgJSABSDWVudmVsb3BlX2pzb24SJgoNcmVzcG9uc2VfanNvbhgEIAEoCUgAUg1yZXNwb25zZV9qc29uQggKBnJlY29yZCLKAQoUVG9DbG91ZEV2ZW50c1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLmUyYS52MS5DbG91ZEV2ZW50c1JlY29yZFNvdXJjZRITCgZzb3VyY2UYAiABKAlIAIgBARIlCgt0eXBlX3ByZWZpeBgDIAEoCUgBUgt0eXBlX3ByZWZpeIgBARIpCgZmb3JtYXQYBCABKA4yGS5lMmEudjEuQ2xvdWRFdmVudHNGb3JtYXRCCQoHX3NvdXJjZUIOCgxfdHlwZV9wcmVmaXgieAoVVG9DbG91ZEV2ZW50c1Jlc3BvbnNlEjMKBWJhdGNoGAEgASgLMiIuaW8uY2xvdWRldmVudHMudjEuQ2xvdWRFdmVudEJhdGNoSAASIAoKYmF0Y2hfanNvbhgCIAEoCUgAUgpiYXRjaF9qc29uQggKBmV2ZW50cyJnChZGcm9tQ2xvdWRFdmVudHNSZXF1ZXN0EjMKBWJhdGNoGAEgASgLMiIuaW8uY2xvdWRldmVudHMudjEuQ2xvdWRFdmVudEJhdGNoSAASDgoEanNvbhgCIAEoCUgAQggKBmV2ZW50cyJvChFDbG91ZEV2ZW50c1JlY29yZBInCghlbnZlbG9wZRgBIAEoCzITLmUyYS52MS5FMkFFbnZlbG9wZUgAEicKCHJlc3BvbnNlGAIgASgLMhMuZTJhLnYxLkUyQVJlc3BvbnNlSABCCAoGcmVjb3JkIkUKF0Zyb21DbG91ZEV2ZW50c1Jlc3BvbnNlEioKB3JlY29yZHMYASADKAsyGS5lMmEudjEuQ2xvdWRFdmVudHNSZWNvcmQqPwoKQWNwRGlhbGVjdBIbChdBQ1BfRElBTEVDVF9VTlNQRUNJRklFRBAAEhQKEEFDUF9ESUFMRUNUX1dJUkUQASpcChFDbG91ZEV2ZW50c0Zvcm1hdBIjCh9DTE9VRF9FVkVOVFNfRk9STUFUX1VOU1BFQ0lGSUVEEAASIgoeQ0xPVURfRVZFTlRTX0ZPUk1BVF9KU09OX0JBVENIEAEyqwMKEUNvbnZlcnNpb25TZXJ2aWNlEjQKBVRvQUNQEhQuZTJhLnYxLlRvQUNQUmVxdWVzdBoVLmUyYS52MS5Ub0FDUFJlc3BvbnNlEjoKB0Zyb21BQ1ASFi5lMmEudjEuRnJvbUFDUFJlcXVlc3QaFy5lMmEudjEuRnJvbUFDUFJlc3BvbnNlEkYKC1RvQTJBU3RyZWFtEhouZTJhLnYxLlRvQTJBU3RyZWFtUmVxdWVzdBobLmUyYS52MS5Ub0EyQVN0cmVhbVJlc3BvbnNlEjoKB0Zyb21BMkESFi5lMmEudjEuRnJvbUEyQVJlcXVlc3QaFy5lMmEudjEuRnJvbUEyQVJlc3BvbnNlEkwKDVRvQ2xvdWRFdmVudHMSHC5lMmEudjEuVG9DbG91ZEV2ZW50c1JlcXVlc3QaHS5lMmEudjEuVG9DbG91ZEV2ZW50c1Jlc3BvbnNlElIKD0Zyb21DbG91ZEV2ZW50cxIeLmUyYS52MS5Gcm9tQ2xvdWRFdmVudHNSZXF1ZXN0Gh8uZTJhLnYxLkZyb21DbG91ZEV2ZW50c1Jlc3BvbnNlQmoKCWlvLmUyYS52MUIWQ29udmVyc2lvblNlcnZpY2VQcm90b1ABWhtlMmFncnBjL2dlbi9nby9lMmEvdjE7ZTJhdjGiAgNFMkGqAgZFMkEuVjG6AgNFMkHKAgZFMkFcVjHqAgdFMkE6OlYxYgZwcm90bzM", [file_e2a_cloudevents_v1_cloudevents, file_e2a_v1_e2a]);
+  fileDesc("Ch9lMmEvdjEvY29udmVyc2lvbl9zZXJ2aWNlLnByb3RvEgZlMmEudjEiHwoNTm90QXBwbGljYWJsZRIOCgZyZWFzb24YASABKAkixQEKF0Nsb3VkRXZlbnRzUmVjb3JkU291cmNlEicKCGVudmVsb3BlGAEgASgLMhMuZTJhLnYxLkUyQUVudmVsb3BlSAASJwoIcmVzcG9uc2UYAiABKAsyEy5lMmEudjEuRTJBUmVzcG9uc2VIABImCg1lbnZlbG9wZV9qc29uGAMgASgJSABSDWVudmVsb3BlX2pzb24SJgoNcmVzcG9uc2VfanNvbhgEIAEoCUgAUg1yZXNwb25zZV9qc29uQggKBnJlY29yZCLKAQoUVG9DbG91ZEV2ZW50c1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLmUyYS52MS5DbG91ZEV2ZW50c1JlY29yZFNvdXJjZRITCgZzb3VyY2UYAiABKAlIAIgBARIlCgt0eXBlX3ByZWZpeBgDIAEoCUgBUgt0eXBlX3ByZWZpeIgBARIpCgZmb3JtYXQYBCABKA4yGS5lMmEudjEuQ2xvdWRFdmVudHNGb3JtYXRCCQoHX3NvdXJjZUIOCgxfdHlwZV9wcmVmaXgieAoVVG9DbG91ZEV2ZW50c1Jlc3BvbnNlEjMKBWJhdGNoGAEgASgLMiIuaW8uY2xvdWRldmVudHMudjEuQ2xvdWRFdmVudEJhdGNoSAASIAoKYmF0Y2hfanNvbhgCIAEoCUgAUgpiYXRjaF9qc29uQggKBmV2ZW50cyJnChZGcm9tQ2xvdWRFdmVudHNSZXF1ZXN0EjMKBWJhdGNoGAEgASgLMiIuaW8uY2xvdWRldmVudHMudjEuQ2xvdWRFdmVudEJhdGNoSAASDgoEanNvbhgCIAEoCUgAQggKBmV2ZW50cyJvChFDbG91ZEV2ZW50c1JlY29yZBInCghlbnZlbG9wZRgBIAEoCzITLmUyYS52MS5FMkFFbnZlbG9wZUgAEicKCHJlc3BvbnNlGAIgASgLMhMuZTJhLnYxLkUyQVJlc3BvbnNlSABCCAoGcmVjb3JkIkUKF0Zyb21DbG91ZEV2ZW50c1Jlc3BvbnNlEioKB3JlY29yZHMYASADKAsyGS5lMmEudjEuQ2xvdWRFdmVudHNSZWNvcmQilwIKDFRvQUNQUmVxdWVzdBInCghlbnZlbG9wZRgBIAEoCzITLmUyYS52MS5FMkFFbnZlbG9wZUgAEicKCHJlc3BvbnNlGAIgASgLMhMuZTJhLnYxLkUyQVJlc3BvbnNlSAASJgoNZW52ZWxvcGVfanNvbhgDIAEoCUgAUg1lbnZlbG9wZV9qc29uEiYKDXJlc3BvbnNlX2pzb24YBCABKAlIAFINcmVzcG9uc2VfanNvbhI2ChZzZXNzaW9uX3Byb21wdF9tZXRob2RzGAUgAygJUhZzZXNzaW9uX3Byb21wdF9tZXRob2RzEiMKB2RpYWxlY3QYBiABKA4yEi5lMmEudjEuQWNwRGlhbGVjdEIICgZzb3VyY2UibQoNVG9BQ1BSZXNwb25zZRIRCgdqc29ucnBjGAEgASgJSAASPwoObm90X2FwcGxpY2FibGUYAiABKAsyFS5lMmEudjEuTm90QXBwbGljYWJsZUgAUg5ub3RfYXBwbGljYWJsZUIICgZyZXN1bHQiggEKDkZyb21BQ1BSZXF1ZXN0EgwKBGpzb24YASABKAkSFAoHY2hhbm5lbBgCIAEoCUgAiAEBEkAKD2lkZW50aXR5X29yaWdpbhgDIAEoDjIWLmUyYS52MS5JZGVudGl0eU9yaWdpblIPaWRlbnRpdHlfb3JpZ2luQgoKCF9jaGFubmVsImsKDUZyb21BQ1BSZWNvcmQSJwoIZW52ZWxvcGUYASABKAsyEy5lMmEudjEuRTJBRW52ZWxvcGVIABInCghyZXNwb25zZRgCIAEoCzITLmUyYS52MS5FMkFSZXNwb25zZUgAQggKBnJlY29yZCI5Cg9Gcm9tQUNQUmVzcG9uc2USJgoHcmVjb3JkcxgBIAMoCzIVLmUyYS52MS5Gcm9tQUNQUmVjb3JkIqMBChJUb0EyQVN0cmVhbVJlcXVlc3QSJwoIcmVzcG9uc2UYASABKAsyEy5lMmEudjEuRTJBUmVzcG9uc2VIABImCg1yZXNwb25zZV9qc29uGAIgASgJSABSDXJlc3BvbnNlX2pzb24SMgoUcHJvamVjdF9uYXRpdmVfa2luZHMYAyABKAhSFHByb2plY3RfbmF0aXZlX2tpbmRzQggKBnNvdXJjZSKMAQoTVG9BMkFTdHJlYW1SZXNwb25zZRIqCg9zdHJlYW1fcmVzcG9uc2UYASABKAlIAFIPc3RyZWFtX3Jlc3BvbnNlEj8KDm5vdF9hcHBsaWNhYmxlGAIgASgLMhUuZTJhLnYxLk5vdEFwcGxpY2FibGVIAFIObm90X2FwcGxpY2FibGVCCAoGcmVzdWx0IoIBCg5Gcm9tQTJBUmVxdWVzdBIMCgRqc29uGAEgASgJEhQKB2NoYW5uZWwYAiABKAlIAIgBARJACg9pZGVudGl0eV9vcmlnaW4YAyABKA4yFi5lMmEudjEuSWRlbnRpdHlPcmlnaW5SD2lkZW50aXR5X29yaWdpbkIKCghfY2hhbm5lbCI4Cg9Gcm9tQTJBUmVzcG9uc2USJQoIZW52ZWxvcGUYASABKAsyEy5lMmEudjEuRTJBRW52ZWxvcGUqPwoKQWNwRGlhbGVjdBIbChdBQ1BfRElBTEVDVF9VTlNQRUNJRklFRBAAEhQKEEFDUF9ESUFMRUNUX1dJUkUQASpcChFDbG91ZEV2ZW50c0Zvcm1hdBIjCh9DTE9VRF9FVkVOVFNfRk9STUFUX1VOU1BFQ0lGSUVEEAASIgoeQ0xPVURfRVZFTlRTX0ZPUk1BVF9KU09OX0JBVENIEAEyqwMKEUNvbnZlcnNpb25TZXJ2aWNlEkwKDVRvQ2xvdWRFdmVudHMSHC5lMmEudjEuVG9DbG91ZEV2ZW50c1JlcXVlc3QaHS5lMmEudjEuVG9DbG91ZEV2ZW50c1Jlc3BvbnNlElIKD0Zyb21DbG91ZEV2ZW50cxIeLmUyYS52MS5Gcm9tQ2xvdWRFdmVudHNSZXF1ZXN0Gh8uZTJhLnYxLkZyb21DbG91ZEV2ZW50c1Jlc3BvbnNlEjQKBVRvQUNQEhQuZTJhLnYxLlRvQUNQUmVxdWVzdBoVLmUyYS52MS5Ub0FDUFJlc3BvbnNlEjoKB0Zyb21BQ1ASFi5lMmEudjEuRnJvbUFDUFJlcXVlc3QaFy5lMmEudjEuRnJvbUFDUFJlc3BvbnNlEkYKC1RvQTJBU3RyZWFtEhouZTJhLnYxLlRvQTJBU3RyZWFtUmVxdWVzdBobLmUyYS52MS5Ub0EyQVN0cmVhbVJlc3BvbnNlEjoKB0Zyb21BMkESFi5lMmEudjEuRnJvbUEyQVJlcXVlc3QaFy5lMmEudjEuRnJvbUEyQVJlc3BvbnNlQmoKCWlvLmUyYS52MUIWQ29udmVyc2lvblNlcnZpY2VQcm90b1ABWhtlMmFncnBjL2dlbi9nby9lMmEvdjE7ZTJhdjGiAgNFMkGqAgZFMkEuVjG6AgNFMkHKAgZFMkFcVjHqAgdFMkE6OlYxYgZwcm90bzM", [file_e2a_cloudevents_v1_cloudevents, file_e2a_v1_e2a]);
 
 /**
  * Describes the message e2a.v1.NotApplicable.
@@ -24,108 +24,108 @@ export const NotApplicableSchema = /*@__PURE__*/
   messageDesc(file_e2a_v1_conversion_service, 0);
 
 /**
- * Describes the message e2a.v1.ToACPRequest.
- * Use `create(ToACPRequestSchema)` to create a new message.
- */
-export const ToACPRequestSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 1);
-
-/**
- * Describes the message e2a.v1.ToACPResponse.
- * Use `create(ToACPResponseSchema)` to create a new message.
- */
-export const ToACPResponseSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 2);
-
-/**
- * Describes the message e2a.v1.FromACPRequest.
- * Use `create(FromACPRequestSchema)` to create a new message.
- */
-export const FromACPRequestSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 3);
-
-/**
- * Describes the message e2a.v1.FromACPRecord.
- * Use `create(FromACPRecordSchema)` to create a new message.
- */
-export const FromACPRecordSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 4);
-
-/**
- * Describes the message e2a.v1.FromACPResponse.
- * Use `create(FromACPResponseSchema)` to create a new message.
- */
-export const FromACPResponseSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 5);
-
-/**
- * Describes the message e2a.v1.ToA2AStreamRequest.
- * Use `create(ToA2AStreamRequestSchema)` to create a new message.
- */
-export const ToA2AStreamRequestSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 6);
-
-/**
- * Describes the message e2a.v1.ToA2AStreamResponse.
- * Use `create(ToA2AStreamResponseSchema)` to create a new message.
- */
-export const ToA2AStreamResponseSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 7);
-
-/**
- * Describes the message e2a.v1.FromA2ARequest.
- * Use `create(FromA2ARequestSchema)` to create a new message.
- */
-export const FromA2ARequestSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 8);
-
-/**
- * Describes the message e2a.v1.FromA2AResponse.
- * Use `create(FromA2AResponseSchema)` to create a new message.
- */
-export const FromA2AResponseSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 9);
-
-/**
  * Describes the message e2a.v1.CloudEventsRecordSource.
  * Use `create(CloudEventsRecordSourceSchema)` to create a new message.
  */
 export const CloudEventsRecordSourceSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 10);
+  messageDesc(file_e2a_v1_conversion_service, 1);
 
 /**
  * Describes the message e2a.v1.ToCloudEventsRequest.
  * Use `create(ToCloudEventsRequestSchema)` to create a new message.
  */
 export const ToCloudEventsRequestSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 11);
+  messageDesc(file_e2a_v1_conversion_service, 2);
 
 /**
  * Describes the message e2a.v1.ToCloudEventsResponse.
  * Use `create(ToCloudEventsResponseSchema)` to create a new message.
  */
 export const ToCloudEventsResponseSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 12);
+  messageDesc(file_e2a_v1_conversion_service, 3);
 
 /**
  * Describes the message e2a.v1.FromCloudEventsRequest.
  * Use `create(FromCloudEventsRequestSchema)` to create a new message.
  */
 export const FromCloudEventsRequestSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 13);
+  messageDesc(file_e2a_v1_conversion_service, 4);
 
 /**
  * Describes the message e2a.v1.CloudEventsRecord.
  * Use `create(CloudEventsRecordSchema)` to create a new message.
  */
 export const CloudEventsRecordSchema = /*@__PURE__*/
-  messageDesc(file_e2a_v1_conversion_service, 14);
+  messageDesc(file_e2a_v1_conversion_service, 5);
 
 /**
  * Describes the message e2a.v1.FromCloudEventsResponse.
  * Use `create(FromCloudEventsResponseSchema)` to create a new message.
  */
 export const FromCloudEventsResponseSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 6);
+
+/**
+ * Describes the message e2a.v1.ToACPRequest.
+ * Use `create(ToACPRequestSchema)` to create a new message.
+ */
+export const ToACPRequestSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 7);
+
+/**
+ * Describes the message e2a.v1.ToACPResponse.
+ * Use `create(ToACPResponseSchema)` to create a new message.
+ */
+export const ToACPResponseSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 8);
+
+/**
+ * Describes the message e2a.v1.FromACPRequest.
+ * Use `create(FromACPRequestSchema)` to create a new message.
+ */
+export const FromACPRequestSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 9);
+
+/**
+ * Describes the message e2a.v1.FromACPRecord.
+ * Use `create(FromACPRecordSchema)` to create a new message.
+ */
+export const FromACPRecordSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 10);
+
+/**
+ * Describes the message e2a.v1.FromACPResponse.
+ * Use `create(FromACPResponseSchema)` to create a new message.
+ */
+export const FromACPResponseSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 11);
+
+/**
+ * Describes the message e2a.v1.ToA2AStreamRequest.
+ * Use `create(ToA2AStreamRequestSchema)` to create a new message.
+ */
+export const ToA2AStreamRequestSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 12);
+
+/**
+ * Describes the message e2a.v1.ToA2AStreamResponse.
+ * Use `create(ToA2AStreamResponseSchema)` to create a new message.
+ */
+export const ToA2AStreamResponseSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 13);
+
+/**
+ * Describes the message e2a.v1.FromA2ARequest.
+ * Use `create(FromA2ARequestSchema)` to create a new message.
+ */
+export const FromA2ARequestSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_conversion_service, 14);
+
+/**
+ * Describes the message e2a.v1.FromA2AResponse.
+ * Use `create(FromA2AResponseSchema)` to create a new message.
+ */
+export const FromA2AResponseSchema = /*@__PURE__*/
   messageDesc(file_e2a_v1_conversion_service, 15);
 
 /**
