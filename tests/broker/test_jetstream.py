@@ -182,3 +182,34 @@ async def test_a_broker_restart_during_a_stream_loses_no_frame(restartable_broke
         assert len(sent) == 121
         assert await subscriber == sent  # the subscriber, connected across the restart, has them all
     assert await _stored(broker, "restart") == len(sent)  # each stored once
+
+
+async def _store_shuffled_with_copies(broker: NatsServer, frames: list[E2AResponse]) -> None:
+    """Store a stream's frames in the broker by hand, the second half first and backwards, some
+    twice (under other message ids, so JetStream keeps both, as from a publisher that resent them)."""
+    messages = [
+        jetstream.frame_message(frame, subject_prefix=PREFIX, type_prefix="io.e2a", source=None) for frame in frames
+    ]
+    order = [*reversed(messages[len(messages) // 2 :]), *messages, *messages[:3]]
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+        for copy, message in enumerate(order):
+            message_id = f"{message.headers[jetstream.MSG_ID_HEADER]}-{copy}"
+            await js.publish(
+                message.subject, message.payload, headers={**message.headers, jetstream.MSG_ID_HEADER: message_id}
+            )
+    finally:
+        await nc.close()
+
+
+@in_module_loop
+async def test_a_subscriber_rebuilds_a_stream_stored_out_of_order_and_twice(broker: NatsServer) -> None:
+    async with (
+        in_process_server(echo_delay_seconds=0.0) as unpublished,  # a real stream, not published
+        grpc.aio.insecure_channel(unpublished.address) as channel,
+    ):
+        frames = [frame async for frame in achat(channel, _request("shuffled", 12))]
+    await _store_shuffled_with_copies(broker, frames)
+    assert await _stored(broker, "shuffled") == len(frames) + len(frames) // 2 + 1 + 3
+    assert await _subscribe(broker, "shuffled") == [frame.to_json() for frame in frames]
