@@ -130,6 +130,21 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
     assert [frame.to_json() for frame in seen] == sent
 
 
+@in_module_loop
+async def test_a_stream_deleted_under_the_publisher_is_made_again(
+    broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel
+) -> None:
+    nc = await nats.connect(broker.url)
+    try:
+        await nc.jetstream().delete_stream(STREAM)  # an operator removes it while the server runs
+    finally:
+        await nc.close()
+    sent = await _chat(channel, _request("after-delete", 10))
+    assert server.server.publisher is not None
+    await server.server.publisher.flush()
+    assert await _subscribe(broker, "after-delete") == sent
+
+
 class PhasedBackend:
     """Streams ``words_per_phase`` words, then waits until the test lets the next phase go: so a test
     can stop the broker after phase 0, have phase 1's frames published into the outage, start the

@@ -50,8 +50,9 @@ _PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 PUBLISH_WINDOW = 256
 #: How long a publish waits for the broker's ack before it is sent again (with the same id).
 ACK_TIMEOUT_SECONDS = 2.0
-#: The pause before retrying publishes the broker did not acknowledge.
+#: The pause before retrying publishes the broker did not acknowledge, doubling up to the maximum.
 RETRY_PAUSE_SECONDS = 0.2
+MAX_RETRY_PAUSE_SECONDS = 2.0
 #: Messages asked for per fetch by a reader.
 FETCH_BATCH = 256
 
@@ -231,6 +232,7 @@ class FramePublisher:
                 pending.append(self._message(frame))
             except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
                 log.exception("cannot build the CloudEvent of Chat frame %s; not published", frame.response_id)
+        pause = RETRY_PAUSE_SECONDS
         while pending:
             acks: dict[asyncio.Future[PubAck], BrokerMessage] = {}
             unsent: list[BrokerMessage] = []
@@ -247,13 +249,21 @@ class FramePublisher:
                     late_ack.cancel()
                 refused = [ack for ack in done if ack.cancelled() or ack.exception() is not None]
                 failed = [acks[ack] for ack in (*late, *refused)]
+                if any(
+                    not ack.cancelled() and isinstance(ack.exception(), nats.js.errors.NoStreamResponseError)
+                    for ack in refused
+                ):
+                    # No stream takes the subject any more (deleted by an operator): make it again.
+                    with contextlib.suppress(nats.errors.Error):
+                        await ensure_stream(self._js, self._stream, self._subject_prefix)
             else:
                 failed = []
             self.published += len(pending) - len(failed) - len(unsent)
             pending = unsent + failed
             if pending:
                 log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(pending))
-                await asyncio.sleep(RETRY_PAUSE_SECONDS)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_RETRY_PAUSE_SECONDS)
 
 
 async def _consumer(
