@@ -19,7 +19,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // e2a.v1 refers to the CloudEvents protobuf format (package io.cloudevents.v1, in
     // e2a/cloudevents/v1): generated on its own below, into the module `cloudevents::v1`.
     let cloudevents = "e2a/cloudevents/v1/cloudevents.proto";
-    println!("cargo:rerun-if-changed={}", root.join(cloudevents).display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join(cloudevents).display()
+    );
     tonic_prost_build::configure()
         .build_server(false)
         .extern_path(".io.cloudevents.v1", "crate::cloudevents::v1")

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import importlib
 import importlib.metadata
 import logging
 import os
@@ -179,6 +180,12 @@ def _run_serve(args: argparse.Namespace) -> int:
             import e2a_grpc.backends.a2a  # noqa: F401
         except ImportError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    if config.publish_nats:
+        try:  # nats-py is optional (the nats extra): say so now, not with a traceback
+            importlib.import_module("e2a_grpc.broker.jetstream")
+        except ImportError as exc:
+            print(f"error: --publish-nats: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
             return EXIT_FAILED
     if config.tracing:
         try:  # the tracing extra and its exporter: say what is missing now, not with a traceback
@@ -408,8 +415,14 @@ def _run_to_cloudevents(args: argparse.Namespace) -> int:
     settings = _settings(CloudEventsSettings, args)
     prefix, source = settings.cloudevents_type_prefix, settings.cloudevents_source
     if args.server:
+        # Only what was given (option or environment) overrides the server's own settings.
+        given = settings.model_fields_set
         with _connect(args) as client:
-            events = client.to_cloudevents(records, type_prefix=prefix, source=source)
+            events = client.to_cloudevents(
+                records,
+                type_prefix=prefix if "cloudevents_type_prefix" in given else None,
+                source=source if "cloudevents_source" in given else None,
+            )
     else:
         events = cloudevents.records_to_events(records, type_prefix=prefix, source=source)
     sys.stdout.buffer.write(cloudevents.encode(events, cloudevents.Format(args.format)))
@@ -571,7 +584,7 @@ def _run_subscribe(args: argparse.Namespace) -> int:
         return EXIT_TIMEOUT
     except (nats.errors.NoServersError, OSError) as exc:
         printer.finish()
-        print(f"error: cannot reach NATS at {settings.nats_url}: {exc!r}", file=sys.stderr)
+        print(f"error: cannot reach NATS at {settings.nats_url}: {exc or repr(exc)}", file=sys.stderr)
         return EXIT_NO_SERVER
     printer.finish()
     return EXIT_OK

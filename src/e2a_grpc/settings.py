@@ -213,7 +213,7 @@ class ServerSettings(BaseSettings):
     publish_nats: str | None = Field(
         default=None,
         description="publish every Chat frame as a CloudEvent to this NATS server's JetStream, e.g. "
-        f"{DEFAULT_NATS_URL}; default: no publishing",
+        f"{DEFAULT_NATS_URL} (a cluster: its nodes' URLs, comma-separated); default: no publishing",
     )
     nats_stream: str = _nats_stream()
     nats_subject_prefix: str = _nats_subject_prefix()
@@ -461,6 +461,9 @@ class SubscribeSettings(BaseSettings):
 
     model_config = _SETTINGS_CONFIG
 
-    nats_url: str = Field(default=DEFAULT_NATS_URL, description="NATS: the server to read from")
+    nats_url: str = Field(
+        default=DEFAULT_NATS_URL,
+        description="NATS: the server to read from (a cluster: its nodes' URLs, comma-separated)",
+    )
     nats_stream: str = _nats_stream()
     nats_subject_prefix: str = _nats_subject_prefix()

@@ -5,7 +5,7 @@ backend, and subscribers rebuilding the streams with ``read_streams``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from pathlib import Path
 
 import grpc
@@ -14,10 +14,12 @@ import pytest
 import pytest_asyncio
 
 from e2a_grpc.broker import jetstream
+from e2a_grpc.chat.events import Complete, Delta, Event
 from e2a_grpc.client import achat
-from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import InProcessServer, in_process_server
+from tests.support.fakes import FAKE_INFO
 from tests.support.nats_server import NatsServer, running_nats_server
 
 pytestmark = pytest.mark.timeout(120)
@@ -128,6 +130,44 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
     assert [frame.to_json() for frame in seen] == sent
 
 
+@in_module_loop
+async def test_a_stream_deleted_under_the_publisher_is_made_again(
+    broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel
+) -> None:
+    nc = await nats.connect(broker.url)
+    try:
+        await nc.jetstream().delete_stream(STREAM)  # an operator removes it while the server runs
+    finally:
+        await nc.close()
+    sent = await _chat(channel, _request("after-delete", 10))
+    assert server.server.publisher is not None
+    await server.server.publisher.flush()
+    assert await _subscribe(broker, "after-delete") == sent
+
+
+class PhasedBackend:
+    """Streams ``words_per_phase`` words, then waits until the test lets the next phase go: so a test
+    can stop the broker after phase 0, have phase 1's frames published into the outage, start the
+    broker again and let phase 2 follow."""
+
+    def __init__(self, phases: int, words_per_phase: int) -> None:
+        self.info = FAKE_INFO
+        self.words = [[f"p{phase}w{n} " for n in range(words_per_phase)] for phase in range(phases)]
+        self.phase_done = [asyncio.Event() for _ in range(phases)]
+        self.go = [asyncio.Event() for _ in range(phases)]
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        for phase, words in enumerate(self.words):
+            await self.go[phase].wait()
+            for word in words:
+                yield Delta(DeltaKind.TEXT, word)
+            self.phase_done[phase].set()
+        yield Complete({"content": "".join(word for words in self.words for word in words)})
+
+    async def aclose(self) -> None:
+        pass
+
+
 @pytest.fixture
 def restartable_broker(tmp_path: Path) -> Iterator[NatsServer]:
     with running_nats_server(tmp_path / "jetstream") as server:
@@ -137,24 +177,54 @@ def restartable_broker(tmp_path: Path) -> Iterator[NatsServer]:
 @pytest.mark.asyncio
 async def test_a_broker_restart_during_a_stream_loses_no_frame(restartable_broker: NatsServer) -> None:
     broker = restartable_broker
+    backend = PhasedBackend(phases=3, words_per_phase=40)
     async with (
-        in_process_server(publish_nats=broker.url, echo_delay_seconds=0.01) as running,
+        in_process_server(backend, publish_nats=broker.url) as running,
         grpc.aio.insecure_channel(running.address) as channel,
     ):
-        subscriber = asyncio.create_task(_subscribe(broker, "restart", idle_timeout=30.0))
-        sent: list[str] = []
-        restart: asyncio.Task[None] | None = None
-        frames_when_restarted = 0
-        async for frame in achat(channel, _request("restart", 300)):
-            sent.append(frame.to_json())
-            if frame.sequence == 20:
-                restart = asyncio.create_task(asyncio.to_thread(broker.restart))
-            if restart is not None and restart.done() and not frames_when_restarted:
-                frames_when_restarted = len(sent)
-        assert restart is not None
-        await restart
-        assert 0 < frames_when_restarted < len(sent), "the broker was back before the stream ended"
-        assert await subscriber == sent
         assert running.server.publisher is not None
-        await running.server.publisher.flush()
-    assert await _stored(broker, "restart") == len(sent)
+        subscriber = asyncio.create_task(_subscribe(broker, "restart", idle_timeout=60.0))
+        chat = asyncio.create_task(_chat(channel, _request("restart", 1)))
+        backend.go[0].set()
+        await backend.phase_done[0].wait()
+        await asyncio.to_thread(broker.stop)  # the broker goes away in the middle of the stream ...
+        backend.go[1].set()
+        await backend.phase_done[1].wait()  # ... while the next 40 frames are written to the client
+        await asyncio.to_thread(broker.start)  # (same port, same JetStream directory)
+        backend.go[2].set()
+        sent = await chat
+        await running.server.publisher.flush()  # every frame acknowledged by the restarted broker
+        assert len(sent) == 121
+        assert await subscriber == sent  # the subscriber, connected across the restart, has them all
+    assert await _stored(broker, "restart") == len(sent)  # each stored once
+
+
+async def _store_shuffled_with_copies(broker: NatsServer, frames: list[E2AResponse]) -> None:
+    """Store a stream's frames in the broker by hand, the second half first and backwards, some
+    twice (under other message ids, so JetStream keeps both, as from a publisher that resent them)."""
+    messages = [
+        jetstream.frame_message(frame, subject_prefix=PREFIX, type_prefix="io.e2a", source=None) for frame in frames
+    ]
+    order = [*reversed(messages[len(messages) // 2 :]), *messages, *messages[:3]]
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+        for copy, message in enumerate(order):
+            message_id = f"{message.headers[jetstream.MSG_ID_HEADER]}-{copy}"
+            await js.publish(
+                message.subject, message.payload, headers={**message.headers, jetstream.MSG_ID_HEADER: message_id}
+            )
+    finally:
+        await nc.close()
+
+
+@in_module_loop
+async def test_a_subscriber_rebuilds_a_stream_stored_out_of_order_and_twice(broker: NatsServer) -> None:
+    async with (
+        in_process_server(echo_delay_seconds=0.0) as unpublished,  # a real stream, not published
+        grpc.aio.insecure_channel(unpublished.address) as channel,
+    ):
+        frames = [frame async for frame in achat(channel, _request("shuffled", 12))]
+    await _store_shuffled_with_copies(broker, frames)
+    assert await _stored(broker, "shuffled") == len(frames) + len(frames) // 2 + 1 + 3
+    assert await _subscribe(broker, "shuffled") == [frame.to_json() for frame in frames]

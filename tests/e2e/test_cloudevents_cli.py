@@ -88,3 +88,34 @@ def test_subscribe_without_a_broker_exits_4() -> None:
     result = run("subscribe", "--nats-url", "nats://127.0.0.1:1", "--timeout", "5")
     assert result.returncode == 4
     assert "cannot reach NATS" in result.stderr
+
+
+def test_serve_without_its_broker_refuses_to_start() -> None:
+    result = run("serve", "--port", "0", "--publish-nats", "nats://127.0.0.1:1")
+    assert result.returncode == 1
+    assert "cannot publish to NATS at nats://127.0.0.1:1: nats: no servers available" in result.stderr
+
+
+def test_a_json_rpc_batch_becomes_a_list_of_events() -> None:
+    batch = json.dumps(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}},
+            {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}},
+        ]
+    )
+    records = run("convert", "from-acp", stdin=batch)
+    assert records.returncode == 0, records.stderr
+    events = run(
+        "convert",
+        "to-cloudevents",
+        "--format",
+        "batch",
+        "--cloudevents-type-prefix",
+        "org.apache.eventmesh.a2a",
+        stdin=records.stdout,
+    )
+    assert events.returncode == 0, events.stderr
+    assert [event["type"] for event in json.loads(events.stdout)] == [
+        "org.apache.eventmesh.a2a.session.prompt.req",
+        "org.apache.eventmesh.a2a.acp.prompt_result.resp",
+    ]

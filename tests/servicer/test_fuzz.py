@@ -30,6 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from e2a.v1 import agent_service_pb2, codec_service_pb2, conversion_service_pb2, e2a_pb2
 from e2a_grpc import E2AEnvelope, E2AResponse
+from e2a_grpc.protocols import cloudevents
 from tests.conftest import InProcessServer
 from tests.support import vectors
 
@@ -113,8 +114,41 @@ def _to_acp(rng: random.Random) -> bytes:
     return request.SerializeToString()
 
 
+def _to_cloudevents(rng: random.Random) -> bytes:
+    formats = [
+        conversion_service_pb2.CLOUD_EVENTS_FORMAT_UNSPECIFIED,
+        conversion_service_pb2.CLOUD_EVENTS_FORMAT_JSON_BATCH,
+    ]
+    request = conversion_service_pb2.ToCloudEventsRequest(format=rng.choice(formats))
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.5:
+            request.records.add(envelope_json=_envelope_seed(rng).to_json())
+        else:
+            request.records.add(response=rng.choice(RESPONSE_SEEDS).to_proto())
+    if rng.random() < 0.3:
+        request.type_prefix = "org.apache.eventmesh.a2a"
+    return request.SerializeToString()
+
+
+def _from_cloudevents(rng: random.Random) -> bytes:
+    seeds: list[E2AEnvelope | E2AResponse] = [*ENVELOPE_SEEDS, *RESPONSE_SEEDS]
+    records = [rng.choice(seeds) for _ in range(rng.randint(1, 3))]
+    events = cloudevents.records_to_events(records, type_prefix="io.e2a")
+    if rng.random() < 0.5:
+        return conversion_service_pb2.FromCloudEventsRequest(json=cloudevents.to_batch_json(events)).SerializeToString()
+    batch = cloudevents.to_protobuf_batch(events)
+    return conversion_service_pb2.FromCloudEventsRequest(batch=batch).SerializeToString()
+
+
 RPCS = [
     Rpc("/e2a.v1.ConversionService/ToACP", conversion_service_pb2.ToACPRequest, False, _to_acp),
+    Rpc("/e2a.v1.ConversionService/ToCloudEvents", conversion_service_pb2.ToCloudEventsRequest, False, _to_cloudevents),
+    Rpc(
+        "/e2a.v1.ConversionService/FromCloudEvents",
+        conversion_service_pb2.FromCloudEventsRequest,
+        False,
+        _from_cloudevents,
+    ),
     Rpc(
         "/e2a.v1.ConversionService/FromACP",
         conversion_service_pb2.FromACPRequest,

@@ -3,6 +3,7 @@ bad events refused with the attribute named."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -227,3 +228,11 @@ def test_a_peer_may_give_the_event_an_id_of_its_own() -> None:
 def test_a_whitespace_id_is_not_the_event_id() -> None:
     event = ce.record_to_event(E2AEnvelope(method="m", request_id="\n\t"), type_prefix="p")
     assert event.id.strip() and event.id != "\n\t"
+
+
+def test_a_pretty_printed_structured_event_is_read() -> None:
+    envelope = E2AEnvelope(method="m", request_id="r")
+    event = ce.record_to_event(envelope, type_prefix="p")
+    text = json.dumps(json.loads(ce.to_structured_json(event)), indent=2)
+    [read] = ce.decode(text.encode(), ce.Format.STRUCTURED)
+    assert ce.event_to_record(read).to_json() == envelope.to_json()

@@ -29,6 +29,60 @@ class NotApplicable(_message.Message):
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
+class CloudEventsRecordSource(_message.Message):
+    __slots__ = ("envelope", "response", "envelope_json", "response_json")
+    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ENVELOPE_JSON_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_JSON_FIELD_NUMBER: _ClassVar[int]
+    envelope: _e2a_pb2.E2AEnvelope
+    response: _e2a_pb2.E2AResponse
+    envelope_json: str
+    response_json: str
+    def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ..., response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ..., envelope_json: _Optional[str] = ..., response_json: _Optional[str] = ...) -> None: ...
+
+class ToCloudEventsRequest(_message.Message):
+    __slots__ = ("records", "source", "type_prefix", "format")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[CloudEventsRecordSource]
+    source: str
+    type_prefix: str
+    format: CloudEventsFormat
+    def __init__(self, records: _Optional[_Iterable[_Union[CloudEventsRecordSource, _Mapping]]] = ..., source: _Optional[str] = ..., type_prefix: _Optional[str] = ..., format: _Optional[_Union[CloudEventsFormat, str]] = ...) -> None: ...
+
+class ToCloudEventsResponse(_message.Message):
+    __slots__ = ("batch", "batch_json")
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    BATCH_JSON_FIELD_NUMBER: _ClassVar[int]
+    batch: _cloudevents_pb2.CloudEventBatch
+    batch_json: str
+    def __init__(self, batch: _Optional[_Union[_cloudevents_pb2.CloudEventBatch, _Mapping]] = ..., batch_json: _Optional[str] = ...) -> None: ...
+
+class FromCloudEventsRequest(_message.Message):
+    __slots__ = ("batch", "json")
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    batch: _cloudevents_pb2.CloudEventBatch
+    json: str
+    def __init__(self, batch: _Optional[_Union[_cloudevents_pb2.CloudEventBatch, _Mapping]] = ..., json: _Optional[str] = ...) -> None: ...
+
+class CloudEventsRecord(_message.Message):
+    __slots__ = ("envelope", "response")
+    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    envelope: _e2a_pb2.E2AEnvelope
+    response: _e2a_pb2.E2AResponse
+    def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ..., response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ...) -> None: ...
+
+class FromCloudEventsResponse(_message.Message):
+    __slots__ = ("records",)
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[CloudEventsRecord]
+    def __init__(self, records: _Optional[_Iterable[_Union[CloudEventsRecord, _Mapping]]] = ...) -> None: ...
+
 class ToACPRequest(_message.Message):
     __slots__ = ("envelope", "response", "envelope_json", "response_json", "session_prompt_methods", "dialect")
     ENVELOPE_FIELD_NUMBER: _ClassVar[int]
@@ -110,60 +164,6 @@ class FromA2AResponse(_message.Message):
     ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     envelope: _e2a_pb2.E2AEnvelope
     def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ...) -> None: ...
-
-class CloudEventsRecordSource(_message.Message):
-    __slots__ = ("envelope", "response", "envelope_json", "response_json")
-    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
-    RESPONSE_FIELD_NUMBER: _ClassVar[int]
-    ENVELOPE_JSON_FIELD_NUMBER: _ClassVar[int]
-    RESPONSE_JSON_FIELD_NUMBER: _ClassVar[int]
-    envelope: _e2a_pb2.E2AEnvelope
-    response: _e2a_pb2.E2AResponse
-    envelope_json: str
-    response_json: str
-    def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ..., response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ..., envelope_json: _Optional[str] = ..., response_json: _Optional[str] = ...) -> None: ...
-
-class ToCloudEventsRequest(_message.Message):
-    __slots__ = ("records", "source", "type_prefix", "format")
-    RECORDS_FIELD_NUMBER: _ClassVar[int]
-    SOURCE_FIELD_NUMBER: _ClassVar[int]
-    TYPE_PREFIX_FIELD_NUMBER: _ClassVar[int]
-    FORMAT_FIELD_NUMBER: _ClassVar[int]
-    records: _containers.RepeatedCompositeFieldContainer[CloudEventsRecordSource]
-    source: str
-    type_prefix: str
-    format: CloudEventsFormat
-    def __init__(self, records: _Optional[_Iterable[_Union[CloudEventsRecordSource, _Mapping]]] = ..., source: _Optional[str] = ..., type_prefix: _Optional[str] = ..., format: _Optional[_Union[CloudEventsFormat, str]] = ...) -> None: ...
-
-class ToCloudEventsResponse(_message.Message):
-    __slots__ = ("batch", "batch_json")
-    BATCH_FIELD_NUMBER: _ClassVar[int]
-    BATCH_JSON_FIELD_NUMBER: _ClassVar[int]
-    batch: _cloudevents_pb2.CloudEventBatch
-    batch_json: str
-    def __init__(self, batch: _Optional[_Union[_cloudevents_pb2.CloudEventBatch, _Mapping]] = ..., batch_json: _Optional[str] = ...) -> None: ...
-
-class FromCloudEventsRequest(_message.Message):
-    __slots__ = ("batch", "json")
-    BATCH_FIELD_NUMBER: _ClassVar[int]
-    JSON_FIELD_NUMBER: _ClassVar[int]
-    batch: _cloudevents_pb2.CloudEventBatch
-    json: str
-    def __init__(self, batch: _Optional[_Union[_cloudevents_pb2.CloudEventBatch, _Mapping]] = ..., json: _Optional[str] = ...) -> None: ...
-
-class CloudEventsRecord(_message.Message):
-    __slots__ = ("envelope", "response")
-    ENVELOPE_FIELD_NUMBER: _ClassVar[int]
-    RESPONSE_FIELD_NUMBER: _ClassVar[int]
-    envelope: _e2a_pb2.E2AEnvelope
-    response: _e2a_pb2.E2AResponse
-    def __init__(self, envelope: _Optional[_Union[_e2a_pb2.E2AEnvelope, _Mapping]] = ..., response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ...) -> None: ...
-
-class FromCloudEventsResponse(_message.Message):
-    __slots__ = ("records",)
-    RECORDS_FIELD_NUMBER: _ClassVar[int]
-    records: _containers.RepeatedCompositeFieldContainer[CloudEventsRecord]
-    def __init__(self, records: _Optional[_Iterable[_Union[CloudEventsRecord, _Mapping]]] = ...) -> None: ...
 
 class ConvertStreamRequest(_message.Message):
     __slots__ = ("conversions",)

@@ -54,14 +54,14 @@ class ConversionServiceStub:
     """
     ConvertStream: _grpc.StreamStreamMultiCallable[_conversion_service_pb2.ConvertStreamRequest, _conversion_service_pb2.ConvertStreamResponse]
     """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-    request message is a batch of conversions, each any of the four above, answered exactly as the
-    unary RPC answers it: one reply message per request message, in order, with a result per
-    conversion carrying the conversion's index in the stream. A bad conversion gets an error result
-    and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
-    per call (a message costs a server about as much as a small unary call's share); a batch of one
-    is fine when records trickle in. The server reads a bounded number of request messages ahead of
-    the reply it is writing, so a client that stops reading stops the stream through gRPC flow
-    control instead of growing a buffer.
+    request message is a batch of conversions, each one of ToACP, FromACP, ToA2AStream and FromA2A,
+    answered exactly as the unary RPC answers it: one reply message per request message, in order,
+    with a result per conversion carrying the conversion's index in the stream. A bad conversion gets
+    an error result and the stream goes on. Batches amortize gRPC's cost per message as the stream
+    amortizes its cost per call (a message costs a server about as much as a small unary call's
+    share); a batch of one is fine when records trickle in. The server reads a bounded number of
+    request messages ahead of the reply it is writing, so a client that stops reading stops the
+    stream through gRPC flow control instead of growing a buffer.
     """
 
 @_typing.type_check_only
@@ -87,14 +87,14 @@ class ConversionServiceAsyncStub(ConversionServiceStub):
     """
     ConvertStream: _aio.StreamStreamMultiCallable[_conversion_service_pb2.ConvertStreamRequest, _conversion_service_pb2.ConvertStreamResponse]  # type: ignore[assignment]
     """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-    request message is a batch of conversions, each any of the four above, answered exactly as the
-    unary RPC answers it: one reply message per request message, in order, with a result per
-    conversion carrying the conversion's index in the stream. A bad conversion gets an error result
-    and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
-    per call (a message costs a server about as much as a small unary call's share); a batch of one
-    is fine when records trickle in. The server reads a bounded number of request messages ahead of
-    the reply it is writing, so a client that stops reading stops the stream through gRPC flow
-    control instead of growing a buffer.
+    request message is a batch of conversions, each one of ToACP, FromACP, ToA2AStream and FromA2A,
+    answered exactly as the unary RPC answers it: one reply message per request message, in order,
+    with a result per conversion carrying the conversion's index in the stream. A bad conversion gets
+    an error result and the stream goes on. Batches amortize gRPC's cost per message as the stream
+    amortizes its cost per call (a message costs a server about as much as a small unary call's
+    share); a batch of one is fine when records trickle in. The server reads a bounded number of
+    request messages ahead of the reply it is writing, so a client that stops reading stops the
+    stream through gRPC flow control instead of growing a buffer.
     """
 
 class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -159,14 +159,14 @@ class ConversionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_conversion_service_pb2.ConvertStreamResponse], _abc.AsyncIterator[_conversion_service_pb2.ConvertStreamResponse]]:
         """Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-        request message is a batch of conversions, each any of the four above, answered exactly as the
-        unary RPC answers it: one reply message per request message, in order, with a result per
-        conversion carrying the conversion's index in the stream. A bad conversion gets an error result
-        and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
-        per call (a message costs a server about as much as a small unary call's share); a batch of one
-        is fine when records trickle in. The server reads a bounded number of request messages ahead of
-        the reply it is writing, so a client that stops reading stops the stream through gRPC flow
-        control instead of growing a buffer.
+        request message is a batch of conversions, each one of ToACP, FromACP, ToA2AStream and FromA2A,
+        answered exactly as the unary RPC answers it: one reply message per request message, in order,
+        with a result per conversion carrying the conversion's index in the stream. A bad conversion gets
+        an error result and the stream goes on. Batches amortize gRPC's cost per message as the stream
+        amortizes its cost per call (a message costs a server about as much as a small unary call's
+        share); a batch of one is fine when records trickle in. The server reads a bounded number of
+        request messages ahead of the reply it is writing, so a client that stops reading stops the
+        stream through gRPC flow control instead of growing a buffer.
         """
 
 def add_ConversionServiceServicer_to_server(servicer: ConversionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -50,8 +50,9 @@ _PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 PUBLISH_WINDOW = 256
 #: How long a publish waits for the broker's ack before it is sent again (with the same id).
 ACK_TIMEOUT_SECONDS = 2.0
-#: The pause before retrying publishes the broker did not acknowledge.
+#: The pause before retrying publishes the broker did not acknowledge, doubling up to the maximum.
 RETRY_PAUSE_SECONDS = 0.2
+MAX_RETRY_PAUSE_SECONDS = 2.0
 #: Messages asked for per fetch by a reader.
 FETCH_BATCH = 256
 
@@ -117,10 +118,10 @@ async def _log_error(error: Exception) -> None:
 
 
 async def connect(url: str) -> NatsClient:
-    """A connection to ``url`` that reconnects for as long as it is open; raises NoServersError (or
-    OSError) when the broker cannot be reached now."""
+    """A connection to ``url`` (or to any of comma-separated URLs, a cluster's nodes) that reconnects
+    for as long as it is open; raises NoServersError (or OSError) when no broker can be reached now."""
     nc = await nats.connect(
-        url,
+        [server.strip() for server in url.split(",") if server.strip()],
         connect_timeout=2,
         allow_reconnect=True,
         max_reconnect_attempts=FIRST_CONNECT_ATTEMPTS,
@@ -226,7 +227,13 @@ class FramePublisher:
 
     async def _publish(self, frames: list[bytes]) -> None:
         assert self._js is not None
-        pending = [self._message(frame) for frame in frames]
+        pending = []
+        for number, frame in enumerate(frames):
+            try:
+                pending.append(self._message(frame))
+            except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
+                log.exception("cannot build the CloudEvent of Chat frame %d of this batch; not published", number)
+        pause = RETRY_PAUSE_SECONDS
         while pending:
             acks: dict[asyncio.Future[PubAck], BrokerMessage] = {}
             unsent: list[BrokerMessage] = []
@@ -241,14 +248,23 @@ class FramePublisher:
                 done, late = await asyncio.wait(acks, timeout=ACK_TIMEOUT_SECONDS)
                 for late_ack in late:
                     late_ack.cancel()
-                failed = [acks[ack] for ack in late] + [acks[ack] for ack in done if ack.exception() is not None]
+                refused = [ack for ack in done if ack.cancelled() or ack.exception() is not None]
+                failed = [acks[ack] for ack in (*late, *refused)]
+                if any(
+                    not ack.cancelled() and isinstance(ack.exception(), nats.js.errors.NoStreamResponseError)
+                    for ack in refused
+                ):
+                    # No stream takes the subject any more (deleted by an operator): make it again.
+                    with contextlib.suppress(nats.errors.Error):
+                        await ensure_stream(self._js, self._stream, self._subject_prefix)
             else:
                 failed = []
             self.published += len(pending) - len(failed) - len(unsent)
             pending = unsent + failed
             if pending:
                 log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(pending))
-                await asyncio.sleep(RETRY_PAUSE_SECONDS)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_RETRY_PAUSE_SECONDS)
 
 
 async def _consumer(

@@ -177,7 +177,7 @@ class E2AServer:
             try:  # before the port opens: no Chat frame is served that could not be published
                 await self.publisher.start()
             except Exception as exc:
-                raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc!r}") from None
+                raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc or repr(exc)}") from None
         await self.server.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)

@@ -209,6 +209,7 @@ def record_to_event(record: Record, *, type_prefix: str, source: str | None = No
 
 
 def records_to_events(records: Iterable[Record], *, type_prefix: str, source: str | None = None) -> list[CloudEvent]:
+    """An event per record, in order (a batch); an empty prefix or source is an error naming it."""
     if not type_prefix:
         raise E2AValueError("type_prefix", "the event type prefix is empty")
     if source == "":
@@ -680,7 +681,8 @@ def encode(events: Sequence[CloudEvent], form: Format) -> bytes:
 
 
 def decode(data: bytes, form: Format) -> list[CloudEvent]:
-    """The events ``encode`` wrote (or a peer did) in ``form``; errors name the event and attribute."""
+    """The events ``encode`` wrote (or a peer did) in ``form``: one JSON document per line, or a single
+    document over several lines; errors name the event and attribute."""
     if form is Format.PROTOBUF:
         return [from_protobuf(_parse_protobuf(cloudevents_pb2.CloudEvent, data))]
     if form is Format.PROTOBUF_BATCH:
@@ -688,8 +690,11 @@ def decode(data: bytes, form: Format) -> list[CloudEvent]:
     text = _utf8(data, "$")
     if form in (Format.STRUCTURED, Format.BATCH) and text.lstrip().startswith("["):
         return from_batch_json(text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not all(line.lstrip().startswith("{") for line in lines):
+        return [_decode_line(text, form)]  # one document written over several lines (pretty-printed)
     events = []
-    for index, line in enumerate(line for line in text.splitlines() if line.strip()):
+    for index, line in enumerate(lines):
         try:
             events.append(_decode_line(line, form))
         except E2AFieldError as exc:

@@ -170,6 +170,490 @@ func (x *NotApplicable) GetReason() string {
 	return ""
 }
 
+// One E2A record to send as a CloudEvent.
+type CloudEventsRecordSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Record:
+	//
+	//	*CloudEventsRecordSource_Envelope
+	//	*CloudEventsRecordSource_Response
+	//	*CloudEventsRecordSource_EnvelopeJson
+	//	*CloudEventsRecordSource_ResponseJson
+	Record        isCloudEventsRecordSource_Record `protobuf_oneof:"record"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloudEventsRecordSource) Reset() {
+	*x = CloudEventsRecordSource{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloudEventsRecordSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloudEventsRecordSource) ProtoMessage() {}
+
+func (x *CloudEventsRecordSource) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloudEventsRecordSource.ProtoReflect.Descriptor instead.
+func (*CloudEventsRecordSource) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CloudEventsRecordSource) GetRecord() isCloudEventsRecordSource_Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *CloudEventsRecordSource) GetEnvelope() *E2AEnvelope {
+	if x != nil {
+		if x, ok := x.Record.(*CloudEventsRecordSource_Envelope); ok {
+			return x.Envelope
+		}
+	}
+	return nil
+}
+
+func (x *CloudEventsRecordSource) GetResponse() *E2AResponse {
+	if x != nil {
+		if x, ok := x.Record.(*CloudEventsRecordSource_Response); ok {
+			return x.Response
+		}
+	}
+	return nil
+}
+
+func (x *CloudEventsRecordSource) GetEnvelopeJson() string {
+	if x != nil {
+		if x, ok := x.Record.(*CloudEventsRecordSource_EnvelopeJson); ok {
+			return x.EnvelopeJson
+		}
+	}
+	return ""
+}
+
+func (x *CloudEventsRecordSource) GetResponseJson() string {
+	if x != nil {
+		if x, ok := x.Record.(*CloudEventsRecordSource_ResponseJson); ok {
+			return x.ResponseJson
+		}
+	}
+	return ""
+}
+
+type isCloudEventsRecordSource_Record interface {
+	isCloudEventsRecordSource_Record()
+}
+
+type CloudEventsRecordSource_Envelope struct {
+	Envelope *E2AEnvelope `protobuf:"bytes,1,opt,name=envelope,proto3,oneof"`
+}
+
+type CloudEventsRecordSource_Response struct {
+	Response *E2AResponse `protobuf:"bytes,2,opt,name=response,proto3,oneof"`
+}
+
+type CloudEventsRecordSource_EnvelopeJson struct {
+	// E2A wire JSON text of an envelope.
+	EnvelopeJson string `protobuf:"bytes,3,opt,name=envelope_json,proto3,oneof"`
+}
+
+type CloudEventsRecordSource_ResponseJson struct {
+	// E2A wire JSON text of a response.
+	ResponseJson string `protobuf:"bytes,4,opt,name=response_json,proto3,oneof"`
+}
+
+func (*CloudEventsRecordSource_Envelope) isCloudEventsRecordSource_Record() {}
+
+func (*CloudEventsRecordSource_Response) isCloudEventsRecordSource_Record() {}
+
+func (*CloudEventsRecordSource_EnvelopeJson) isCloudEventsRecordSource_Record() {}
+
+func (*CloudEventsRecordSource_ResponseJson) isCloudEventsRecordSource_Record() {}
+
+type ToCloudEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The records, in order: one event each.
+	Records []*CloudEventsRecordSource `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// The events' source attribute; unset: the server's default, built from each record's channel.
+	Source *string `protobuf:"bytes,2,opt,name=source,proto3,oneof" json:"source,omitempty"`
+	// The events' type prefix, e.g. "org.apache.eventmesh.a2a"; unset: the server's default.
+	TypePrefix    *string           `protobuf:"bytes,3,opt,name=type_prefix,proto3,oneof" json:"type_prefix,omitempty"`
+	Format        CloudEventsFormat `protobuf:"varint,4,opt,name=format,proto3,enum=e2a.v1.CloudEventsFormat" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToCloudEventsRequest) Reset() {
+	*x = ToCloudEventsRequest{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToCloudEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToCloudEventsRequest) ProtoMessage() {}
+
+func (x *ToCloudEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToCloudEventsRequest.ProtoReflect.Descriptor instead.
+func (*ToCloudEventsRequest) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToCloudEventsRequest) GetRecords() []*CloudEventsRecordSource {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ToCloudEventsRequest) GetSource() string {
+	if x != nil && x.Source != nil {
+		return *x.Source
+	}
+	return ""
+}
+
+func (x *ToCloudEventsRequest) GetTypePrefix() string {
+	if x != nil && x.TypePrefix != nil {
+		return *x.TypePrefix
+	}
+	return ""
+}
+
+func (x *ToCloudEventsRequest) GetFormat() CloudEventsFormat {
+	if x != nil {
+		return x.Format
+	}
+	return CloudEventsFormat_CLOUD_EVENTS_FORMAT_UNSPECIFIED
+}
+
+type ToCloudEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Events:
+	//
+	//	*ToCloudEventsResponse_Batch
+	//	*ToCloudEventsResponse_BatchJson
+	Events        isToCloudEventsResponse_Events `protobuf_oneof:"events"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToCloudEventsResponse) Reset() {
+	*x = ToCloudEventsResponse{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToCloudEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToCloudEventsResponse) ProtoMessage() {}
+
+func (x *ToCloudEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToCloudEventsResponse.ProtoReflect.Descriptor instead.
+func (*ToCloudEventsResponse) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToCloudEventsResponse) GetEvents() isToCloudEventsResponse_Events {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ToCloudEventsResponse) GetBatch() *v1.CloudEventBatch {
+	if x != nil {
+		if x, ok := x.Events.(*ToCloudEventsResponse_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
+func (x *ToCloudEventsResponse) GetBatchJson() string {
+	if x != nil {
+		if x, ok := x.Events.(*ToCloudEventsResponse_BatchJson); ok {
+			return x.BatchJson
+		}
+	}
+	return ""
+}
+
+type isToCloudEventsResponse_Events interface {
+	isToCloudEventsResponse_Events()
+}
+
+type ToCloudEventsResponse_Batch struct {
+	// The events in the protobuf format (CLOUD_EVENTS_FORMAT_UNSPECIFIED).
+	Batch *v1.CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
+}
+
+type ToCloudEventsResponse_BatchJson struct {
+	// The events as application/cloudevents-batch+json text (CLOUD_EVENTS_FORMAT_JSON_BATCH).
+	BatchJson string `protobuf:"bytes,2,opt,name=batch_json,proto3,oneof"`
+}
+
+func (*ToCloudEventsResponse_Batch) isToCloudEventsResponse_Events() {}
+
+func (*ToCloudEventsResponse_BatchJson) isToCloudEventsResponse_Events() {}
+
+type FromCloudEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Events:
+	//
+	//	*FromCloudEventsRequest_Batch
+	//	*FromCloudEventsRequest_Json
+	Events        isFromCloudEventsRequest_Events `protobuf_oneof:"events"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FromCloudEventsRequest) Reset() {
+	*x = FromCloudEventsRequest{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FromCloudEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FromCloudEventsRequest) ProtoMessage() {}
+
+func (x *FromCloudEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FromCloudEventsRequest.ProtoReflect.Descriptor instead.
+func (*FromCloudEventsRequest) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *FromCloudEventsRequest) GetEvents() isFromCloudEventsRequest_Events {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *FromCloudEventsRequest) GetBatch() *v1.CloudEventBatch {
+	if x != nil {
+		if x, ok := x.Events.(*FromCloudEventsRequest_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
+func (x *FromCloudEventsRequest) GetJson() string {
+	if x != nil {
+		if x, ok := x.Events.(*FromCloudEventsRequest_Json); ok {
+			return x.Json
+		}
+	}
+	return ""
+}
+
+type isFromCloudEventsRequest_Events interface {
+	isFromCloudEventsRequest_Events()
+}
+
+type FromCloudEventsRequest_Batch struct {
+	// Events in the protobuf format.
+	Batch *v1.CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
+}
+
+type FromCloudEventsRequest_Json struct {
+	// One application/cloudevents+json event, or an application/cloudevents-batch+json array.
+	Json string `protobuf:"bytes,2,opt,name=json,proto3,oneof"`
+}
+
+func (*FromCloudEventsRequest_Batch) isFromCloudEventsRequest_Events() {}
+
+func (*FromCloudEventsRequest_Json) isFromCloudEventsRequest_Events() {}
+
+// The E2A record one event carried.
+type CloudEventsRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Record:
+	//
+	//	*CloudEventsRecord_Envelope
+	//	*CloudEventsRecord_Response
+	Record        isCloudEventsRecord_Record `protobuf_oneof:"record"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloudEventsRecord) Reset() {
+	*x = CloudEventsRecord{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloudEventsRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloudEventsRecord) ProtoMessage() {}
+
+func (x *CloudEventsRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloudEventsRecord.ProtoReflect.Descriptor instead.
+func (*CloudEventsRecord) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CloudEventsRecord) GetRecord() isCloudEventsRecord_Record {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *CloudEventsRecord) GetEnvelope() *E2AEnvelope {
+	if x != nil {
+		if x, ok := x.Record.(*CloudEventsRecord_Envelope); ok {
+			return x.Envelope
+		}
+	}
+	return nil
+}
+
+func (x *CloudEventsRecord) GetResponse() *E2AResponse {
+	if x != nil {
+		if x, ok := x.Record.(*CloudEventsRecord_Response); ok {
+			return x.Response
+		}
+	}
+	return nil
+}
+
+type isCloudEventsRecord_Record interface {
+	isCloudEventsRecord_Record()
+}
+
+type CloudEventsRecord_Envelope struct {
+	Envelope *E2AEnvelope `protobuf:"bytes,1,opt,name=envelope,proto3,oneof"`
+}
+
+type CloudEventsRecord_Response struct {
+	Response *E2AResponse `protobuf:"bytes,2,opt,name=response,proto3,oneof"`
+}
+
+func (*CloudEventsRecord_Envelope) isCloudEventsRecord_Record() {}
+
+func (*CloudEventsRecord_Response) isCloudEventsRecord_Record() {}
+
+type FromCloudEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One record per event, in order.
+	Records       []*CloudEventsRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FromCloudEventsResponse) Reset() {
+	*x = FromCloudEventsResponse{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FromCloudEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FromCloudEventsResponse) ProtoMessage() {}
+
+func (x *FromCloudEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FromCloudEventsResponse.ProtoReflect.Descriptor instead.
+func (*FromCloudEventsResponse) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *FromCloudEventsResponse) GetRecords() []*CloudEventsRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
 type ToACPRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The E2A record to convert.
@@ -191,7 +675,7 @@ type ToACPRequest struct {
 
 func (x *ToACPRequest) Reset() {
 	*x = ToACPRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -203,7 +687,7 @@ func (x *ToACPRequest) String() string {
 func (*ToACPRequest) ProtoMessage() {}
 
 func (x *ToACPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -216,7 +700,7 @@ func (x *ToACPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToACPRequest.ProtoReflect.Descriptor instead.
 func (*ToACPRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{1}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToACPRequest) GetSource() isToACPRequest_Source {
@@ -319,7 +803,7 @@ type ToACPResponse struct {
 
 func (x *ToACPResponse) Reset() {
 	*x = ToACPResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +815,7 @@ func (x *ToACPResponse) String() string {
 func (*ToACPResponse) ProtoMessage() {}
 
 func (x *ToACPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +828,7 @@ func (x *ToACPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToACPResponse.ProtoReflect.Descriptor instead.
 func (*ToACPResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{2}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToACPResponse) GetResult() isToACPResponse_Result {
@@ -405,7 +889,7 @@ type FromACPRequest struct {
 
 func (x *FromACPRequest) Reset() {
 	*x = FromACPRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -417,7 +901,7 @@ func (x *FromACPRequest) String() string {
 func (*FromACPRequest) ProtoMessage() {}
 
 func (x *FromACPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -430,7 +914,7 @@ func (x *FromACPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromACPRequest.ProtoReflect.Descriptor instead.
 func (*FromACPRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{3}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FromACPRequest) GetJson() string {
@@ -468,7 +952,7 @@ type FromACPRecord struct {
 
 func (x *FromACPRecord) Reset() {
 	*x = FromACPRecord{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +964,7 @@ func (x *FromACPRecord) String() string {
 func (*FromACPRecord) ProtoMessage() {}
 
 func (x *FromACPRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +977,7 @@ func (x *FromACPRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromACPRecord.ProtoReflect.Descriptor instead.
 func (*FromACPRecord) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{4}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FromACPRecord) GetRecord() isFromACPRecord_Record {
@@ -550,7 +1034,7 @@ type FromACPResponse struct {
 
 func (x *FromACPResponse) Reset() {
 	*x = FromACPResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +1046,7 @@ func (x *FromACPResponse) String() string {
 func (*FromACPResponse) ProtoMessage() {}
 
 func (x *FromACPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +1059,7 @@ func (x *FromACPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromACPResponse.ProtoReflect.Descriptor instead.
 func (*FromACPResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{5}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FromACPResponse) GetRecords() []*FromACPRecord {
@@ -603,7 +1087,7 @@ type ToA2AStreamRequest struct {
 
 func (x *ToA2AStreamRequest) Reset() {
 	*x = ToA2AStreamRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +1099,7 @@ func (x *ToA2AStreamRequest) String() string {
 func (*ToA2AStreamRequest) ProtoMessage() {}
 
 func (x *ToA2AStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +1112,7 @@ func (x *ToA2AStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToA2AStreamRequest.ProtoReflect.Descriptor instead.
 func (*ToA2AStreamRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{6}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToA2AStreamRequest) GetSource() isToA2AStreamRequest_Source {
@@ -693,7 +1177,7 @@ type ToA2AStreamResponse struct {
 
 func (x *ToA2AStreamResponse) Reset() {
 	*x = ToA2AStreamResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +1189,7 @@ func (x *ToA2AStreamResponse) String() string {
 func (*ToA2AStreamResponse) ProtoMessage() {}
 
 func (x *ToA2AStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +1202,7 @@ func (x *ToA2AStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToA2AStreamResponse.ProtoReflect.Descriptor instead.
 func (*ToA2AStreamResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{7}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToA2AStreamResponse) GetResult() isToA2AStreamResponse_Result {
@@ -778,7 +1262,7 @@ type FromA2ARequest struct {
 
 func (x *FromA2ARequest) Reset() {
 	*x = FromA2ARequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +1274,7 @@ func (x *FromA2ARequest) String() string {
 func (*FromA2ARequest) ProtoMessage() {}
 
 func (x *FromA2ARequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +1287,7 @@ func (x *FromA2ARequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromA2ARequest.ProtoReflect.Descriptor instead.
 func (*FromA2ARequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{8}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FromA2ARequest) GetJson() string {
@@ -836,7 +1320,7 @@ type FromA2AResponse struct {
 
 func (x *FromA2AResponse) Reset() {
 	*x = FromA2AResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +1332,7 @@ func (x *FromA2AResponse) String() string {
 func (*FromA2AResponse) ProtoMessage() {}
 
 func (x *FromA2AResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,496 +1345,12 @@ func (x *FromA2AResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromA2AResponse.ProtoReflect.Descriptor instead.
 func (*FromA2AResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{9}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FromA2AResponse) GetEnvelope() *E2AEnvelope {
 	if x != nil {
 		return x.Envelope
-	}
-	return nil
-}
-
-// One E2A record to send as a CloudEvent.
-type CloudEventsRecordSource struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Record:
-	//
-	//	*CloudEventsRecordSource_Envelope
-	//	*CloudEventsRecordSource_Response
-	//	*CloudEventsRecordSource_EnvelopeJson
-	//	*CloudEventsRecordSource_ResponseJson
-	Record        isCloudEventsRecordSource_Record `protobuf_oneof:"record"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CloudEventsRecordSource) Reset() {
-	*x = CloudEventsRecordSource{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CloudEventsRecordSource) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CloudEventsRecordSource) ProtoMessage() {}
-
-func (x *CloudEventsRecordSource) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CloudEventsRecordSource.ProtoReflect.Descriptor instead.
-func (*CloudEventsRecordSource) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *CloudEventsRecordSource) GetRecord() isCloudEventsRecordSource_Record {
-	if x != nil {
-		return x.Record
-	}
-	return nil
-}
-
-func (x *CloudEventsRecordSource) GetEnvelope() *E2AEnvelope {
-	if x != nil {
-		if x, ok := x.Record.(*CloudEventsRecordSource_Envelope); ok {
-			return x.Envelope
-		}
-	}
-	return nil
-}
-
-func (x *CloudEventsRecordSource) GetResponse() *E2AResponse {
-	if x != nil {
-		if x, ok := x.Record.(*CloudEventsRecordSource_Response); ok {
-			return x.Response
-		}
-	}
-	return nil
-}
-
-func (x *CloudEventsRecordSource) GetEnvelopeJson() string {
-	if x != nil {
-		if x, ok := x.Record.(*CloudEventsRecordSource_EnvelopeJson); ok {
-			return x.EnvelopeJson
-		}
-	}
-	return ""
-}
-
-func (x *CloudEventsRecordSource) GetResponseJson() string {
-	if x != nil {
-		if x, ok := x.Record.(*CloudEventsRecordSource_ResponseJson); ok {
-			return x.ResponseJson
-		}
-	}
-	return ""
-}
-
-type isCloudEventsRecordSource_Record interface {
-	isCloudEventsRecordSource_Record()
-}
-
-type CloudEventsRecordSource_Envelope struct {
-	Envelope *E2AEnvelope `protobuf:"bytes,1,opt,name=envelope,proto3,oneof"`
-}
-
-type CloudEventsRecordSource_Response struct {
-	Response *E2AResponse `protobuf:"bytes,2,opt,name=response,proto3,oneof"`
-}
-
-type CloudEventsRecordSource_EnvelopeJson struct {
-	// E2A wire JSON text of an envelope.
-	EnvelopeJson string `protobuf:"bytes,3,opt,name=envelope_json,proto3,oneof"`
-}
-
-type CloudEventsRecordSource_ResponseJson struct {
-	// E2A wire JSON text of a response.
-	ResponseJson string `protobuf:"bytes,4,opt,name=response_json,proto3,oneof"`
-}
-
-func (*CloudEventsRecordSource_Envelope) isCloudEventsRecordSource_Record() {}
-
-func (*CloudEventsRecordSource_Response) isCloudEventsRecordSource_Record() {}
-
-func (*CloudEventsRecordSource_EnvelopeJson) isCloudEventsRecordSource_Record() {}
-
-func (*CloudEventsRecordSource_ResponseJson) isCloudEventsRecordSource_Record() {}
-
-type ToCloudEventsRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The records, in order: one event each.
-	Records []*CloudEventsRecordSource `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
-	// The events' source attribute; unset: the server's default, built from each record's channel.
-	Source *string `protobuf:"bytes,2,opt,name=source,proto3,oneof" json:"source,omitempty"`
-	// The events' type prefix, e.g. "org.apache.eventmesh.a2a"; unset: the server's default.
-	TypePrefix    *string           `protobuf:"bytes,3,opt,name=type_prefix,proto3,oneof" json:"type_prefix,omitempty"`
-	Format        CloudEventsFormat `protobuf:"varint,4,opt,name=format,proto3,enum=e2a.v1.CloudEventsFormat" json:"format,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ToCloudEventsRequest) Reset() {
-	*x = ToCloudEventsRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ToCloudEventsRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ToCloudEventsRequest) ProtoMessage() {}
-
-func (x *ToCloudEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ToCloudEventsRequest.ProtoReflect.Descriptor instead.
-func (*ToCloudEventsRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{11}
-}
-
-func (x *ToCloudEventsRequest) GetRecords() []*CloudEventsRecordSource {
-	if x != nil {
-		return x.Records
-	}
-	return nil
-}
-
-func (x *ToCloudEventsRequest) GetSource() string {
-	if x != nil && x.Source != nil {
-		return *x.Source
-	}
-	return ""
-}
-
-func (x *ToCloudEventsRequest) GetTypePrefix() string {
-	if x != nil && x.TypePrefix != nil {
-		return *x.TypePrefix
-	}
-	return ""
-}
-
-func (x *ToCloudEventsRequest) GetFormat() CloudEventsFormat {
-	if x != nil {
-		return x.Format
-	}
-	return CloudEventsFormat_CLOUD_EVENTS_FORMAT_UNSPECIFIED
-}
-
-type ToCloudEventsResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Events:
-	//
-	//	*ToCloudEventsResponse_Batch
-	//	*ToCloudEventsResponse_BatchJson
-	Events        isToCloudEventsResponse_Events `protobuf_oneof:"events"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ToCloudEventsResponse) Reset() {
-	*x = ToCloudEventsResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ToCloudEventsResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ToCloudEventsResponse) ProtoMessage() {}
-
-func (x *ToCloudEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ToCloudEventsResponse.ProtoReflect.Descriptor instead.
-func (*ToCloudEventsResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12}
-}
-
-func (x *ToCloudEventsResponse) GetEvents() isToCloudEventsResponse_Events {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-func (x *ToCloudEventsResponse) GetBatch() *v1.CloudEventBatch {
-	if x != nil {
-		if x, ok := x.Events.(*ToCloudEventsResponse_Batch); ok {
-			return x.Batch
-		}
-	}
-	return nil
-}
-
-func (x *ToCloudEventsResponse) GetBatchJson() string {
-	if x != nil {
-		if x, ok := x.Events.(*ToCloudEventsResponse_BatchJson); ok {
-			return x.BatchJson
-		}
-	}
-	return ""
-}
-
-type isToCloudEventsResponse_Events interface {
-	isToCloudEventsResponse_Events()
-}
-
-type ToCloudEventsResponse_Batch struct {
-	// The events in the protobuf format (CLOUD_EVENTS_FORMAT_UNSPECIFIED).
-	Batch *v1.CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
-}
-
-type ToCloudEventsResponse_BatchJson struct {
-	// The events as application/cloudevents-batch+json text (CLOUD_EVENTS_FORMAT_JSON_BATCH).
-	BatchJson string `protobuf:"bytes,2,opt,name=batch_json,proto3,oneof"`
-}
-
-func (*ToCloudEventsResponse_Batch) isToCloudEventsResponse_Events() {}
-
-func (*ToCloudEventsResponse_BatchJson) isToCloudEventsResponse_Events() {}
-
-type FromCloudEventsRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Events:
-	//
-	//	*FromCloudEventsRequest_Batch
-	//	*FromCloudEventsRequest_Json
-	Events        isFromCloudEventsRequest_Events `protobuf_oneof:"events"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *FromCloudEventsRequest) Reset() {
-	*x = FromCloudEventsRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *FromCloudEventsRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*FromCloudEventsRequest) ProtoMessage() {}
-
-func (x *FromCloudEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use FromCloudEventsRequest.ProtoReflect.Descriptor instead.
-func (*FromCloudEventsRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{13}
-}
-
-func (x *FromCloudEventsRequest) GetEvents() isFromCloudEventsRequest_Events {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-func (x *FromCloudEventsRequest) GetBatch() *v1.CloudEventBatch {
-	if x != nil {
-		if x, ok := x.Events.(*FromCloudEventsRequest_Batch); ok {
-			return x.Batch
-		}
-	}
-	return nil
-}
-
-func (x *FromCloudEventsRequest) GetJson() string {
-	if x != nil {
-		if x, ok := x.Events.(*FromCloudEventsRequest_Json); ok {
-			return x.Json
-		}
-	}
-	return ""
-}
-
-type isFromCloudEventsRequest_Events interface {
-	isFromCloudEventsRequest_Events()
-}
-
-type FromCloudEventsRequest_Batch struct {
-	// Events in the protobuf format.
-	Batch *v1.CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
-}
-
-type FromCloudEventsRequest_Json struct {
-	// One application/cloudevents+json event, or an application/cloudevents-batch+json array.
-	Json string `protobuf:"bytes,2,opt,name=json,proto3,oneof"`
-}
-
-func (*FromCloudEventsRequest_Batch) isFromCloudEventsRequest_Events() {}
-
-func (*FromCloudEventsRequest_Json) isFromCloudEventsRequest_Events() {}
-
-// The E2A record one event carried.
-type CloudEventsRecord struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Record:
-	//
-	//	*CloudEventsRecord_Envelope
-	//	*CloudEventsRecord_Response
-	Record        isCloudEventsRecord_Record `protobuf_oneof:"record"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CloudEventsRecord) Reset() {
-	*x = CloudEventsRecord{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CloudEventsRecord) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CloudEventsRecord) ProtoMessage() {}
-
-func (x *CloudEventsRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CloudEventsRecord.ProtoReflect.Descriptor instead.
-func (*CloudEventsRecord) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{14}
-}
-
-func (x *CloudEventsRecord) GetRecord() isCloudEventsRecord_Record {
-	if x != nil {
-		return x.Record
-	}
-	return nil
-}
-
-func (x *CloudEventsRecord) GetEnvelope() *E2AEnvelope {
-	if x != nil {
-		if x, ok := x.Record.(*CloudEventsRecord_Envelope); ok {
-			return x.Envelope
-		}
-	}
-	return nil
-}
-
-func (x *CloudEventsRecord) GetResponse() *E2AResponse {
-	if x != nil {
-		if x, ok := x.Record.(*CloudEventsRecord_Response); ok {
-			return x.Response
-		}
-	}
-	return nil
-}
-
-type isCloudEventsRecord_Record interface {
-	isCloudEventsRecord_Record()
-}
-
-type CloudEventsRecord_Envelope struct {
-	Envelope *E2AEnvelope `protobuf:"bytes,1,opt,name=envelope,proto3,oneof"`
-}
-
-type CloudEventsRecord_Response struct {
-	Response *E2AResponse `protobuf:"bytes,2,opt,name=response,proto3,oneof"`
-}
-
-func (*CloudEventsRecord_Envelope) isCloudEventsRecord_Record() {}
-
-func (*CloudEventsRecord_Response) isCloudEventsRecord_Record() {}
-
-type FromCloudEventsResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// One record per event, in order.
-	Records       []*CloudEventsRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *FromCloudEventsResponse) Reset() {
-	*x = FromCloudEventsResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *FromCloudEventsResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*FromCloudEventsResponse) ProtoMessage() {}
-
-func (x *FromCloudEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use FromCloudEventsResponse.ProtoReflect.Descriptor instead.
-func (*FromCloudEventsResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *FromCloudEventsResponse) GetRecords() []*CloudEventsRecord {
-	if x != nil {
-		return x.Records
 	}
 	return nil
 }
@@ -1821,7 +1821,36 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1fe2a/v1/conversion_service.proto\x12\x06e2a.v1\x1a$e2a/cloudevents/v1/cloudevents.proto\x1a\x10e2a/v1/e2a.proto\"'\n" +
 	"\rNotApplicable\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xb4\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xd9\x01\n" +
+	"\x17CloudEventsRecordSource\x121\n" +
+	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
+	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12&\n" +
+	"\renvelope_json\x18\x03 \x01(\tH\x00R\renvelope_json\x12&\n" +
+	"\rresponse_json\x18\x04 \x01(\tH\x00R\rresponse_jsonB\b\n" +
+	"\x06record\"\xe3\x01\n" +
+	"\x14ToCloudEventsRequest\x129\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.e2a.v1.CloudEventsRecordSourceR\arecords\x12\x1b\n" +
+	"\x06source\x18\x02 \x01(\tH\x00R\x06source\x88\x01\x01\x12%\n" +
+	"\vtype_prefix\x18\x03 \x01(\tH\x01R\vtype_prefix\x88\x01\x01\x121\n" +
+	"\x06format\x18\x04 \x01(\x0e2\x19.e2a.v1.CloudEventsFormatR\x06formatB\t\n" +
+	"\a_sourceB\x0e\n" +
+	"\f_type_prefix\"\x7f\n" +
+	"\x15ToCloudEventsResponse\x12:\n" +
+	"\x05batch\x18\x01 \x01(\v2\".io.cloudevents.v1.CloudEventBatchH\x00R\x05batch\x12 \n" +
+	"\n" +
+	"batch_json\x18\x02 \x01(\tH\x00R\n" +
+	"batch_jsonB\b\n" +
+	"\x06events\"t\n" +
+	"\x16FromCloudEventsRequest\x12:\n" +
+	"\x05batch\x18\x01 \x01(\v2\".io.cloudevents.v1.CloudEventBatchH\x00R\x05batch\x12\x14\n" +
+	"\x04json\x18\x02 \x01(\tH\x00R\x04jsonB\b\n" +
+	"\x06events\"\x83\x01\n" +
+	"\x11CloudEventsRecord\x121\n" +
+	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
+	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponseB\b\n" +
+	"\x06record\"N\n" +
+	"\x17FromCloudEventsResponse\x123\n" +
+	"\arecords\x18\x01 \x03(\v2\x19.e2a.v1.CloudEventsRecordR\arecords\"\xb4\x02\n" +
 	"\fToACPRequest\x121\n" +
 	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
 	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12&\n" +
@@ -1862,36 +1891,7 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\n" +
 	"\b_channel\"B\n" +
 	"\x0fFromA2AResponse\x12/\n" +
-	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeR\benvelope\"\xd9\x01\n" +
-	"\x17CloudEventsRecordSource\x121\n" +
-	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
-	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12&\n" +
-	"\renvelope_json\x18\x03 \x01(\tH\x00R\renvelope_json\x12&\n" +
-	"\rresponse_json\x18\x04 \x01(\tH\x00R\rresponse_jsonB\b\n" +
-	"\x06record\"\xe3\x01\n" +
-	"\x14ToCloudEventsRequest\x129\n" +
-	"\arecords\x18\x01 \x03(\v2\x1f.e2a.v1.CloudEventsRecordSourceR\arecords\x12\x1b\n" +
-	"\x06source\x18\x02 \x01(\tH\x00R\x06source\x88\x01\x01\x12%\n" +
-	"\vtype_prefix\x18\x03 \x01(\tH\x01R\vtype_prefix\x88\x01\x01\x121\n" +
-	"\x06format\x18\x04 \x01(\x0e2\x19.e2a.v1.CloudEventsFormatR\x06formatB\t\n" +
-	"\a_sourceB\x0e\n" +
-	"\f_type_prefix\"\x7f\n" +
-	"\x15ToCloudEventsResponse\x12:\n" +
-	"\x05batch\x18\x01 \x01(\v2\".io.cloudevents.v1.CloudEventBatchH\x00R\x05batch\x12 \n" +
-	"\n" +
-	"batch_json\x18\x02 \x01(\tH\x00R\n" +
-	"batch_jsonB\b\n" +
-	"\x06events\"t\n" +
-	"\x16FromCloudEventsRequest\x12:\n" +
-	"\x05batch\x18\x01 \x01(\v2\".io.cloudevents.v1.CloudEventBatchH\x00R\x05batch\x12\x14\n" +
-	"\x04json\x18\x02 \x01(\tH\x00R\x04jsonB\b\n" +
-	"\x06events\"\x83\x01\n" +
-	"\x11CloudEventsRecord\x121\n" +
-	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
-	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponseB\b\n" +
-	"\x06record\"N\n" +
-	"\x17FromCloudEventsResponse\x123\n" +
-	"\arecords\x18\x01 \x03(\v2\x19.e2a.v1.CloudEventsRecordR\arecords\"P\n" +
+	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeR\benvelope\"P\n" +
 	"\x14ConvertStreamRequest\x128\n" +
 	"\vconversions\x18\x01 \x03(\v2\x16.e2a.v1.ConvertRequestR\vconversions\"\xfe\x01\n" +
 	"\x0eConvertRequest\x12.\n" +
@@ -1951,21 +1951,21 @@ var file_e2a_v1_conversion_service_proto_goTypes = []any{
 	(AcpDialect)(0),                     // 0: e2a.v1.AcpDialect
 	(CloudEventsFormat)(0),              // 1: e2a.v1.CloudEventsFormat
 	(*NotApplicable)(nil),               // 2: e2a.v1.NotApplicable
-	(*ToACPRequest)(nil),                // 3: e2a.v1.ToACPRequest
-	(*ToACPResponse)(nil),               // 4: e2a.v1.ToACPResponse
-	(*FromACPRequest)(nil),              // 5: e2a.v1.FromACPRequest
-	(*FromACPRecord)(nil),               // 6: e2a.v1.FromACPRecord
-	(*FromACPResponse)(nil),             // 7: e2a.v1.FromACPResponse
-	(*ToA2AStreamRequest)(nil),          // 8: e2a.v1.ToA2AStreamRequest
-	(*ToA2AStreamResponse)(nil),         // 9: e2a.v1.ToA2AStreamResponse
-	(*FromA2ARequest)(nil),              // 10: e2a.v1.FromA2ARequest
-	(*FromA2AResponse)(nil),             // 11: e2a.v1.FromA2AResponse
-	(*CloudEventsRecordSource)(nil),     // 12: e2a.v1.CloudEventsRecordSource
-	(*ToCloudEventsRequest)(nil),        // 13: e2a.v1.ToCloudEventsRequest
-	(*ToCloudEventsResponse)(nil),       // 14: e2a.v1.ToCloudEventsResponse
-	(*FromCloudEventsRequest)(nil),      // 15: e2a.v1.FromCloudEventsRequest
-	(*CloudEventsRecord)(nil),           // 16: e2a.v1.CloudEventsRecord
-	(*FromCloudEventsResponse)(nil),     // 17: e2a.v1.FromCloudEventsResponse
+	(*CloudEventsRecordSource)(nil),     // 3: e2a.v1.CloudEventsRecordSource
+	(*ToCloudEventsRequest)(nil),        // 4: e2a.v1.ToCloudEventsRequest
+	(*ToCloudEventsResponse)(nil),       // 5: e2a.v1.ToCloudEventsResponse
+	(*FromCloudEventsRequest)(nil),      // 6: e2a.v1.FromCloudEventsRequest
+	(*CloudEventsRecord)(nil),           // 7: e2a.v1.CloudEventsRecord
+	(*FromCloudEventsResponse)(nil),     // 8: e2a.v1.FromCloudEventsResponse
+	(*ToACPRequest)(nil),                // 9: e2a.v1.ToACPRequest
+	(*ToACPResponse)(nil),               // 10: e2a.v1.ToACPResponse
+	(*FromACPRequest)(nil),              // 11: e2a.v1.FromACPRequest
+	(*FromACPRecord)(nil),               // 12: e2a.v1.FromACPRecord
+	(*FromACPResponse)(nil),             // 13: e2a.v1.FromACPResponse
+	(*ToA2AStreamRequest)(nil),          // 14: e2a.v1.ToA2AStreamRequest
+	(*ToA2AStreamResponse)(nil),         // 15: e2a.v1.ToA2AStreamResponse
+	(*FromA2ARequest)(nil),              // 16: e2a.v1.FromA2ARequest
+	(*FromA2AResponse)(nil),             // 17: e2a.v1.FromA2AResponse
 	(*ConvertStreamRequest)(nil),        // 18: e2a.v1.ConvertStreamRequest
 	(*ConvertRequest)(nil),              // 19: e2a.v1.ConvertRequest
 	(*ConvertStreamResponse)(nil),       // 20: e2a.v1.ConvertStreamResponse
@@ -1974,56 +1974,56 @@ var file_e2a_v1_conversion_service_proto_goTypes = []any{
 	(*ConvertError_FieldViolation)(nil), // 23: e2a.v1.ConvertError.FieldViolation
 	(*E2AEnvelope)(nil),                 // 24: e2a.v1.E2AEnvelope
 	(*E2AResponse)(nil),                 // 25: e2a.v1.E2AResponse
-	(IdentityOrigin)(0),                 // 26: e2a.v1.IdentityOrigin
-	(*v1.CloudEventBatch)(nil),          // 27: io.cloudevents.v1.CloudEventBatch
+	(*v1.CloudEventBatch)(nil),          // 26: io.cloudevents.v1.CloudEventBatch
+	(IdentityOrigin)(0),                 // 27: e2a.v1.IdentityOrigin
 }
 var file_e2a_v1_conversion_service_proto_depIdxs = []int32{
-	24, // 0: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 1: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
-	0,  // 2: e2a.v1.ToACPRequest.dialect:type_name -> e2a.v1.AcpDialect
-	2,  // 3: e2a.v1.ToACPResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	26, // 4: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	24, // 5: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 6: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
-	6,  // 7: e2a.v1.FromACPResponse.records:type_name -> e2a.v1.FromACPRecord
-	25, // 8: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
-	2,  // 9: e2a.v1.ToA2AStreamResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	26, // 10: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	24, // 11: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
-	24, // 12: e2a.v1.CloudEventsRecordSource.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 13: e2a.v1.CloudEventsRecordSource.response:type_name -> e2a.v1.E2AResponse
-	12, // 14: e2a.v1.ToCloudEventsRequest.records:type_name -> e2a.v1.CloudEventsRecordSource
-	1,  // 15: e2a.v1.ToCloudEventsRequest.format:type_name -> e2a.v1.CloudEventsFormat
-	27, // 16: e2a.v1.ToCloudEventsResponse.batch:type_name -> io.cloudevents.v1.CloudEventBatch
-	27, // 17: e2a.v1.FromCloudEventsRequest.batch:type_name -> io.cloudevents.v1.CloudEventBatch
-	24, // 18: e2a.v1.CloudEventsRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 19: e2a.v1.CloudEventsRecord.response:type_name -> e2a.v1.E2AResponse
-	16, // 20: e2a.v1.FromCloudEventsResponse.records:type_name -> e2a.v1.CloudEventsRecord
+	24, // 0: e2a.v1.CloudEventsRecordSource.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 1: e2a.v1.CloudEventsRecordSource.response:type_name -> e2a.v1.E2AResponse
+	3,  // 2: e2a.v1.ToCloudEventsRequest.records:type_name -> e2a.v1.CloudEventsRecordSource
+	1,  // 3: e2a.v1.ToCloudEventsRequest.format:type_name -> e2a.v1.CloudEventsFormat
+	26, // 4: e2a.v1.ToCloudEventsResponse.batch:type_name -> io.cloudevents.v1.CloudEventBatch
+	26, // 5: e2a.v1.FromCloudEventsRequest.batch:type_name -> io.cloudevents.v1.CloudEventBatch
+	24, // 6: e2a.v1.CloudEventsRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 7: e2a.v1.CloudEventsRecord.response:type_name -> e2a.v1.E2AResponse
+	7,  // 8: e2a.v1.FromCloudEventsResponse.records:type_name -> e2a.v1.CloudEventsRecord
+	24, // 9: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 10: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
+	0,  // 11: e2a.v1.ToACPRequest.dialect:type_name -> e2a.v1.AcpDialect
+	2,  // 12: e2a.v1.ToACPResponse.not_applicable:type_name -> e2a.v1.NotApplicable
+	27, // 13: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	24, // 14: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	25, // 15: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
+	12, // 16: e2a.v1.FromACPResponse.records:type_name -> e2a.v1.FromACPRecord
+	25, // 17: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
+	2,  // 18: e2a.v1.ToA2AStreamResponse.not_applicable:type_name -> e2a.v1.NotApplicable
+	27, // 19: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	24, // 20: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
 	19, // 21: e2a.v1.ConvertStreamRequest.conversions:type_name -> e2a.v1.ConvertRequest
-	3,  // 22: e2a.v1.ConvertRequest.to_acp:type_name -> e2a.v1.ToACPRequest
-	5,  // 23: e2a.v1.ConvertRequest.from_acp:type_name -> e2a.v1.FromACPRequest
-	8,  // 24: e2a.v1.ConvertRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
-	10, // 25: e2a.v1.ConvertRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
+	9,  // 22: e2a.v1.ConvertRequest.to_acp:type_name -> e2a.v1.ToACPRequest
+	11, // 23: e2a.v1.ConvertRequest.from_acp:type_name -> e2a.v1.FromACPRequest
+	14, // 24: e2a.v1.ConvertRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
+	16, // 25: e2a.v1.ConvertRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
 	21, // 26: e2a.v1.ConvertStreamResponse.results:type_name -> e2a.v1.ConvertResult
-	4,  // 27: e2a.v1.ConvertResult.to_acp:type_name -> e2a.v1.ToACPResponse
-	7,  // 28: e2a.v1.ConvertResult.from_acp:type_name -> e2a.v1.FromACPResponse
-	9,  // 29: e2a.v1.ConvertResult.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
-	11, // 30: e2a.v1.ConvertResult.from_a2a:type_name -> e2a.v1.FromA2AResponse
+	10, // 27: e2a.v1.ConvertResult.to_acp:type_name -> e2a.v1.ToACPResponse
+	13, // 28: e2a.v1.ConvertResult.from_acp:type_name -> e2a.v1.FromACPResponse
+	15, // 29: e2a.v1.ConvertResult.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
+	17, // 30: e2a.v1.ConvertResult.from_a2a:type_name -> e2a.v1.FromA2AResponse
 	22, // 31: e2a.v1.ConvertResult.error:type_name -> e2a.v1.ConvertError
 	23, // 32: e2a.v1.ConvertError.field_violations:type_name -> e2a.v1.ConvertError.FieldViolation
-	3,  // 33: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
-	5,  // 34: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
-	8,  // 35: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
-	10, // 36: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
-	13, // 37: e2a.v1.ConversionService.ToCloudEvents:input_type -> e2a.v1.ToCloudEventsRequest
-	15, // 38: e2a.v1.ConversionService.FromCloudEvents:input_type -> e2a.v1.FromCloudEventsRequest
+	9,  // 33: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
+	11, // 34: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
+	14, // 35: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
+	16, // 36: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
+	4,  // 37: e2a.v1.ConversionService.ToCloudEvents:input_type -> e2a.v1.ToCloudEventsRequest
+	6,  // 38: e2a.v1.ConversionService.FromCloudEvents:input_type -> e2a.v1.FromCloudEventsRequest
 	18, // 39: e2a.v1.ConversionService.ConvertStream:input_type -> e2a.v1.ConvertStreamRequest
-	4,  // 40: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
-	7,  // 41: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
-	9,  // 42: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
-	11, // 43: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
-	14, // 44: e2a.v1.ConversionService.ToCloudEvents:output_type -> e2a.v1.ToCloudEventsResponse
-	17, // 45: e2a.v1.ConversionService.FromCloudEvents:output_type -> e2a.v1.FromCloudEventsResponse
+	10, // 40: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
+	13, // 41: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
+	15, // 42: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
+	17, // 43: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
+	5,  // 44: e2a.v1.ConversionService.ToCloudEvents:output_type -> e2a.v1.ToCloudEventsResponse
+	8,  // 45: e2a.v1.ConversionService.FromCloudEvents:output_type -> e2a.v1.FromCloudEventsResponse
 	20, // 46: e2a.v1.ConversionService.ConvertStream:output_type -> e2a.v1.ConvertStreamResponse
 	40, // [40:47] is the sub-list for method output_type
 	33, // [33:40] is the sub-list for method input_type
@@ -2039,48 +2039,48 @@ func file_e2a_v1_conversion_service_proto_init() {
 	}
 	file_e2a_v1_e2a_proto_init()
 	file_e2a_v1_conversion_service_proto_msgTypes[1].OneofWrappers = []any{
-		(*ToACPRequest_Envelope)(nil),
-		(*ToACPRequest_Response)(nil),
-		(*ToACPRequest_EnvelopeJson)(nil),
-		(*ToACPRequest_ResponseJson)(nil),
-	}
-	file_e2a_v1_conversion_service_proto_msgTypes[2].OneofWrappers = []any{
-		(*ToACPResponse_Jsonrpc)(nil),
-		(*ToACPResponse_NotApplicable)(nil),
-	}
-	file_e2a_v1_conversion_service_proto_msgTypes[3].OneofWrappers = []any{}
-	file_e2a_v1_conversion_service_proto_msgTypes[4].OneofWrappers = []any{
-		(*FromACPRecord_Envelope)(nil),
-		(*FromACPRecord_Response)(nil),
-	}
-	file_e2a_v1_conversion_service_proto_msgTypes[6].OneofWrappers = []any{
-		(*ToA2AStreamRequest_Response)(nil),
-		(*ToA2AStreamRequest_ResponseJson)(nil),
-	}
-	file_e2a_v1_conversion_service_proto_msgTypes[7].OneofWrappers = []any{
-		(*ToA2AStreamResponse_StreamResponse)(nil),
-		(*ToA2AStreamResponse_NotApplicable)(nil),
-	}
-	file_e2a_v1_conversion_service_proto_msgTypes[8].OneofWrappers = []any{}
-	file_e2a_v1_conversion_service_proto_msgTypes[10].OneofWrappers = []any{
 		(*CloudEventsRecordSource_Envelope)(nil),
 		(*CloudEventsRecordSource_Response)(nil),
 		(*CloudEventsRecordSource_EnvelopeJson)(nil),
 		(*CloudEventsRecordSource_ResponseJson)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[11].OneofWrappers = []any{}
-	file_e2a_v1_conversion_service_proto_msgTypes[12].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[2].OneofWrappers = []any{}
+	file_e2a_v1_conversion_service_proto_msgTypes[3].OneofWrappers = []any{
 		(*ToCloudEventsResponse_Batch)(nil),
 		(*ToCloudEventsResponse_BatchJson)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[13].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[4].OneofWrappers = []any{
 		(*FromCloudEventsRequest_Batch)(nil),
 		(*FromCloudEventsRequest_Json)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[14].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*CloudEventsRecord_Envelope)(nil),
 		(*CloudEventsRecord_Response)(nil),
 	}
+	file_e2a_v1_conversion_service_proto_msgTypes[7].OneofWrappers = []any{
+		(*ToACPRequest_Envelope)(nil),
+		(*ToACPRequest_Response)(nil),
+		(*ToACPRequest_EnvelopeJson)(nil),
+		(*ToACPRequest_ResponseJson)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[8].OneofWrappers = []any{
+		(*ToACPResponse_Jsonrpc)(nil),
+		(*ToACPResponse_NotApplicable)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[9].OneofWrappers = []any{}
+	file_e2a_v1_conversion_service_proto_msgTypes[10].OneofWrappers = []any{
+		(*FromACPRecord_Envelope)(nil),
+		(*FromACPRecord_Response)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[12].OneofWrappers = []any{
+		(*ToA2AStreamRequest_Response)(nil),
+		(*ToA2AStreamRequest_ResponseJson)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[13].OneofWrappers = []any{
+		(*ToA2AStreamResponse_StreamResponse)(nil),
+		(*ToA2AStreamResponse_NotApplicable)(nil),
+	}
+	file_e2a_v1_conversion_service_proto_msgTypes[14].OneofWrappers = []any{}
 	file_e2a_v1_conversion_service_proto_msgTypes[17].OneofWrappers = []any{
 		(*ConvertRequest_ToAcp)(nil),
 		(*ConvertRequest_FromAcp)(nil),

@@ -53,14 +53,14 @@ type ConversionServiceClient interface {
 	// a bad event gets INVALID_ARGUMENT naming the attribute.
 	FromCloudEvents(ctx context.Context, in *FromCloudEventsRequest, opts ...grpc.CallOption) (*FromCloudEventsResponse, error)
 	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-	// request message is a batch of conversions, each any of the four above, answered exactly as the
-	// unary RPC answers it: one reply message per request message, in order, with a result per
-	// conversion carrying the conversion's index in the stream. A bad conversion gets an error result
-	// and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
-	// per call (a message costs a server about as much as a small unary call's share); a batch of one
-	// is fine when records trickle in. The server reads a bounded number of request messages ahead of
-	// the reply it is writing, so a client that stops reading stops the stream through gRPC flow
-	// control instead of growing a buffer.
+	// request message is a batch of conversions, each one of ToACP, FromACP, ToA2AStream and FromA2A,
+	// answered exactly as the unary RPC answers it: one reply message per request message, in order,
+	// with a result per conversion carrying the conversion's index in the stream. A bad conversion gets
+	// an error result and the stream goes on. Batches amortize gRPC's cost per message as the stream
+	// amortizes its cost per call (a message costs a server about as much as a small unary call's
+	// share); a batch of one is fine when records trickle in. The server reads a bounded number of
+	// request messages ahead of the reply it is writing, so a client that stops reading stops the
+	// stream through gRPC flow control instead of growing a buffer.
 	ConvertStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConvertStreamRequest, ConvertStreamResponse], error)
 }
 
@@ -166,14 +166,14 @@ type ConversionServiceServer interface {
 	// a bad event gets INVALID_ARGUMENT naming the attribute.
 	FromCloudEvents(context.Context, *FromCloudEventsRequest) (*FromCloudEventsResponse, error)
 	// Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-	// request message is a batch of conversions, each any of the four above, answered exactly as the
-	// unary RPC answers it: one reply message per request message, in order, with a result per
-	// conversion carrying the conversion's index in the stream. A bad conversion gets an error result
-	// and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
-	// per call (a message costs a server about as much as a small unary call's share); a batch of one
-	// is fine when records trickle in. The server reads a bounded number of request messages ahead of
-	// the reply it is writing, so a client that stops reading stops the stream through gRPC flow
-	// control instead of growing a buffer.
+	// request message is a batch of conversions, each one of ToACP, FromACP, ToA2AStream and FromA2A,
+	// answered exactly as the unary RPC answers it: one reply message per request message, in order,
+	// with a result per conversion carrying the conversion's index in the stream. A bad conversion gets
+	// an error result and the stream goes on. Batches amortize gRPC's cost per message as the stream
+	// amortizes its cost per call (a message costs a server about as much as a small unary call's
+	// share); a batch of one is fine when records trickle in. The server reads a bounded number of
+	// request messages ahead of the reply it is writing, so a client that stops reading stops the
+	// stream through gRPC flow control instead of growing a buffer.
 	ConvertStream(grpc.BidiStreamingServer[ConvertStreamRequest, ConvertStreamResponse]) error
 	mustEmbedUnimplementedConversionServiceServer()
 }

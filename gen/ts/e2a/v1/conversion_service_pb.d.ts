@@ -37,6 +37,201 @@ export declare type NotApplicable = Message<"e2a.v1.NotApplicable"> & {
 export declare const NotApplicableSchema: GenMessage<NotApplicable>;
 
 /**
+ * One E2A record to send as a CloudEvent.
+ *
+ * @generated from message e2a.v1.CloudEventsRecordSource
+ */
+export declare type CloudEventsRecordSource = Message<"e2a.v1.CloudEventsRecordSource"> & {
+  /**
+   * @generated from oneof e2a.v1.CloudEventsRecordSource.record
+   */
+  record: {
+    /**
+     * @generated from field: e2a.v1.E2AEnvelope envelope = 1;
+     */
+    value: E2AEnvelope;
+    case: "envelope";
+  } | {
+    /**
+     * @generated from field: e2a.v1.E2AResponse response = 2;
+     */
+    value: E2AResponse;
+    case: "response";
+  } | {
+    /**
+     * E2A wire JSON text of an envelope.
+     *
+     * @generated from field: string envelope_json = 3 [json_name = "envelope_json"];
+     */
+    value: string;
+    case: "envelopeJson";
+  } | {
+    /**
+     * E2A wire JSON text of a response.
+     *
+     * @generated from field: string response_json = 4 [json_name = "response_json"];
+     */
+    value: string;
+    case: "responseJson";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.CloudEventsRecordSource.
+ * Use `create(CloudEventsRecordSourceSchema)` to create a new message.
+ */
+export declare const CloudEventsRecordSourceSchema: GenMessage<CloudEventsRecordSource>;
+
+/**
+ * @generated from message e2a.v1.ToCloudEventsRequest
+ */
+export declare type ToCloudEventsRequest = Message<"e2a.v1.ToCloudEventsRequest"> & {
+  /**
+   * The records, in order: one event each.
+   *
+   * @generated from field: repeated e2a.v1.CloudEventsRecordSource records = 1;
+   */
+  records: CloudEventsRecordSource[];
+
+  /**
+   * The events' source attribute; unset: the server's default, built from each record's channel.
+   *
+   * @generated from field: optional string source = 2;
+   */
+  source?: string | undefined;
+
+  /**
+   * The events' type prefix, e.g. "org.apache.eventmesh.a2a"; unset: the server's default.
+   *
+   * @generated from field: optional string type_prefix = 3 [json_name = "type_prefix"];
+   */
+  typePrefix?: string | undefined;
+
+  /**
+   * @generated from field: e2a.v1.CloudEventsFormat format = 4;
+   */
+  format: CloudEventsFormat;
+};
+
+/**
+ * Describes the message e2a.v1.ToCloudEventsRequest.
+ * Use `create(ToCloudEventsRequestSchema)` to create a new message.
+ */
+export declare const ToCloudEventsRequestSchema: GenMessage<ToCloudEventsRequest>;
+
+/**
+ * @generated from message e2a.v1.ToCloudEventsResponse
+ */
+export declare type ToCloudEventsResponse = Message<"e2a.v1.ToCloudEventsResponse"> & {
+  /**
+   * @generated from oneof e2a.v1.ToCloudEventsResponse.events
+   */
+  events: {
+    /**
+     * The events in the protobuf format (CLOUD_EVENTS_FORMAT_UNSPECIFIED).
+     *
+     * @generated from field: io.cloudevents.v1.CloudEventBatch batch = 1;
+     */
+    value: CloudEventBatch;
+    case: "batch";
+  } | {
+    /**
+     * The events as application/cloudevents-batch+json text (CLOUD_EVENTS_FORMAT_JSON_BATCH).
+     *
+     * @generated from field: string batch_json = 2 [json_name = "batch_json"];
+     */
+    value: string;
+    case: "batchJson";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.ToCloudEventsResponse.
+ * Use `create(ToCloudEventsResponseSchema)` to create a new message.
+ */
+export declare const ToCloudEventsResponseSchema: GenMessage<ToCloudEventsResponse>;
+
+/**
+ * @generated from message e2a.v1.FromCloudEventsRequest
+ */
+export declare type FromCloudEventsRequest = Message<"e2a.v1.FromCloudEventsRequest"> & {
+  /**
+   * @generated from oneof e2a.v1.FromCloudEventsRequest.events
+   */
+  events: {
+    /**
+     * Events in the protobuf format.
+     *
+     * @generated from field: io.cloudevents.v1.CloudEventBatch batch = 1;
+     */
+    value: CloudEventBatch;
+    case: "batch";
+  } | {
+    /**
+     * One application/cloudevents+json event, or an application/cloudevents-batch+json array.
+     *
+     * @generated from field: string json = 2;
+     */
+    value: string;
+    case: "json";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.FromCloudEventsRequest.
+ * Use `create(FromCloudEventsRequestSchema)` to create a new message.
+ */
+export declare const FromCloudEventsRequestSchema: GenMessage<FromCloudEventsRequest>;
+
+/**
+ * The E2A record one event carried.
+ *
+ * @generated from message e2a.v1.CloudEventsRecord
+ */
+export declare type CloudEventsRecord = Message<"e2a.v1.CloudEventsRecord"> & {
+  /**
+   * @generated from oneof e2a.v1.CloudEventsRecord.record
+   */
+  record: {
+    /**
+     * @generated from field: e2a.v1.E2AEnvelope envelope = 1;
+     */
+    value: E2AEnvelope;
+    case: "envelope";
+  } | {
+    /**
+     * @generated from field: e2a.v1.E2AResponse response = 2;
+     */
+    value: E2AResponse;
+    case: "response";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message e2a.v1.CloudEventsRecord.
+ * Use `create(CloudEventsRecordSchema)` to create a new message.
+ */
+export declare const CloudEventsRecordSchema: GenMessage<CloudEventsRecord>;
+
+/**
+ * @generated from message e2a.v1.FromCloudEventsResponse
+ */
+export declare type FromCloudEventsResponse = Message<"e2a.v1.FromCloudEventsResponse"> & {
+  /**
+   * One record per event, in order.
+   *
+   * @generated from field: repeated e2a.v1.CloudEventsRecord records = 1;
+   */
+  records: CloudEventsRecord[];
+};
+
+/**
+ * Describes the message e2a.v1.FromCloudEventsResponse.
+ * Use `create(FromCloudEventsResponseSchema)` to create a new message.
+ */
+export declare const FromCloudEventsResponseSchema: GenMessage<FromCloudEventsResponse>;
+
+/**
  * @generated from message e2a.v1.ToACPRequest
  */
 export declare type ToACPRequest = Message<"e2a.v1.ToACPRequest"> & {
@@ -330,201 +525,6 @@ export declare type FromA2AResponse = Message<"e2a.v1.FromA2AResponse"> & {
  * Use `create(FromA2AResponseSchema)` to create a new message.
  */
 export declare const FromA2AResponseSchema: GenMessage<FromA2AResponse>;
-
-/**
- * One E2A record to send as a CloudEvent.
- *
- * @generated from message e2a.v1.CloudEventsRecordSource
- */
-export declare type CloudEventsRecordSource = Message<"e2a.v1.CloudEventsRecordSource"> & {
-  /**
-   * @generated from oneof e2a.v1.CloudEventsRecordSource.record
-   */
-  record: {
-    /**
-     * @generated from field: e2a.v1.E2AEnvelope envelope = 1;
-     */
-    value: E2AEnvelope;
-    case: "envelope";
-  } | {
-    /**
-     * @generated from field: e2a.v1.E2AResponse response = 2;
-     */
-    value: E2AResponse;
-    case: "response";
-  } | {
-    /**
-     * E2A wire JSON text of an envelope.
-     *
-     * @generated from field: string envelope_json = 3 [json_name = "envelope_json"];
-     */
-    value: string;
-    case: "envelopeJson";
-  } | {
-    /**
-     * E2A wire JSON text of a response.
-     *
-     * @generated from field: string response_json = 4 [json_name = "response_json"];
-     */
-    value: string;
-    case: "responseJson";
-  } | { case: undefined; value?: undefined };
-};
-
-/**
- * Describes the message e2a.v1.CloudEventsRecordSource.
- * Use `create(CloudEventsRecordSourceSchema)` to create a new message.
- */
-export declare const CloudEventsRecordSourceSchema: GenMessage<CloudEventsRecordSource>;
-
-/**
- * @generated from message e2a.v1.ToCloudEventsRequest
- */
-export declare type ToCloudEventsRequest = Message<"e2a.v1.ToCloudEventsRequest"> & {
-  /**
-   * The records, in order: one event each.
-   *
-   * @generated from field: repeated e2a.v1.CloudEventsRecordSource records = 1;
-   */
-  records: CloudEventsRecordSource[];
-
-  /**
-   * The events' source attribute; unset: the server's default, built from each record's channel.
-   *
-   * @generated from field: optional string source = 2;
-   */
-  source?: string | undefined;
-
-  /**
-   * The events' type prefix, e.g. "org.apache.eventmesh.a2a"; unset: the server's default.
-   *
-   * @generated from field: optional string type_prefix = 3 [json_name = "type_prefix"];
-   */
-  typePrefix?: string | undefined;
-
-  /**
-   * @generated from field: e2a.v1.CloudEventsFormat format = 4;
-   */
-  format: CloudEventsFormat;
-};
-
-/**
- * Describes the message e2a.v1.ToCloudEventsRequest.
- * Use `create(ToCloudEventsRequestSchema)` to create a new message.
- */
-export declare const ToCloudEventsRequestSchema: GenMessage<ToCloudEventsRequest>;
-
-/**
- * @generated from message e2a.v1.ToCloudEventsResponse
- */
-export declare type ToCloudEventsResponse = Message<"e2a.v1.ToCloudEventsResponse"> & {
-  /**
-   * @generated from oneof e2a.v1.ToCloudEventsResponse.events
-   */
-  events: {
-    /**
-     * The events in the protobuf format (CLOUD_EVENTS_FORMAT_UNSPECIFIED).
-     *
-     * @generated from field: io.cloudevents.v1.CloudEventBatch batch = 1;
-     */
-    value: CloudEventBatch;
-    case: "batch";
-  } | {
-    /**
-     * The events as application/cloudevents-batch+json text (CLOUD_EVENTS_FORMAT_JSON_BATCH).
-     *
-     * @generated from field: string batch_json = 2 [json_name = "batch_json"];
-     */
-    value: string;
-    case: "batchJson";
-  } | { case: undefined; value?: undefined };
-};
-
-/**
- * Describes the message e2a.v1.ToCloudEventsResponse.
- * Use `create(ToCloudEventsResponseSchema)` to create a new message.
- */
-export declare const ToCloudEventsResponseSchema: GenMessage<ToCloudEventsResponse>;
-
-/**
- * @generated from message e2a.v1.FromCloudEventsRequest
- */
-export declare type FromCloudEventsRequest = Message<"e2a.v1.FromCloudEventsRequest"> & {
-  /**
-   * @generated from oneof e2a.v1.FromCloudEventsRequest.events
-   */
-  events: {
-    /**
-     * Events in the protobuf format.
-     *
-     * @generated from field: io.cloudevents.v1.CloudEventBatch batch = 1;
-     */
-    value: CloudEventBatch;
-    case: "batch";
-  } | {
-    /**
-     * One application/cloudevents+json event, or an application/cloudevents-batch+json array.
-     *
-     * @generated from field: string json = 2;
-     */
-    value: string;
-    case: "json";
-  } | { case: undefined; value?: undefined };
-};
-
-/**
- * Describes the message e2a.v1.FromCloudEventsRequest.
- * Use `create(FromCloudEventsRequestSchema)` to create a new message.
- */
-export declare const FromCloudEventsRequestSchema: GenMessage<FromCloudEventsRequest>;
-
-/**
- * The E2A record one event carried.
- *
- * @generated from message e2a.v1.CloudEventsRecord
- */
-export declare type CloudEventsRecord = Message<"e2a.v1.CloudEventsRecord"> & {
-  /**
-   * @generated from oneof e2a.v1.CloudEventsRecord.record
-   */
-  record: {
-    /**
-     * @generated from field: e2a.v1.E2AEnvelope envelope = 1;
-     */
-    value: E2AEnvelope;
-    case: "envelope";
-  } | {
-    /**
-     * @generated from field: e2a.v1.E2AResponse response = 2;
-     */
-    value: E2AResponse;
-    case: "response";
-  } | { case: undefined; value?: undefined };
-};
-
-/**
- * Describes the message e2a.v1.CloudEventsRecord.
- * Use `create(CloudEventsRecordSchema)` to create a new message.
- */
-export declare const CloudEventsRecordSchema: GenMessage<CloudEventsRecord>;
-
-/**
- * @generated from message e2a.v1.FromCloudEventsResponse
- */
-export declare type FromCloudEventsResponse = Message<"e2a.v1.FromCloudEventsResponse"> & {
-  /**
-   * One record per event, in order.
-   *
-   * @generated from field: repeated e2a.v1.CloudEventsRecord records = 1;
-   */
-  records: CloudEventsRecord[];
-};
-
-/**
- * Describes the message e2a.v1.FromCloudEventsResponse.
- * Use `create(FromCloudEventsResponseSchema)` to create a new message.
- */
-export declare const FromCloudEventsResponseSchema: GenMessage<FromCloudEventsResponse>;
 
 /**
  * A batch of conversions on a ConvertStream.
@@ -849,14 +849,14 @@ export declare const ConversionService: GenService<{
   },
   /**
    * Bulk traffic: many conversions on one stream, without the cost of a call per record. Each
-   * request message is a batch of conversions, each any of the four above, answered exactly as the
-   * unary RPC answers it: one reply message per request message, in order, with a result per
-   * conversion carrying the conversion's index in the stream. A bad conversion gets an error result
-   * and the stream goes on. Batches amortize gRPC's cost per message as the stream amortizes its cost
-   * per call (a message costs a server about as much as a small unary call's share); a batch of one
-   * is fine when records trickle in. The server reads a bounded number of request messages ahead of
-   * the reply it is writing, so a client that stops reading stops the stream through gRPC flow
-   * control instead of growing a buffer.
+   * request message is a batch of conversions, each one of ToACP, FromACP, ToA2AStream and FromA2A,
+   * answered exactly as the unary RPC answers it: one reply message per request message, in order,
+   * with a result per conversion carrying the conversion's index in the stream. A bad conversion gets
+   * an error result and the stream goes on. Batches amortize gRPC's cost per message as the stream
+   * amortizes its cost per call (a message costs a server about as much as a small unary call's
+   * share); a batch of one is fine when records trickle in. The server reads a bounded number of
+   * request messages ahead of the reply it is writing, so a client that stops reading stops the
+   * stream through gRPC flow control instead of growing a buffer.
    *
    * @generated from rpc e2a.v1.ConversionService.ConvertStream
    */
