@@ -152,14 +152,15 @@ def whoami(server: Server, session_id: str | None) -> tuple[int, str, int]:
 
 
 def start_stream(server: Server, text: str, session_id: str | None = None) -> tuple[Any, StreamChecker, int]:
-    """A Chat call the test can cancel, read up to the first frame, in which the agent says its pid."""
+    """A Chat call the test can cancel, read up to the first frame, in which the agent says its pid (the
+    first ticks may be merged into that frame: e2a_grpc.chat.coalesce)."""
     request = envelope(text, session_id)
     call = pb_grpc.AgentServiceStub(server.channel).Chat(pb.ChatRequest(envelope=request.to_proto()), timeout=TIMEOUT)
     checker = StreamChecker(request)
     first = E2AResponse.from_proto(next(call).response)
     checker.check(first)
     assert first.body["delta_kind"] == "text"
-    match = re.fullmatch(r"pid (\d+) ", first.body["delta"])
+    match = re.fullmatch(r"pid (\d+) (tick )*", first.body["delta"])
     assert match, first.body
     return call, checker, int(match[1])
 
