@@ -190,7 +190,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                         f"the stream reached this server's limit of {self._max_frames} frames; the agent was stopped",
                         {"max_frames": self._max_frames},
                     )
-                frame = self._frame_bytes_for(frames, event)
+                # Deltas are most frames: straight to their builder.
+                frame = frames.delta(event) if type(event) is Delta else self._frame_bytes_for(frames, event)
                 # While a write is pending nothing may cancel this task (a second write, the final
                 # frame, cannot start until the first one is done), short of a stalled client.
                 stream.writing = True
