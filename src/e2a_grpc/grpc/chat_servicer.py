@@ -65,6 +65,11 @@ class _ClientStalled(Exception):
     """The client took no frame until the stream's time (and its grace) was up."""
 
 
+class _CallEnded(Exception):
+    """A write failed: the call ended under it (the client cancelled, or its deadline passed while
+    the write waited for a client that did not read). No frame can follow."""
+
+
 class _Stream:
     """One in-flight Chat call, as the shutdown and the stream's time limit see it."""
 
@@ -195,7 +200,12 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 # While a write is pending nothing may cancel this task (a second write, the final
                 # frame, cannot start until the first one is done), short of a stalled client.
                 stream.writing = True
-                await context.write(frame)
+                try:
+                    await context.write(frame)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # grpc's ExecuteBatchError: the call is over, not the backend
+                    raise _CallEnded from exc
                 stream.writing = False
                 if self._metrics is not None:
                     self._metrics.chat_frame_sent(_kind_of(event))
@@ -228,6 +238,11 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 )
             else:
                 final = self._time_limit_error(frames)
+        except _CallEnded:
+            # As a cancel: grpc then sends no status of its own over the failed write (which it
+            # would log as an error), and the caller's finally blocks stop the backend.
+            log.debug("Chat call %s ended while a frame was being written", frames.request_id)
+            raise asyncio.CancelledError from None
         except E2AFieldError as exc:
             log.warning("backend produced an invalid event for request %s: %s", frames.request_id, exc)
             final = frames.error(ErrorCode.BACKEND_INVALID_OUTPUT, str(exc))
