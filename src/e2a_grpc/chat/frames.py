@@ -45,18 +45,20 @@ _ASSIGNED_METADATA = json.dumps({REQUEST_ID_ASSIGNED_KEY: True})
 
 
 class UtcClock:
-    """RFC 3339 UTC timestamps with microseconds; the date-time part is formatted once a second."""
+    """RFC 3339 UTC timestamps with microseconds, as ASCII bytes (what a frame carries); the date-time
+    part is formatted once a second."""
 
     def __init__(self) -> None:
         self._second = -1
-        self._prefix = ""
+        self._prefix = b""
 
-    def now(self) -> str:
-        second, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    def now(self) -> bytes:
+        nanoseconds = time.time_ns()
+        second = nanoseconds // 1_000_000_000
         if second != self._second:
             self._second = second
-            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        return f"{self._prefix}.{nanoseconds // 1000:06d}+00:00"
+            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.").encode()
+        return b"%s%06d+00:00" % (self._prefix, nanoseconds // 1000 % 1_000_000)
 
 
 class FrameBuilder:
@@ -125,7 +127,7 @@ class FrameBuilder:
         sequence = self.sequence
         # Ids (36 bytes) and timestamps (32) are shorter than 128 bytes: their length is one byte.
         response_id = b"%s%012x" % (self._id_prefix, sequence)
-        timestamp = self._clock.now().encode()
+        timestamp = self._clock.now()
         before_response_id, before_sequence, before_body, after_body = self._segments
         body_size = len(body)
         response = b"".join(

@@ -184,12 +184,12 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                     f"the prompt has {prompt_bytes} bytes; this server takes at most {self._max_prompt_bytes}",
                     {"prompt_bytes": prompt_bytes, "max_prompt_bytes": self._max_prompt_bytes},
                 )
+            last_sequence = self._max_frames - 1  # the last frame the limit allows is the final one
             async for event in events:
                 if isinstance(event, AgentIds):
                     frames.adopt_agent_ids(event)
                     continue
-                # The last frame the limit allows is the final one: a result, or the limit's error.
-                if frames.sequence >= self._max_frames - 1 and not isinstance(event, Complete):
+                if frames.sequence >= last_sequence and not isinstance(event, Complete):
                     raise _LimitReached(
                         ErrorCode.STREAM_FRAME_LIMIT,
                         f"the stream reached this server's limit of {self._max_frames} frames; the agent was stopped",
