@@ -13,7 +13,12 @@ runs longer than ``chat_max_stream_seconds`` has its backend stopped (generator 
 at its await) and ends with ``stream_frame_limit`` / ``stream_time_limit``. Frames are written one
 at a time, each write awaited, so a client that stops reading holds the backend back (HTTP/2 flow
 control) and its stream holds one frame; if it still takes none ``STALLED_WRITE_GRACE_SECONDS``
-after the time limit, no final frame could reach it, so the call ends with RESOURCE_EXHAUSTED.
+after the time limit, no final frame could reach it, so the call ends with RESOURCE_EXHAUSTED. An
+agent that pushes its events (ACP) is not held back: what it sends meanwhile waits in the backend's
+``EventInbox``, and text deltas that waited there come out merged (``e2a_grpc.chat.coalesce``).
+
+Frames are written as the bytes ``FrameBuilder`` serialized them (``add_chat_service`` registers the
+RPC without a response serializer).
 """
 
 from __future__ import annotations
