@@ -45,18 +45,20 @@ _ASSIGNED_METADATA = json.dumps({REQUEST_ID_ASSIGNED_KEY: True})
 
 
 class UtcClock:
-    """RFC 3339 UTC timestamps with microseconds; the date-time part is formatted once a second."""
+    """RFC 3339 UTC timestamps with microseconds, as ASCII bytes (what a frame carries); the date-time
+    part is formatted once a second."""
 
     def __init__(self) -> None:
         self._second = -1
-        self._prefix = ""
+        self._prefix = b""
 
-    def now(self) -> str:
-        second, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    def now(self) -> bytes:
+        nanoseconds = time.time_ns()
+        second = nanoseconds // 1_000_000_000
         if second != self._second:
             self._second = second
-            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        return f"{self._prefix}.{nanoseconds // 1000:06d}+00:00"
+            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.").encode()
+        return b"%s%06d+00:00" % (self._prefix, nanoseconds // 1000 % 1_000_000)
 
 
 class FrameBuilder:
@@ -75,7 +77,7 @@ class FrameBuilder:
         self._clock = clock
         # Unique per frame: a random UUIDv4 prefix per stream, the sequence number in the last group
         # (the 12 hex digits of a UUID's last group), so a frame costs no random number.
-        self._id_prefix = str(uuid.uuid4())[:24]
+        self._id_prefix = str(uuid.uuid4())[:24].encode()
         provenance = e2a_pb2.E2AProvenance(
             source_protocol=backend.source_protocol,
             converter=f"e2a_grpc.chat:{backend.name}",
@@ -103,7 +105,7 @@ class FrameBuilder:
         if envelope.jsonrpc_id is not None:
             shared.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
         self._template = shared
-        self._segments = _Segments.of(self._template)
+        self._segments = _segments(self._template)
         self._chunk_kind = _kind_fields(ResponseKind.E2A_CHUNK, ResponseStatus.IN_PROGRESS)
 
     def adopt_agent_ids(self, ids: AgentIds) -> None:
@@ -115,7 +117,7 @@ class FrameBuilder:
                 setattr(response, name, value)
                 adopted = True
         if adopted:
-            self._segments = _Segments.of(response)
+            self._segments = _segments(response)
 
     def _frame(self, body: bytes, kind_fields: bytes, kind: str, final: bool = False) -> bytes:
         """The serialized ``ChatResponse`` of the next frame; ``kind_fields``: its is_final, status and
@@ -123,20 +125,31 @@ class FrameBuilder:
         if self.finished:
             raise RuntimeError("a stream has exactly one final frame, and it is the last")
         sequence = self.sequence
-        response_id = f"{self._id_prefix}{sequence:012x}".encode()
+        # Ids (36 bytes) and timestamps (32) are shorter than 128 bytes: their length is one byte.
+        response_id = b"%s%012x" % (self._id_prefix, sequence)
         timestamp = self._clock.now()
-        segments = self._segments
+        before_response_id, before_sequence, before_body, after_body = self._segments
+        body_size = len(body)
         response = b"".join(
             (
-                segments.before_response_id,
-                _string_field_bytes(_RESPONSE_ID, response_id),
-                segments.before_sequence,
-                _varint_field(_SEQUENCE, sequence) if sequence else b"",
+                before_response_id,
+                _RESPONSE_ID_TAG,
+                _SMALL_VARINTS[len(response_id)],
+                response_id,
+                before_sequence,
+                (_SEQUENCE_TAG + (_SMALL_VARINTS[sequence] if sequence < 0x80 else _varint(sequence)))
+                if sequence
+                else b"",  # proto3 leaves a 0 out
                 kind_fields,
-                _string_field_bytes(_TIMESTAMP, timestamp.encode()),
-                segments.before_body,
-                _string_field_bytes(_BODY, body) if body else b"",
-                segments.after_body,
+                _TIMESTAMP_TAG,
+                _SMALL_VARINTS[len(timestamp)],
+                timestamp,
+                before_body,
+                (_BODY_TAG + (_SMALL_VARINTS[body_size] if body_size < 0x80 else _varint(body_size)))
+                if body
+                else b"",  # and an empty string
+                body,
+                after_body,
             )
         )
         self.sequence = sequence + 1
@@ -150,24 +163,25 @@ class FrameBuilder:
                         "sequence": sequence,
                         "is_final": final,
                         "response_kind": kind,
-                        "timestamp": timestamp,
+                        "timestamp": timestamp.decode(),
                     }
                 )
             )
-        return _string_field_bytes(_CHAT_RESPONSE, response)
+        size = len(response)
+        return b"".join((_CHAT_RESPONSE_TAG, _SMALL_VARINTS[size] if size < 0x80 else _varint(size), response))
 
     def delta(self, event: Delta) -> bytes:
-        if event.delta_kind is DeltaKind.TEXT and event.mime_type is None and type(event.delta) is str:
+        if event.delta_kind is _TEXT and event.mime_type is None and type(event.delta) is str:
             try:  # the common case, without building a dict: the same bytes jsontext.dumps writes
                 body = _TEXT_DELTA_PREFIX + orjson.dumps(event.delta) + b"}"
             except orjson.JSONEncodeError:
                 pass  # a lone surrogate: the general path escapes it
             else:
-                return self._frame(body, self._chunk_kind, ResponseKind.E2A_CHUNK)
+                return self._frame(body, self._chunk_kind, _CHUNK)
         fields: dict[str, Any] = {"delta_kind": event.delta_kind, "delta": event.delta}
         if event.mime_type is not None:
             fields["mime_type"] = event.mime_type
-        return self._frame(_json_bytes(fields), self._chunk_kind, ResponseKind.E2A_CHUNK)
+        return self._frame(_json_bytes(fields), self._chunk_kind, _CHUNK)
 
     def passthrough(self, event: Passthrough) -> bytes:
         body = _json_bytes(event.body) if event.body else b""
@@ -215,12 +229,22 @@ _CHAT_RESPONSE = 1
 _RESPONSE_ID, _SEQUENCE, _IS_FINAL, _STATUS, _RESPONSE_KIND, _TIMESTAMP, _BODY = 2, 4, 5, 6, 7, 8, 10
 _VARINT, _LENGTH_DELIMITED = 0, 2
 _SMALL_VARINTS = [bytes((value,)) for value in range(0x80)]
+_CHAT_RESPONSE_TAG = bytes((_CHAT_RESPONSE << 3 | _LENGTH_DELIMITED,))
+_RESPONSE_ID_TAG = bytes((_RESPONSE_ID << 3 | _LENGTH_DELIMITED,))
+_SEQUENCE_TAG = bytes((_SEQUENCE << 3 | _VARINT,))
+_TIMESTAMP_TAG = bytes((_TIMESTAMP << 3 | _LENGTH_DELIMITED,))
+_BODY_TAG = bytes((_BODY << 3 | _LENGTH_DELIMITED,))
 _TEXT_DELTA_PREFIX = b'{"delta_kind":"text","delta":'
+# Enum members as module constants: in Python 3.11 ``Enum.MEMBER`` is a slow class attribute lookup.
+_TEXT = DeltaKind.TEXT
+_CHUNK = ResponseKind.E2A_CHUNK
 
 
 def _varint(value: int) -> bytes:
     if value < 0x80:
         return _SMALL_VARINTS[value]
+    if value < 0x4000:  # sequence numbers and body sizes mostly
+        return bytes((value & 0x7F | 0x80, value >> 7))
     encoded = bytearray()
     while value >= 0x80:
         encoded.append(value & 0x7F | 0x80)
@@ -252,39 +276,30 @@ def _kind_fields(kind: str, status: str, final: bool = False) -> bytes:
     )
 
 
-class _Segments:
-    """The serialized fields every frame of a stream shares, cut where a frame's own fields go in."""
-
-    __slots__ = ("after_body", "before_body", "before_response_id", "before_sequence")
-
-    def __init__(self, before_response_id: bytes, before_sequence: bytes, before_body: bytes, after_body: bytes):
-        self.before_response_id = before_response_id
-        self.before_sequence = before_sequence
-        self.before_body = before_body
-        self.after_body = after_body
-
-    @classmethod
-    def of(cls, shared: e2a_pb2.E2AResponse) -> _Segments:
-        """Cut ``shared`` (which sets none of a frame's own fields) by field number."""
-        data = shared.SerializeToString()
-        cuts = [0, 0, 0]  # where the fields numbered above 1, above 3 and above 9 begin
-        position = 0
-        while position < len(data):
-            tag, position = _read_varint(data, position)
-            number, wire_type = tag >> 3, tag & 7
-            if wire_type == _VARINT:
-                _, position = _read_varint(data, position)
-            elif wire_type == _LENGTH_DELIMITED:
-                length, position = _read_varint(data, position)
-                position += length
-            else:  # no field of E2AResponse has another wire type
-                raise AssertionError(f"E2AResponse field {number} has wire type {wire_type}")
-            for index, last in enumerate((1, 3, 9)):
-                if number <= last:
-                    cuts[index] = position
-        first, second, third = cuts
-        second, third = max(first, second), max(first, second, third)
-        return cls(data[:first], data[first:second], data[second:third], data[third:])
+def _segments(shared: e2a_pb2.E2AResponse) -> tuple[bytes, bytes, bytes, bytes]:
+    """The fields every frame of a stream shares (``shared``, which sets none of a frame's own fields),
+    serialized and cut where a frame's own fields go in: before the response id, before the sequence,
+    before the body, and after it."""
+    data = shared.SerializeToString()
+    cuts = [0, 0, 0]  # where the fields numbered above 1, above 3 and above 9 begin
+    position = 0
+    while position < len(data):
+        tag, position = _read_varint(data, position)
+        number, wire_type = tag >> 3, tag & 7
+        if wire_type == _VARINT:
+            _, position = _read_varint(data, position)
+        elif wire_type == _LENGTH_DELIMITED:
+            length, position = _read_varint(data, position)
+            position += length
+        else:  # no field of E2AResponse has another wire type
+            raise AssertionError(f"E2AResponse field {number} has wire type {wire_type}")
+        for index, last in enumerate((_RESPONSE_ID - 1, _SEQUENCE - 1, _BODY - 1)):
+            if number <= last:
+                cuts[index] = position
+    first = cuts[0]
+    second = max(first, cuts[1])
+    third = max(second, cuts[2])
+    return data[:first], data[first:second], data[second:third], data[third:]
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:

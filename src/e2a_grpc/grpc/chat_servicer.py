@@ -13,7 +13,12 @@ runs longer than ``chat_max_stream_seconds`` has its backend stopped (generator 
 at its await) and ends with ``stream_frame_limit`` / ``stream_time_limit``. Frames are written one
 at a time, each write awaited, so a client that stops reading holds the backend back (HTTP/2 flow
 control) and its stream holds one frame; if it still takes none ``STALLED_WRITE_GRACE_SECONDS``
-after the time limit, no final frame could reach it, so the call ends with RESOURCE_EXHAUSTED.
+after the time limit, no final frame could reach it, so the call ends with RESOURCE_EXHAUSTED. An
+agent that pushes its events (ACP) is not held back: what it sends meanwhile waits in the backend's
+``EventInbox``, and text deltas that waited there come out merged (``e2a_grpc.chat.coalesce``).
+
+Frames are written as the bytes ``FrameBuilder`` serialized them (``add_chat_service`` registers the
+RPC without a response serializer).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import grpc
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
-from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Event, Passthrough
+from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, prompt_size_bytes, validate_chat_request
 from e2a_grpc.errors import E2AFieldError
@@ -70,6 +75,11 @@ class _LimitReached(Exception):
 
 class _ClientStalled(Exception):
     """The client took no frame until the stream's time (and its grace) was up."""
+
+
+class _CallEnded(Exception):
+    """A write failed: the call ended under it (the client cancelled, or its deadline passed while
+    the write waited for a client that did not read). No frame can follow."""
 
 
 class _Stream:
@@ -188,22 +198,28 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                     f"the prompt has {prompt_bytes} bytes; this server takes at most {self._max_prompt_bytes}",
                     {"prompt_bytes": prompt_bytes, "max_prompt_bytes": self._max_prompt_bytes},
                 )
+            last_sequence = self._max_frames - 1  # the last frame the limit allows is the final one
             async for event in events:
                 if isinstance(event, AgentIds):
                     frames.adopt_agent_ids(event)
                     continue
-                # The last frame the limit allows is the final one: a result, or the limit's error.
-                if frames.sequence >= self._max_frames - 1 and not isinstance(event, Complete):
+                if frames.sequence >= last_sequence and not isinstance(event, Complete):
                     raise _LimitReached(
                         ErrorCode.STREAM_FRAME_LIMIT,
                         f"the stream reached this server's limit of {self._max_frames} frames; the agent was stopped",
                         {"max_frames": self._max_frames},
                     )
-                frame = frames.for_event(event)
+                # Deltas are most frames: straight to their builder.
+                frame = frames.delta(event) if type(event) is Delta else frames.for_event(event)
                 # While a write is pending nothing may cancel this task (a second write, the final
                 # frame, cannot start until the first one is done), short of a stalled client.
                 stream.writing = True
-                await context.write(frame)
+                try:
+                    await context.write(frame)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # grpc's ExecuteBatchError: the call is over, not the backend
+                    raise _CallEnded from exc
                 stream.writing = False
                 if self._metrics is not None:
                     self._metrics.chat_frame_sent(_kind_of(event))
@@ -238,6 +254,11 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 )
             else:
                 final = self._time_limit_error(frames)
+        except _CallEnded:
+            # As a cancel: grpc then sends no status of its own over the failed write (which it
+            # would log as an error), and the caller's finally blocks stop the backend.
+            log.debug("Chat call %s ended while a frame was being written", frames.request_id)
+            raise asyncio.CancelledError from None
         except E2AFieldError as exc:
             log.warning("backend produced an invalid event for request %s: %s", frames.request_id, exc)
             final = frames.error(ErrorCode.BACKEND_INVALID_OUTPUT, str(exc))
