@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from e2a.v1 import e2a_pb2
 from e2a_grpc import E2AEnvelope, E2AFieldError, E2AResponse, jsontext
+from e2a_grpc.model import records
 from e2a_grpc.model.fields import Kind
 from tests.support.strategies import (
     assert_identical,
@@ -362,3 +363,19 @@ def test_an_unread_message_is_not_shared_with_the_caller() -> None:
     message.method = "changed by the caller"
     assert isinstance(message, Message)
     assert unread.to_proto().method == "m" and unread.method == "m"
+
+
+SAMPLES: dict[type, list[Any]] = {
+    str: ["", "x", " padded "],
+    type(None): [None],
+    bool: [True, False],
+    int: [0, -(2**63), 2**70],
+}
+
+
+@pytest.mark.parametrize("kind", list(records._TAKEN_AS_IS))
+def test_values_from_dict_takes_as_is_are_what_the_reader_returns(kind: Kind) -> None:
+    """``from_dict`` skips the reader for these types: it must return them unchanged."""
+    for value_type in records._TAKEN_AS_IS[kind]:
+        for value in SAMPLES[value_type]:
+            assert records._READERS[kind](value, "field") is value
