@@ -379,3 +379,23 @@ def test_values_from_dict_takes_as_is_are_what_the_reader_returns(kind: Kind) ->
     for value_type in records._TAKEN_AS_IS[kind]:
         for value in SAMPLES[value_type]:
             assert records._READERS[kind](value, "field") is value
+
+
+def _documents_as_dicts() -> st.SearchStrategy[Any]:
+    return _documents().map(lambda text: _outcome(lambda: jsontext.loads(text, "$")))
+
+
+@PROPERTY
+@given(record_types, _documents_as_dicts())
+def test_reading_takes_values_as_is_only_where_the_readers_would(record_type: RecordType, data: Any) -> None:
+    """``from_dict``'s shortcut gives what calling every field's reader in field order gives."""
+    if not isinstance(data, dict):
+        return
+
+    def every_reader() -> dict[str, Any]:
+        return record_type._read_each(data, record_type._FROM_DICT, record_type._TEMPLATE.copy())
+
+    def repr_of(read: Callable[[], dict[str, Any]]) -> Any:
+        return _outcome(lambda: repr(list(read().items())))
+
+    assert repr_of(lambda: record_type._read_dict(data)) == repr_of(every_reader)
