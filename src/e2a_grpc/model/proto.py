@@ -8,6 +8,7 @@ and dicts) and the generated message constructors (implemented in C) do the fiel
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -381,19 +382,20 @@ def round_trip_values(message: M, codec: Codec[M]) -> dict[str, Any] | None:
     ``decode`` judges such a message (and names the field at fault). The objects are keyed by field.
     """
     checked = codec.checked
-    *texts, origin, source_protocol, details = checked.read(message)
+    read = checked.read(message)
+    origin, source_protocol, details = read[-3:]
     # An unset provenance decodes as the default one, which is encoded set. An empty source_protocol
     # is how an unset one looks, so that case is left to decode.
     if origin not in _ORIGIN_FROM_PROTO or not source_protocol or (details and not _is_round_trip_object(details)):
         return None
     objects = {}
-    for (name, optional), text in zip(checked.objects, texts, strict=True):
-        if text:
-            value = jsontext.canonical_object(text)
-            # {} is written as "" where "" is the default (and as "{}" where "" means null).
-            if value is None or not (value or optional):
-                return None
-            objects[name] = value
+    # The non-empty texts only (zip stops at the last object; read's first items are their texts).
+    for (name, optional), text in itertools.compress(zip(checked.objects, read, strict=False), read):
+        value = jsontext.canonical_object(text)
+        # {} is written as "" where "" is the default (and as "{}" where "" means null).
+        if value is None or not (value or optional):
+            return None
+        objects[name] = value
     if message.HasField(checked.jsonrpc_id) and not _is_round_trip_id(getattr(message, checked.jsonrpc_id)):
         return None
     if checked.auth is not None and message.HasField(checked.auth):

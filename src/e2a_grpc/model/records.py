@@ -72,8 +72,8 @@ _PLAIN: dict[Kind, Callable[[Any], Any]] = {
 # The kinds whose attributes, as the readers give them, are not JSON values.
 _NOT_JSON = (Kind.ORIGIN, Kind.PROVENANCE, Kind.AUTH)
 
-# The types of present values that the reader of each kind returns unchanged: ``from_dict`` takes
-# such a value without calling the reader (one call per field is most of its time).
+# The types of values that the reader of each kind returns unchanged (and the field defaults have):
+# ``from_dict`` takes such a value without calling the reader.
 _TAKEN_AS_IS: dict[Kind, frozenset[type]] = {
     Kind.TEXT: frozenset({str, type(None)}),
     Kind.PLAIN_TEXT: frozenset({str}),
@@ -119,11 +119,12 @@ class _Record(Generic[Msg]):
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     _PLAIN: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     _NOT_JSON: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
-    # Per field: name, legacy reader or None, reader of a present key, the types it returns unchanged,
-    # default, default factory or None.
-    _FROM_DICT: ClassVar[
-        tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], frozenset[type], Any, Any], ...]
-    ]
+    # Per field: name, legacy reader or None, reader of a present key, default, default factory or None.
+    _FROM_DICT: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
+    # Per field without a legacy reader whose kind is in _TAKEN_AS_IS: name, types taken as is, default.
+    _AS_IS: ClassVar[tuple[tuple[str, frozenset[type], Any], ...]]
+    # _FROM_DICT without those fields.
+    _READ_EACH: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
     _TEMPLATE: ClassVar[dict[str, None]]
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
@@ -144,16 +145,12 @@ class _Record(Generic[Msg]):
         cls._PLAIN = tuple((item.name, _PLAIN[item.kind]) for item in cls.FIELDS if item.kind in _PLAIN)
         cls._NOT_JSON = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _NOT_JSON)
         cls._FROM_DICT = tuple(
-            (
-                item.name,
-                cls.LEGACY_READERS.get(item.name),
-                _reader(item),
-                _TAKEN_AS_IS.get(item.kind, frozenset()),
-                item.default,
-                item.factory,
-            )
+            (item.name, cls.LEGACY_READERS.get(item.name), _reader(item), item.default, item.factory)
             for item in cls.FIELDS
         )
+        as_is = [item for item in cls.FIELDS if item.kind in _TAKEN_AS_IS and item.name not in cls.LEGACY_READERS]
+        cls._AS_IS = tuple((item.name, _TAKEN_AS_IS[item.kind], item.default) for item in as_is)
+        cls._READ_EACH = tuple(entry for entry in cls._FROM_DICT if entry[0] not in {item.name for item in as_is})
         cls._TEMPLATE = dict.fromkeys(cls._NAMES)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
         cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
@@ -217,12 +214,29 @@ class _Record(Generic[Msg]):
         """The attributes of the record ``data`` reads as, in field order."""
         readers.require_object(data, cls._DOCUMENT)
         values = cls._TEMPLATE.copy()  # every field, in field order, sized once
-        for name, legacy_reader, reader, as_is, default, factory in cls._FROM_DICT:
+        get = data.get
+        # Values that a reader would return unchanged are taken without the call (most of the time
+        # here is calls); any other value sends every field through its reader, in field order, so
+        # that an error names the first field at fault.
+        for name, as_is, default in cls._AS_IS:
+            value = get(name, default)
+            if type(value) not in as_is:
+                return cls._read_each(data, cls._FROM_DICT, values)
+            values[name] = value
+        return cls._read_each(data, cls._READ_EACH, values)
+
+    @staticmethod
+    def _read_each(
+        data: dict[str, Any],
+        fields: tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...],
+        values: dict[str, Any],
+    ) -> dict[str, Any]:
+        """``values`` with ``fields`` read into it by their readers, in field order."""
+        for name, legacy_reader, reader, default, factory in fields:
             if legacy_reader is not None:
                 values[name] = legacy_reader(data)
             elif name in data:
-                value = data[name]
-                values[name] = value if type(value) in as_is else reader(value, name)
+                values[name] = reader(data[name], name)
             else:
                 values[name] = default if factory is None else factory()
         return values
@@ -254,8 +268,9 @@ class _Record(Generic[Msg]):
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
         """The record binary protobuf holds; raises as ``from_proto`` does, naming the field at fault."""
-        message = proto.parse(cls.CODEC.message_type, data)
-        objects = proto.round_trip_values(message, cls.CODEC)
+        codec = cls.CODEC
+        message = proto.parse(codec.message_type, data)
+        objects = proto.round_trip_values(message, codec)
         if objects is None:  # decoding would raise or change the message: do it now
             return cls.from_proto(message)
         message.DiscardUnknownFields()  # as decoding would

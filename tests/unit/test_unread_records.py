@@ -1,0 +1,401 @@
+"""Records read by ``from_bytes`` / ``from_json`` stay unread until an attribute is read.
+
+They must be indistinguishable from records decoded at once (``from_proto``, ``from_dict``): the
+same errors raised by the same call, the same bytes, JSON, messages and dicts written, and any
+change made through the public API written out.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from google.protobuf.message import Message
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from e2a.v1 import e2a_pb2
+from e2a_grpc import E2AEnvelope, E2AFieldError, E2AResponse, jsontext
+from e2a_grpc.model import records
+from e2a_grpc.model.fields import Kind
+from tests.support.strategies import (
+    assert_identical,
+    canonical_envelopes,
+    canonical_responses,
+    json_objects,
+    json_values,
+    unicode_text,
+)
+
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+Record = E2AEnvelope | E2AResponse
+RecordType = type[E2AEnvelope] | type[E2AResponse]
+record_types = st.sampled_from([E2AEnvelope, E2AResponse])
+
+# Free-form JSON texts as peers write them: exactly as jsontext.dumps does, in other styles, "{}"
+# where "" is the default, and texts a reader must reject.
+free_form_texts = st.one_of(
+    st.just(""),
+    json_objects.map(jsontext.dumps),
+    json_objects.map(json.dumps),  # spaces after separators, \u escapes
+    st.sampled_from(
+        [
+            "{}",
+            '{"a": 1}',
+            '{"n":18446744073709551616}',
+            '{"x":1.0,"y":-0.0}',
+            '{"s":"\\ud800"}',
+            '{"x":1e400}',
+            '{"x":NaN}',
+            "[1]",
+            "{",
+            "null",
+            '"text"',
+            "[" * 300 + "]" * 300,
+            '{"a":' + "[" * 600 + "]" * 600 + "}",
+        ]
+    ),
+)
+# Unknown fields (numbers the schema does not use): decoding drops them.
+unknown_fields = st.sampled_from([b"", b"\xf8\x06\x01", b"\xfa\x06\x03abc"])
+
+
+def _jsonrpc_ids() -> st.SearchStrategy[e2a_pb2.JsonRpcId]:
+    return st.one_of(
+        st.just(e2a_pb2.JsonRpcId()),  # set, but no kind
+        unicode_text.map(lambda text: e2a_pb2.JsonRpcId(string_value=text)),
+        st.integers(min_value=-(2**63), max_value=2**63 - 1).map(lambda n: e2a_pb2.JsonRpcId(integer_value=n)),
+        st.floats().map(lambda x: e2a_pb2.JsonRpcId(number_value=x)),  # NaN and infinities included
+        st.sampled_from(["18446744073709551616", "-18446744073709551617", "7", "007", "-0", "12x", ""]).map(
+            lambda digits: e2a_pb2.JsonRpcId(big_integer_value=digits)
+        ),
+    )
+
+
+@st.composite
+def _provenance(draw: st.DrawFn) -> e2a_pb2.E2AProvenance:
+    message = e2a_pb2.E2AProvenance(
+        source_protocol=draw(st.sampled_from(["e2a", "acp", ""])),
+        converter=draw(st.none() | unicode_text),
+        details=draw(free_form_texts),
+    )
+    # An unknown field inside a nested message is dropped too.
+    return e2a_pb2.E2AProvenance.FromString(message.SerializeToString() + draw(unknown_fields))
+
+
+@st.composite
+def _auth(draw: st.DrawFn) -> e2a_pb2.E2AAuth:
+    names = st.sampled_from(["X-A", "X-B", "x-a"])  # repeats collapse into one key
+    headers = draw(st.lists(st.tuples(names, unicode_text), max_size=3))
+    return e2a_pb2.E2AAuth(
+        method_id=draw(st.none() | unicode_text),
+        extra_headers=[e2a_pb2.HttpHeader(name=name, value=value) for name, value in headers],
+        meta=draw(free_form_texts),
+    )
+
+
+_BY_KIND: dict[Kind, Callable[[], st.SearchStrategy[Any]]] = {
+    Kind.TEXT: lambda: st.none() | unicode_text,
+    Kind.PLAIN_TEXT: lambda: unicode_text,
+    Kind.FLAG: st.booleans,
+    Kind.INTEGER: lambda: st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    Kind.TEXT_LIST: lambda: st.lists(unicode_text, max_size=3),
+    Kind.OBJECT: lambda: free_form_texts,
+    Kind.OPTIONAL_OBJECT: lambda: free_form_texts,
+    Kind.ORIGIN: lambda: st.integers(min_value=0, max_value=6),  # 5 and 6: values the enum does not have
+    Kind.JSONRPC_ID: lambda: st.none() | _jsonrpc_ids(),
+    Kind.PROVENANCE: lambda: st.none() | _provenance(),
+    Kind.AUTH: lambda: st.none() | _auth(),
+}
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> tuple[RecordType, bytes]:
+    """Any message of either record type, as bytes: canonical or not, valid or not."""
+    record_type: RecordType = draw(record_types)
+    fields = {}
+    for item in record_type.FIELDS:
+        if draw(st.booleans()):  # about half the fields set
+            fields[item.name] = draw(_BY_KIND[item.kind]())
+    message = record_type.CODEC.message_type(**fields)
+    return record_type, message.SerializeToString() + draw(unknown_fields)
+
+
+def _outcome(action: Callable[[], Any]) -> Any:
+    """What ``action`` returns, or the error it raises (type, field, problem)."""
+    try:
+        return action()
+    except E2AFieldError as exc:
+        return (type(exc), exc.field, exc.problem)
+
+
+def _writes(read: Callable[[], Record]) -> dict[str, Any]:
+    """Everything a record writes, each from a freshly read one (reading an attribute decodes it)."""
+    return {
+        "bytes": _outcome(lambda: read().to_bytes()),
+        "json": _outcome(lambda: read().to_json()),
+        "proto": _outcome(lambda: read().to_proto().SerializeToString()),
+        "dict": _outcome(lambda: json.dumps(read().to_dict(), default=repr)),
+        "repr": _outcome(lambda: repr(read())),
+    }
+
+
+def _is_unread(record: Record) -> bool:
+    return set(vars(record)) == {"_unread"}
+
+
+@PROPERTY
+@given(messages())
+def test_from_bytes_is_from_proto_for_any_message(case: tuple[RecordType, bytes]) -> None:
+    record_type, data = case
+
+    def decoded_at_once() -> Record:
+        message: Any = record_type.CODEC.message_type.FromString(data)
+        return record_type.from_proto(message)
+
+    eager = _outcome(decoded_at_once)
+    lazy = _outcome(lambda: record_type.from_bytes(data))
+    if isinstance(eager, tuple):  # the same error, raised by from_bytes itself
+        assert lazy == eager
+        return
+    assert lazy == eager
+    assert _writes(lambda: record_type.from_bytes(data)) == _writes(decoded_at_once)
+
+
+def _canonical(values: dict[str, Any]) -> tuple[RecordType, dict[str, Any]]:
+    record_type: RecordType = E2AResponse if "body" in values else E2AEnvelope
+    return record_type, record_type.from_dict(values).to_dict()  # e.g. a blank agent_id reads as null
+
+
+@PROPERTY
+@given(canonical_envelopes | canonical_responses)
+def test_an_unchanged_record_writes_its_input_back(values: dict[str, Any]) -> None:
+    record_type, canonical = _canonical(values)
+    data = record_type.dict_to_bytes(canonical)
+    text = record_type.from_bytes(data).to_json()
+    from_bytes, from_json = record_type.from_bytes(data), record_type.from_json(text)
+    assert from_bytes.to_bytes() == data
+    assert from_json.to_json() == text
+    assert from_bytes.to_json() == text
+    assert from_json.to_bytes() == data
+    assert from_bytes.to_proto().SerializeToString() == data
+    assert _is_unread(from_json)  # written without decoding an attribute
+    assert_identical(from_bytes.to_dict(), canonical)
+    assert_identical(from_json.to_dict(), canonical)
+    assert not _is_unread(from_bytes) and not _is_unread(from_json)
+
+
+# Changes through the public API, each applied alike to a record read lazily and to one decoded at once.
+Change = Callable[[Record], None]
+
+
+def _set_method(record: Record) -> None:
+    record.method = "changed"
+
+
+def _replace_free_form(record: Record) -> None:
+    record.channel_context = {"replaced": [1, 2.5, None]}
+
+
+def _change_free_form_in_place(record: Record) -> None:
+    record.a2a_metadata["added"] = {"n": 2**70}
+
+
+def _append_to_a_list(record: Record) -> None:
+    record.provenance.details.setdefault("list", []).append("x")
+
+
+def _change_nested_record(record: Record) -> None:
+    record.provenance.converter = "changed"
+
+
+def _put_nan_in_free_form(record: Record) -> None:
+    record.acp_meta["bad"] = float("nan")
+
+
+def _set_unknown_attribute(record: Record) -> None:
+    record.extra = 1  # type: ignore[union-attr]  # not a field: written nowhere, refused by to_proto
+
+
+CHANGES: list[Change] = [
+    _set_method,
+    _replace_free_form,
+    _change_free_form_in_place,
+    _append_to_a_list,
+    _change_nested_record,
+    _put_nan_in_free_form,
+    _set_unknown_attribute,
+]
+
+
+@PROPERTY
+@given(canonical_envelopes | canonical_responses, st.lists(st.sampled_from(CHANGES), min_size=1, max_size=3))
+def test_changes_to_an_unread_record_are_written(values: dict[str, Any], changes: list[Change]) -> None:
+    record_type, canonical = _canonical(values)
+    data = record_type.dict_to_bytes(canonical)
+    text = record_type.from_bytes(data).to_json()
+
+    def changed(read: Callable[[], Record]) -> Callable[[], Record]:
+        def record() -> Record:
+            value = read()
+            for change in changes:
+                change(value)
+            return value
+
+        return record
+
+    eager = _writes(changed(lambda: record_type.from_dict(canonical)))
+    assert _writes(changed(lambda: record_type.from_bytes(data))) == eager
+    assert _writes(changed(lambda: record_type.from_json(text))) == eager
+
+
+def _documents() -> st.SearchStrategy[str]:
+    """Wire JSON texts: canonical ones, legacy keys, ill-typed values, other styles, not JSON."""
+    keys = st.sampled_from(
+        [item.name for item in E2AEnvelope.FIELDS + E2AResponse.FIELDS]
+        + ["channel_id", "req_method", "metadata", "payload", "binding", "app_id", "workspace_dir", "unknown"]
+    )
+    loose = st.dictionaries(keys, json_values, max_size=6).map(jsontext.dumps)
+    canonical = (canonical_envelopes | canonical_responses).map(lambda values: E2AEnvelope.from_dict(values).to_json())
+    return st.one_of(canonical, loose, loose.map(lambda text: json.dumps(json.loads(text))), free_form_texts)
+
+
+@PROPERTY
+@given(record_types, _documents())
+def test_from_json_is_from_dict_for_any_text(record_type: RecordType, text: str) -> None:
+    eager = _outcome(lambda: record_type.from_dict(jsontext.loads(text, "$")))
+    lazy = _outcome(lambda: record_type.from_json(text))
+    if isinstance(eager, tuple):
+        assert lazy == eager
+        return
+    assert _writes(lambda: record_type.from_json(text)) == _writes(
+        lambda: record_type.from_dict(jsontext.loads(text, "$"))
+    )
+
+
+@pytest.mark.parametrize("source", ["bytes", "json"])
+def test_a_copy_never_writes_a_value_changed_through_the_other(source: str) -> None:
+    """``copy.copy`` of an unread record shares what it keeps; a NaN put in one copy's decoded
+    values must not be written as null by the other (an error, or the value it was read with)."""
+    record = E2AEnvelope.from_dict({"params": {"x": 1}})
+    original = record.to_json()
+    unread = E2AEnvelope.from_bytes(record.to_bytes()) if source == "bytes" else E2AEnvelope.from_json(original)
+    first, second = copy.copy(unread), copy.copy(unread)
+    first.params["x"] = float("nan")
+    outcome = _outcome(second.to_json)
+    assert outcome == original or (isinstance(outcome, tuple) and outcome[1] == "$.params.x")
+
+
+@pytest.mark.parametrize("source", ["bytes", "json"])
+def test_unread_records_copy_pickle_and_compare(source: str) -> None:
+    record = E2AResponse.from_dict({"body": {"delta": "hé", "n": 2**64}, "sequence": 3})
+    unread = E2AResponse.from_bytes(record.to_bytes()) if source == "bytes" else E2AResponse.from_json(record.to_json())
+    for twin in (copy.deepcopy(unread), pickle.loads(pickle.dumps(unread)), copy.copy(unread)):
+        assert twin.to_bytes() == record.to_bytes()
+        assert twin == record
+    assert unread == record  # compares the attributes, which decodes them
+    assert not _is_unread(unread)
+
+
+SPEC_EXAMPLE = {
+    "request_id": "req_abc_01",
+    "jsonrpc_id": 7,
+    "identity_origin": "user",
+    "method": "chat.send",
+    "params": {"content": "Hello", "n": 2**63 - 1, "x": -0.0, "t": "héllo"},
+    "provenance": {"source_protocol": "acp", "details": {"kind": "acp_jsonrpc"}},
+    "auth": {"extra_headers": {"X-A": "1"}, "_meta": {"k": [1]}},
+    "expected_output_modes": ["text"],
+}
+
+
+def test_a_message_as_the_codec_writes_it_is_written_without_decoding() -> None:
+    data = E2AEnvelope.from_dict(SPEC_EXAMPLE).to_bytes()
+    unread = E2AEnvelope.from_bytes(data)
+    assert unread.to_bytes() == data and _is_unread(unread)
+    assert unread.to_json() == E2AEnvelope.from_dict(SPEC_EXAMPLE).to_json() and _is_unread(unread)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"identity_origin": e2a_pb2.IDENTITY_ORIGIN_UNSPECIFIED},  # written as the record's default
+        {"params": '{"content": "Hello"}'},  # written without the space
+        {"params": "{}"},  # written as "", the default
+        {"jsonrpc_id": e2a_pb2.JsonRpcId(big_integer_value="7")},  # written as integer_value
+    ],
+)
+def test_a_message_decoding_changes_is_decoded_at_once(change: dict[str, Any]) -> None:
+    message = E2AEnvelope.from_dict(SPEC_EXAMPLE).to_proto()
+    for name, value in change.items():
+        if isinstance(value, Message):
+            getattr(message, name).CopyFrom(value)
+        else:
+            setattr(message, name, value)
+    data = message.SerializeToString()
+    record = E2AEnvelope.from_bytes(data)
+    assert not _is_unread(record)
+    assert record.to_bytes() == E2AEnvelope.from_proto(message).to_bytes() != data
+
+
+def test_an_unread_record_has_only_its_fields() -> None:
+    message = e2a_pb2.E2AEnvelope(
+        method="m",
+        provenance=e2a_pb2.E2AProvenance(source_protocol="e2a"),
+        identity_origin=e2a_pb2.IDENTITY_ORIGIN_USER,
+    )
+    unread = E2AEnvelope.from_bytes(message.SerializeToString())  # protocol_version unset
+    assert not hasattr(unread, "no_such_field")
+    with pytest.raises(AttributeError, match="no_such_field"):
+        unread.no_such_field  # type: ignore[attr-defined]  # noqa: B018
+    assert _is_unread(unread)
+    assert unread.method == "m" and unread.protocol_version is None  # a default, not the class's "1.0"
+
+
+def test_an_unread_message_is_not_shared_with_the_caller() -> None:
+    unread = E2AEnvelope.from_bytes(E2AEnvelope(method="m", params={"a": 1}).to_bytes())
+    message = unread.to_proto()
+    message.method = "changed by the caller"
+    assert isinstance(message, Message)
+    assert unread.to_proto().method == "m" and unread.method == "m"
+
+
+SAMPLES: dict[type, list[Any]] = {
+    str: ["", "x", " padded "],
+    type(None): [None],
+    bool: [True, False],
+    int: [0, -(2**63), 2**70],
+}
+
+
+@pytest.mark.parametrize("kind", list(records._TAKEN_AS_IS))
+def test_values_from_dict_takes_as_is_are_what_the_reader_returns(kind: Kind) -> None:
+    """``from_dict`` skips the reader for these types: it must return them unchanged."""
+    for value_type in records._TAKEN_AS_IS[kind]:
+        for value in SAMPLES[value_type]:
+            assert records._READERS[kind](value, "field") is value
+
+
+def _documents_as_dicts() -> st.SearchStrategy[Any]:
+    return _documents().map(lambda text: _outcome(lambda: jsontext.loads(text, "$")))
+
+
+@PROPERTY
+@given(record_types, _documents_as_dicts())
+def test_reading_takes_values_as_is_only_where_the_readers_would(record_type: RecordType, data: Any) -> None:
+    """``from_dict``'s shortcut gives what calling every field's reader in field order gives."""
+    if not isinstance(data, dict):
+        return
+
+    def every_reader() -> dict[str, Any]:
+        return record_type._read_each(data, record_type._FROM_DICT, record_type._TEMPLATE.copy())
+
+    def repr_of(read: Callable[[], dict[str, Any]]) -> Any:
+        return _outcome(lambda: repr(list(read().items())))
+
+    assert repr_of(lambda: record_type._read_dict(data)) == repr_of(every_reader)
