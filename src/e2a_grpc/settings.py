@@ -284,9 +284,9 @@ class ServerSettings(BaseSettings):
         "must own",
     )
     event_loop: EventLoop = Field(
-        default=EventLoop.AUTO,
-        description="the asyncio event loop: uvloop (the 'uvloop' extra) or the standard one; auto: uvloop when "
-        "it is installed",
+        default=EventLoop.ASYNCIO,
+        description="the asyncio event loop: the standard one, uvloop (the 'uvloop' extra; not with --backend "
+        "acp), or auto: uvloop when it is installed and the backend allows it",
     )
     convert_stream_window: int = Field(
         default=64,
@@ -336,6 +336,9 @@ class ServerSettings(BaseSettings):
             raise ValueError("--a2a-sqlite-path and --a2a-postgres-url name two task stores: give one")
         if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
             raise ValueError("--event-loop uvloop: uvloop is not installed (pip install 'e2a-grpc[uvloop]')")
+        if self.event_loop is EventLoop.UVLOOP and self.backend is BackendName.ACP:
+            # Seen with uvloop 0.23: agents it spawned sometimes died of SIGSEGV while starting.
+            raise ValueError("--event-loop uvloop cannot run --backend acp: its agent processes crash at start")
         if self.workers is not None and self.workers > 1:
             if self.backend is BackendName.ACP:
                 raise ValueError(
@@ -365,7 +368,9 @@ class ServerSettings(BaseSettings):
     @property
     def uses_uvloop(self) -> bool:
         """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed."""
-        return self.event_loop is EventLoop.UVLOOP or (self.event_loop is EventLoop.AUTO and _uvloop_installed())
+        if self.event_loop is EventLoop.AUTO:
+            return self.backend is not BackendName.ACP and _uvloop_installed()
+        return self.event_loop is EventLoop.UVLOOP
 
     @property
     def acp_argv(self) -> tuple[str, ...]:

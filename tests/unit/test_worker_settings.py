@@ -34,8 +34,12 @@ def test_workers_must_be_positive() -> None:
         ServerSettings(workers=0)
 
 
-def test_uvloop_is_used_when_installed_unless_asyncio_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_asyncio_by_default_uvloop_when_asked_or_auto_and_never_for_acp(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not ServerSettings().uses_uvloop  # the default is asyncio's own loop
     assert ServerSettings(event_loop=EventLoop.AUTO).uses_uvloop  # the dev extra installs it
+    assert not ServerSettings(event_loop=EventLoop.AUTO, backend=BackendName.ACP, acp_command="agent").uses_uvloop
+    with pytest.raises(ValidationError, match="cannot run --backend acp"):
+        ServerSettings(event_loop=EventLoop.UVLOOP, backend=BackendName.ACP, acp_command="agent")
     assert ServerSettings(event_loop=EventLoop.UVLOOP).uses_uvloop
     assert not ServerSettings(event_loop=EventLoop.ASYNCIO).uses_uvloop
     monkeypatch.setattr(settings, "_uvloop_installed", lambda: False)
