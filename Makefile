@@ -78,8 +78,9 @@ test-go: $(STAMP)
 	cd gen/go && go test -count=1 ./...
 
 ## serve: run the service on 127.0.0.1:50051 with the embedded echo Chat backend (Ctrl-C stops it)
+## (asyncio's loop although .venv has uvloop: uvloop did not win in bench section "workers", 0.95x median, noisy)
 serve: $(STAMP)
-	$(VENV)/bin/e2a-grpc serve
+	$(VENV)/bin/e2a-grpc serve --event-loop asyncio
 
 ## bench: run the benchmarks and write BENCHMARKS.md
 bench: $(STAMP) bench-tools

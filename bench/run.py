@@ -21,6 +21,7 @@ from bench import (
     toacp_throughput,
     transcode_throughput,
     ts_wire_json,
+    workers_throughput,
 )
 from bench.report import Section, SectionResult, environment, table
 
@@ -33,6 +34,7 @@ SECTIONS: dict[str, Section] = {
     "transcode": transcode_throughput.run,
     "chat": chat_throughput.run,
     "convertstream": convertstream_throughput.run,
+    "workers": workers_throughput.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.
