@@ -167,10 +167,11 @@ class ServerSettings(BaseSettings):
         "it is installed",
     )
     convert_stream_window: int = Field(
-        default=64,
+        default=8,
         ge=1,
         description="ConvertStream: request messages (batches) of one stream read ahead of the reply being "
-        "written; beyond that, HTTP/2 flow control holds the client back",
+        "written, so reading overlaps writing; beyond that, HTTP/2 flow control holds the client back (a stream "
+        "holds at most this many times --max-message-bytes of requests)",
     )
 
     @field_validator("acp_command")
