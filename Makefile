@@ -98,10 +98,10 @@ GHZ := .bin/ghz-$(GHZ_VERSION)/ghz
 BENCH_PROTOSET := .bench/e2a-bench.protoset
 $(GHZ):
 	GOBIN=$(CURDIR)/.bin/ghz-$(GHZ_VERSION) go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
-$(BENCH_PROTOSET): $(STAMP) $(wildcard proto/e2a/v1/*.proto) bench/proto/e2a/bench/v1/bench.proto
+$(BENCH_PROTOSET): $(STAMP) Makefile $(wildcard proto/e2a/v1/*.proto) bench/proto/e2a/bench/v1/bench.proto
 	mkdir -p .bench
 	$(PY) -m grpc_tools.protoc -I proto -I bench/proto --include_imports --descriptor_set_out=$@ \
-	  bench/proto/e2a/bench/v1/bench.proto
+	  bench/proto/e2a/bench/v1/bench.proto $(wildcard proto/e2a/v1/*.proto)
 
 ## bench-tools: ghz, the Go bench commands and the protoset (make bench builds them first)
 bench-tools: $(GHZ) $(BENCH_PROTOSET)
