@@ -164,7 +164,7 @@ class ServerSettings(BaseSettings):
     event_loop: EventLoop = Field(
         default=EventLoop.AUTO,
         description="the asyncio event loop: uvloop (the 'uvloop' extra) or the standard one; auto: uvloop when "
-        "it is installed",
+        "it is installed, except with --backend acp",
     )
     convert_stream_window: int = Field(
         default=8,
@@ -202,6 +202,11 @@ class ServerSettings(BaseSettings):
             raise ValueError(f"--backend a2a needs --a2a-url (or {env_var('a2a_url')})")
         if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
             raise ValueError("--event-loop uvloop: uvloop is not installed (pip install 'e2a-grpc[uvloop]')")
+        if self.event_loop is EventLoop.UVLOOP and self.backend is BackendName.ACP:
+            raise ValueError(
+                "--event-loop uvloop cannot serve --backend acp: uvloop starts the agent processes with a fork "
+                "while gRPC's threads run, and they crash at times (SIGSEGV); use --event-loop asyncio"
+            )
         if self.workers is not None and self.workers > 1:
             if self.backend is BackendName.ACP:
                 raise ValueError(
@@ -226,8 +231,11 @@ class ServerSettings(BaseSettings):
 
     @property
     def uses_uvloop(self) -> bool:
-        """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed."""
-        return self.event_loop is EventLoop.UVLOOP or (self.event_loop is EventLoop.AUTO and _uvloop_installed())
+        """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed and a backend
+        that starts no processes (see the acp refusal above)."""
+        if self.event_loop is EventLoop.AUTO:
+            return self.backend is not BackendName.ACP and _uvloop_installed()
+        return self.event_loop is EventLoop.UVLOOP
 
     @property
     def acp_argv(self) -> tuple[str, ...]:

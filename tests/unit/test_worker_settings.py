@@ -42,3 +42,11 @@ def test_uvloop_is_used_when_installed_unless_asyncio_is_asked_for(monkeypatch: 
     assert not ServerSettings(event_loop=EventLoop.AUTO).uses_uvloop
     with pytest.raises(ValidationError, match="uvloop is not installed"):
         ServerSettings(event_loop=EventLoop.UVLOOP)
+
+
+def test_uvloop_is_not_used_with_the_acp_backend_and_refused_when_asked_for() -> None:
+    acp: dict[str, Any] = {"backend": BackendName.ACP, "acp_command": "agent"}
+    assert not ServerSettings(**acp).uses_uvloop
+    assert not ServerSettings(event_loop=EventLoop.ASYNCIO, **acp).uses_uvloop
+    with pytest.raises(ValidationError, match="--event-loop uvloop cannot serve --backend acp"):
+        ServerSettings(event_loop=EventLoop.UVLOOP, **acp)
