@@ -23,6 +23,7 @@ from bench import (
     toacp_throughput,
     transcode_throughput,
     ts_wire_json,
+    workers_throughput,
 )
 from bench.report import Section, SectionResult, environment, table
 
@@ -37,6 +38,7 @@ SECTIONS: dict[str, Section] = {
     "broker": broker_throughput.run,
     "a2a": a2a_front_door.run,
     "convertstream": convertstream_throughput.run,
+    "workers": workers_throughput.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.

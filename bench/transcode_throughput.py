@@ -5,8 +5,9 @@ per-record cost of a unary call (headers, a stream per call, a completion per ca
 message on a long-lived stream. The unary side is measured twice: one call at a time (what a simple
 client does) and many calls in flight (the most a client gets out of unary calls).
 
-The server (``bench.grpc_server``: the real ``E2AServer``) runs in its own process, so that client and
-server each get a core instead of sharing one event loop.
+The server (``bench.grpc_server``: the real ``E2AServer``) runs in its own process; the load comes from
+Go (bench/goload.py: ghz for the unary calls, ``streamload`` for the stream), which does not hide the
+server's cost behind its own.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import time
+import tempfile
+from pathlib import Path
 from typing import IO
 
 import grpc
 
-from bench import paired
+from bench import goload, paired
 from bench.codec_roundtrip import multimodal_prompt
 from bench.report import SectionResult
 from bench.serverproc import server_process, wait_serving
@@ -37,6 +39,9 @@ TARGET_RATIO = 1.0
 
 TRANSCODE_METHOD = "/e2a.v1.CodecService/Transcode"
 UNARY_METHOD = "/e2a.v1.CodecService/EnvelopeFromJson"
+UNARY_GHZ = "e2a.v1.CodecService.EnvelopeFromJson"
+#: Records each Transcode stream keeps unanswered (the server takes one at a time; flow control paces).
+STREAM_WINDOW = 64
 TRANSCODE = "Transcode stream"
 UNARY = "EnvelopeFromJson"
 
@@ -49,55 +54,20 @@ def envelope_json() -> str:
     return E2AEnvelope.from_dict(multimodal_prompt()).to_json()
 
 
-async def _transcode_round(
-    call: grpc.aio.StreamStreamMultiCallable[bytes, bytes], request: bytes, seconds: float, server_pid: int
-) -> paired.Round:
-    """One stream: a writer sends records back to back for ``seconds`` (gRPC flow control paces it),
-    the reader counts the replies received by then; the replies still in flight finish uncounted.
-    """
+def _transcode_round(address: str, request: Path, seconds: float, server_pid: int) -> paired.Round:
+    """One stream keeping ``STREAM_WINDOW`` records unanswered for ``seconds``; replies counted."""
     clock = paired.RoundClock(server_pid)
-    deadline = clock.start + seconds
-    stream = call(timeout=seconds + _CALL_TIMEOUT_SECONDS)
-
-    async def write() -> None:
-        while time.perf_counter() < deadline:
-            await stream.write(request)
-        await stream.done_writing()
-
-    writer = asyncio.create_task(write())
-    counted = done = 0
-    while await stream.read() is not grpc.aio.EOF:
-        done += 1
-        if time.perf_counter() <= deadline:
-            counted += 1
-    await writer
-    return clock.stop(counted, done, seconds)
+    load = goload.streamload(
+        address, TRANSCODE_METHOD, request, bidi=True, streams=1, window=STREAM_WINDOW, seconds=seconds
+    )
+    return clock.stop(load.counted, load.done, load.seconds, load.client_cpu_seconds)
 
 
-async def _unary_round(
-    call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes],
-    request: bytes,
-    in_flight: int,
-    seconds: float,
-    server_pid: int,
-) -> paired.Round:
-    """Keep ``in_flight`` calls outstanding for ``seconds``; calls finishing after that go uncounted."""
-    counted = done = 0
+def _unary_round(address: str, request: Path, in_flight: int, seconds: float, server_pid: int) -> paired.Round:
+    """ghz keeps ``in_flight`` calls outstanding for ``seconds``; calls it cuts off at the end go uncounted."""
     clock = paired.RoundClock(server_pid)
-    deadline = clock.start + seconds
-
-    async def worker() -> None:
-        nonlocal counted, done
-        while time.perf_counter() <= deadline:
-            await call(request, timeout=_CALL_TIMEOUT_SECONDS)
-            done += 1
-            if time.perf_counter() <= deadline:
-                counted += 1
-
-    async with asyncio.TaskGroup() as workers:
-        for _ in range(in_flight):
-            workers.create_task(worker())
-    return clock.stop(counted, done, seconds)
+    load = goload.ghz(address, UNARY_GHZ, request, in_flight, seconds)
+    return clock.stop(load.counted, load.done, load.seconds, load.client_cpu_seconds)
 
 
 async def _check(channel: grpc.aio.Channel, text: str) -> dict[str, int]:
@@ -116,38 +86,41 @@ async def _check(channel: grpc.aio.Channel, text: str) -> dict[str, int]:
 
 
 async def _measure(
-    address: str, process: subprocess.Popen[bytes], log: IO[bytes], text: str, sizes: dict[str, int]
+    address: str, process: subprocess.Popen[bytes], log: IO[bytes], text: str, scratch: Path, sizes: dict[str, int]
 ) -> list[paired.Paired]:
-    # No serializers: the client sends the same pre-serialized bytes and keeps the reply bytes, so
-    # its own work per record is the same on both RPCs and the comparison is about the server.
-    unary_request = pb.EnvelopeFromJsonRequest(json=text).SerializeToString()
-    transcode_request = pb.TranscodeRequest(envelope_json=text).SerializeToString()
-    sizes["request"] = len(transcode_request)
+    # Pre-serialized requests, replies kept as bytes: the client's work per record is the same on both
+    # RPCs and the comparison is about the server.
+    unary_request = goload.request_file(scratch, "unary", pb.EnvelopeFromJsonRequest(json=text).SerializeToString())
+    transcode_data = pb.TranscodeRequest(envelope_json=text).SerializeToString()
+    transcode_request = goload.request_file(scratch, "transcode", transcode_data)
+    sizes["request"] = len(transcode_data)
     async with grpc.aio.insecure_channel(address) as channel:
         await wait_serving(channel, process, log)
         sizes.update(await _check(channel, text))
-        unary: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(UNARY_METHOD)
-        transcode: grpc.aio.StreamStreamMultiCallable[bytes, bytes] = channel.stream_stream(TRANSCODE_METHOD)
-        results = []
-        for name, in_flight in WORKLOADS.items():
+    results = []
+    for name, in_flight in WORKLOADS.items():
 
-            async def run_round(rpc: str, seconds: float = ROUND_SECONDS, in_flight: int = in_flight) -> paired.Round:
-                if rpc == TRANSCODE:
-                    return await _transcode_round(transcode, transcode_request, seconds, process.pid)
-                return await _unary_round(unary, unary_request, in_flight, seconds, process.pid)
+        async def run_round(rpc: str, seconds: float = ROUND_SECONDS, in_flight: int = in_flight) -> paired.Round:
+            if rpc == TRANSCODE:
+                return _transcode_round(address, transcode_request, seconds, process.pid)
+            return _unary_round(address, unary_request, in_flight, seconds, process.pid)
 
-            for rpc in (TRANSCODE, UNARY):
-                await run_round(rpc, WARMUP_SECONDS)
-            results.append(await paired.alternate(name, (TRANSCODE, UNARY), ("Transcode", "unary"), PAIRS, run_round))
-        return results
+        for rpc in (TRANSCODE, UNARY):
+            await run_round(rpc, WARMUP_SECONDS)
+        results.append(await paired.alternate(name, (TRANSCODE, UNARY), ("Transcode", "unary"), PAIRS, run_round))
+    return results
 
 
 def run() -> SectionResult:
+    goload.ensure_tools()
     load_before = os.getloadavg()[0]
     text = envelope_json()
     sizes: dict[str, int] = {}
-    with server_process("bench.grpc_server") as (address, process, log):
-        results = asyncio.run(_measure(address, process, log, text, sizes))
+    with (
+        tempfile.TemporaryDirectory(prefix="e2a-bench-") as scratch,
+        server_process("bench.grpc_server") as (address, process, log),
+    ):
+        results = asyncio.run(_measure(address, process, log, text, Path(scratch), sizes))
     load_after = os.getloadavg()[0]
     targets = tuple(result.target("transcode", "records", TARGET_RATIO) for result in results)
 
@@ -157,22 +130,22 @@ def run() -> SectionResult:
     markdown = f"""## Transcode stream vs unary EnvelopeFromJson
 
 Target: records/s through one `Transcode` stream is at least {TARGET_RATIO}x the records/s of unary
-`EnvelopeFromJson` calls on the same channel, measured in the same run, both with one call at a time
+`EnvelopeFromJson` calls on one connection, measured in the same run, both with one call at a time
 and with {UNARY_IN_FLIGHT} calls in flight: the stream is for bulk traffic, so it must beat the best a
 client can do with unary calls. Every record is the same {len(text.encode())}-byte envelope wire JSON
 (the codec section's multimodal session/prompt), read into an `E2AEnvelope` message by both RPCs.
 
 Method: `bench/grpc_server.py` runs `E2AServer` (the real options, health, reflection) in its own
 process. Before timing, both RPCs are checked to return the envelope `E2AEnvelope.from_json` reads
-(Transcode: in order, with indexes 0 and 1). The client (this process) uses one `grpc.aio` channel and
-sends pre-serialized request bytes and keeps the reply bytes, so its own work per record is about the
-same on both RPCs. A Transcode round opens one stream; a writer task sends records back to back
-(gRPC flow control paces it) while the reader counts replies. A unary round keeps 1 or {UNARY_IN_FLIGHT}
-calls outstanding. Records (replies or calls) completed within a round count; those in flight at its end
-finish uncounted. Per workload: {WARMUP_SECONDS:g} s warm-up per RPC, then {PAIRS} pairs of
-{ROUND_SECONDS:g} s rounds, the two RPCs back to back (order alternating per pair). "Transcode/unary
-(median)" is the median over pairs of the ratio within a pair; the target uses it. Server CPU (user +
-system, all threads, from `/proc`) gives the server's CPU µs per record.
+(Transcode: in order, with indexes 0 and 1). The load comes from Go, sending pre-serialized requests
+and keeping reply bytes, so its own work per record is about the same on both RPCs: a Transcode round
+is one stream of bench/go's `streamload` keeping {STREAM_WINDOW} records unanswered; a unary round is
+ghz {goload.ghz_version()} keeping 1 or {UNARY_IN_FLIGHT} calls outstanding. Records (replies or calls)
+completed within a round count; those in flight at its end go uncounted. Per workload:
+{WARMUP_SECONDS:g} s warm-up per RPC, then {PAIRS} pairs of {ROUND_SECONDS:g} s rounds, the two RPCs back
+to back (order alternating per pair). "Transcode/unary (median)" is the median over pairs of the ratio
+within a pair; the target uses it. Server CPU (user + system, all threads, from `/proc`) gives the
+server's CPU µs per record; the client's cores are the Go process's own.
 
 {paired.target_table(results, "Unary side", "records", ".0f", TARGET_RATIO)}
 
@@ -180,7 +153,7 @@ Per RPC:
 
 {paired.rpcs_table(results, "Unary side", "records", ".0f", size_columns, ("request bytes", "reply bytes"))}
 
-Noise: client and server share this VM's cores with anything else running; the 1-minute load average
+Noise: the load generators and the server share this VM's cores with anything else running; the 1-minute load average
 was {load_before:.1f} when this section started and {load_after:.1f} when it ended. "max/min" is the
 spread between rounds of one RPC; the per-pair ratio cancels drift slower than a pair.
 """

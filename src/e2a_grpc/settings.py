@@ -284,15 +284,16 @@ class ServerSettings(BaseSettings):
         "must own",
     )
     event_loop: EventLoop = Field(
-        default=EventLoop.ASYNCIO,
-        description="the asyncio event loop: the standard one, uvloop (the 'uvloop' extra; not with --backend "
-        "acp), or auto: uvloop when it is installed and the backend allows it",
+        default=EventLoop.AUTO,
+        description="the asyncio event loop: uvloop (the 'uvloop' extra) or the standard one; auto: uvloop when "
+        "it is installed, except with --backend acp",
     )
     convert_stream_window: int = Field(
-        default=64,
+        default=8,
         ge=1,
         description="ConvertStream: request messages (batches) of one stream read ahead of the reply being "
-        "written; beyond that, HTTP/2 flow control holds the client back",
+        "written, so reading overlaps writing; beyond that, HTTP/2 flow control holds the client back (a stream "
+        "holds at most this many times --max-message-bytes of requests)",
     )
 
     @field_validator("acp_command")
@@ -337,8 +338,10 @@ class ServerSettings(BaseSettings):
         if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
             raise ValueError("--event-loop uvloop: uvloop is not installed (pip install 'e2a-grpc[uvloop]')")
         if self.event_loop is EventLoop.UVLOOP and self.backend is BackendName.ACP:
-            # Seen with uvloop 0.23: agents it spawned sometimes died of SIGSEGV while starting.
-            raise ValueError("--event-loop uvloop cannot run --backend acp: its agent processes crash at start")
+            raise ValueError(
+                "--event-loop uvloop cannot serve --backend acp: uvloop starts the agent processes with a fork "
+                "while gRPC's threads run, and they crash at times (SIGSEGV); use --event-loop asyncio"
+            )
         if self.workers is not None and self.workers > 1:
             if self.backend is BackendName.ACP:
                 raise ValueError(
@@ -367,7 +370,8 @@ class ServerSettings(BaseSettings):
 
     @property
     def uses_uvloop(self) -> bool:
-        """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed."""
+        """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed and a backend
+        that starts no processes (see the acp refusal above)."""
         if self.event_loop is EventLoop.AUTO:
             return self.backend is not BackendName.ACP and _uvloop_installed()
         return self.event_loop is EventLoop.UVLOOP

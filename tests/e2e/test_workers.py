@@ -79,6 +79,8 @@ def test_sigterm_drains_every_worker_and_every_stream_gets_its_final_frame(tmp_p
     args = ("--workers", str(WORKERS), "--echo-delay-seconds", "0.05", "--grace-seconds", "5")
     with running_server_process(*args, log=log) as (address, process, _):
         port = int(address.rsplit(":", 1)[1])
+        # Health answers once one worker listens; the streams must reach all of them.
+        assert wait_until(lambda: f"all {WORKERS} workers serving" in log.read_text(), timeout=60)
         workers = _workers(process.pid)
         assert len(workers) == WORKERS
         all_in_flight = asyncio.Event()
@@ -139,6 +141,18 @@ def test_a_worker_that_dies_takes_the_service_down_with_exit_code_1(tmp_path: Pa
         assert process.wait(timeout=20) == 1
         assert wait_until(lambda: not os.path.exists(f"/proc/{second}"), timeout=10)
     assert "ended (exit code -9): stopping the others" in log.read_text()
+
+
+def test_workers_stop_when_the_parent_is_killed() -> None:
+    """SIGKILL cannot be forwarded (a test harness's kill(), the OOM killer): the workers must not
+    outlive the parent, holding the port."""
+    with running_server_process("--workers", str(WORKERS)) as (address, process, _):
+        workers = _workers(process.pid)
+        process.kill()
+        process.wait(timeout=10)
+        assert wait_until(lambda: not any(os.path.exists(f"/proc/{worker}") for worker in workers), timeout=20)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", int(address.rsplit(":", 1)[1])))  # the port is free again
 
 
 def test_a_taken_port_is_one_line_and_exit_code_1() -> None:

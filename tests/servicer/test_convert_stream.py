@@ -278,3 +278,22 @@ async def test_a_cancelled_stream_ends_its_handler(
     async with asyncio.timeout(10):
         await server.server.calls.drained(0.05)
     assert await call.code() == grpc.StatusCode.CANCELLED
+
+
+@in_module_loop
+async def test_bytes_that_are_no_request_end_the_stream_with_invalid_argument_after_the_replies_before(
+    channel: grpc.aio.Channel,
+) -> None:
+    """The read-ahead reader parses the requests in a task of its own: the abort for a request that
+    does not parse still ends the call with INVALID_ARGUMENT naming the message type."""
+    batch = _batch(pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}')))
+    call: Any = channel.stream_stream("/e2a.v1.ConversionService/ConvertStream")(timeout=10)
+    await call.write(batch.SerializeToString())
+    first = pb.ConvertStreamResponse.FromString(await call.read())
+    assert [result.index for result in first.results] == [0]
+    await call.write(b"\xff" * 16)  # a varint tag longer than protobuf allows
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call.read()
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a valid e2a.v1.ConvertStreamRequest protobuf message" in str(caught.value.details())
+    assert field_violations(caught.value)[0][0] == "$"

@@ -52,6 +52,8 @@ class Rpc:
     request_type: type[Message]
     streams_replies: bool
     valid: Callable[[random.Random], bytes]
+    #: A bidirectional stream: the case is its one request message.
+    streams_requests: bool = False
 
 
 def _envelopes() -> list[dict[str, Any]]:
@@ -201,6 +203,33 @@ RPCS = [
     ),
     Rpc("/e2a.v1.AgentService/Chat", agent_service_pb2.ChatRequest, True, _chat_request),
 ]
+#: ConvertRequest case -> the unary RPC whose valid requests it takes.
+_CONVERSION_RPCS = {
+    "to_acp": RPCS[0],
+    "from_acp": RPCS[1],
+    "to_a2a_stream": RPCS[2],
+    "from_a2a": RPCS[3],
+}
+
+
+def _convert_stream(rng: random.Random) -> bytes:
+    """A batch of 1-4 conversions of any kind, each a valid request of its unary RPC."""
+    batch = conversion_service_pb2.ConvertStreamRequest()
+    for _ in range(rng.randint(1, 4)):
+        case, rpc = rng.choice(list(_CONVERSION_RPCS.items()))
+        getattr(batch.conversions.add(), case).CopyFrom(rpc.request_type.FromString(rpc.valid(rng)))
+    return batch.SerializeToString()
+
+
+RPCS.append(
+    Rpc(
+        "/e2a.v1.ConversionService/ConvertStream",
+        conversion_service_pb2.ConvertStreamRequest,
+        True,
+        _convert_stream,
+        streams_requests=True,
+    )
+)
 
 
 # --- mutations -----------------------------------------------------------------------------------
@@ -272,6 +301,10 @@ def _mutate_json_fields(rng: random.Random, message: Any) -> None:
         if descriptor.message_type is not None and not descriptor.is_repeated:
             if rng.random() < 0.5:
                 _mutate_json_fields(rng, value)
+        elif descriptor.message_type is not None and not descriptor.message_type.GetOptions().map_entry:
+            for element in value:  # a repeated message field, e.g. a ConvertStream batch
+                if rng.random() < 0.5:
+                    _mutate_json_fields(rng, element)
         elif descriptor.type == descriptor.TYPE_STRING and not descriptor.is_repeated and value[:1] in "{[":
             try:
                 document = json.loads(value)
@@ -340,7 +373,22 @@ async def channel(server: InProcessServer) -> AsyncIterator[grpc.aio.Channel]:
 async def _answer(channel: grpc.aio.Channel, rpc: Rpc, data: bytes) -> tuple[grpc.StatusCode, str | None]:
     """The status the server answered this case with, and what is wrong with the answer (or None)."""
     try:
-        if rpc.streams_replies:
+        if rpc.streams_requests:
+            bidi: grpc.aio.StreamStreamMultiCallable[bytes, bytes] = channel.stream_stream(rpc.path)
+            replies = [raw async for raw in bidi(iter([data]), timeout=CALL_TIMEOUT)]
+            # OK: the server read the batch, so it parses here too; one result per conversion, in order.
+            conversions = len(conversion_service_pb2.ConvertStreamRequest.FromString(data).conversions)
+            indexes = [
+                result.index
+                for raw in replies
+                for result in conversion_service_pb2.ConvertStreamResponse.FromString(raw).results
+            ]
+            if len(replies) != 1 or indexes != list(range(conversions)):
+                return (
+                    grpc.StatusCode.OK,
+                    f"{len(replies)} replies with indexes {indexes} for {conversions} conversions",
+                )
+        elif rpc.streams_replies:
             call: grpc.aio.UnaryStreamMultiCallable[bytes, bytes] = channel.unary_stream(rpc.path)
             stream = call(data, timeout=CALL_TIMEOUT)
             frames = [agent_service_pb2.ChatResponse.FromString(raw).response async for raw in stream]

@@ -34,15 +34,19 @@ def test_workers_must_be_positive() -> None:
         ServerSettings(workers=0)
 
 
-def test_asyncio_by_default_uvloop_when_asked_or_auto_and_never_for_acp(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert not ServerSettings().uses_uvloop  # the default is asyncio's own loop
+def test_uvloop_is_used_when_installed_unless_asyncio_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ServerSettings(event_loop=EventLoop.AUTO).uses_uvloop  # the dev extra installs it
-    assert not ServerSettings(event_loop=EventLoop.AUTO, backend=BackendName.ACP, acp_command="agent").uses_uvloop
-    with pytest.raises(ValidationError, match="cannot run --backend acp"):
-        ServerSettings(event_loop=EventLoop.UVLOOP, backend=BackendName.ACP, acp_command="agent")
     assert ServerSettings(event_loop=EventLoop.UVLOOP).uses_uvloop
     assert not ServerSettings(event_loop=EventLoop.ASYNCIO).uses_uvloop
     monkeypatch.setattr(settings, "_uvloop_installed", lambda: False)
     assert not ServerSettings(event_loop=EventLoop.AUTO).uses_uvloop
     with pytest.raises(ValidationError, match="uvloop is not installed"):
         ServerSettings(event_loop=EventLoop.UVLOOP)
+
+
+def test_uvloop_is_not_used_with_the_acp_backend_and_refused_when_asked_for() -> None:
+    acp: dict[str, Any] = {"backend": BackendName.ACP, "acp_command": "agent"}
+    assert not ServerSettings(**acp).uses_uvloop
+    assert not ServerSettings(event_loop=EventLoop.ASYNCIO, **acp).uses_uvloop
+    with pytest.raises(ValidationError, match="--event-loop uvloop cannot serve --backend acp"):
+        ServerSettings(event_loop=EventLoop.UVLOOP, **acp)

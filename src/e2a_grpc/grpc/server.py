@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import grpc
@@ -230,10 +231,17 @@ class E2AServer:
         log.info("e2a-grpc stopped")
 
 
-async def serve(config: ServerSettings, *, reuse_port: bool = False) -> None:
-    """Serve as this process's one job until SIGTERM or SIGINT, then shut down gracefully."""
+async def serve(
+    config: ServerSettings, *, reuse_port: bool = False, on_started: Callable[[], None] | None = None
+) -> None:
+    """Serve as this process's one job until SIGTERM or SIGINT, then shut down gracefully.
+
+    ``on_started`` runs once the server listens (a worker tells its parent so).
+    """
     server = E2AServer(config, reuse_port=reuse_port)
     await server.start()
+    if on_started is not None:
+        on_started()
     # Everything allocated so far lives as long as the process: keep the cyclic GC from re-scanning
     # it on every collection triggered by per-call garbage.
     gc.collect()

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import os
 import signal
 import socket
 import sys
 from collections.abc import Callable, Coroutine, Iterator
+from multiprocessing.connection import Connection
 from types import FrameType
 from typing import Any
 
@@ -34,6 +37,8 @@ log = logging.getLogger("e2a_grpc.server")
 
 #: Exit code of a worker that could not start or failed (the command line's "the server failed").
 WORKER_FAILED = 1
+#: prctl(2) option: the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
 
 
 def run_on_event_loop(main: Coroutine[Any, Any, None], config: ServerSettings) -> None:
@@ -87,14 +92,29 @@ def reserved_port(host: str, port: int) -> Iterator[int]:
         yield int(holder.getsockname()[1])
 
 
-def _worker(config: ServerSettings, setup_worker: Callable[[], None]) -> None:
-    """A worker process: one server on the shared port until SIGTERM."""
+def _stop_with_parent(parent_pid: int) -> None:
+    """Have the kernel send this worker SIGTERM when the parent dies, also of SIGKILL, which the
+    parent cannot forward (Linux; elsewhere a parent killed so leaves its workers serving)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:  # the parent died before that took effect
+        sys.exit(WORKER_FAILED)
+
+
+def _worker(config: ServerSettings, setup_worker: Callable[[], None], parent_pid: int, started: Connection) -> None:
+    """A worker process: one server on the shared port until SIGTERM; says on ``started`` once it listens."""
     # Ctrl-C in a terminal reaches the whole process group: the parent turns it into SIGTERM for
     # each worker, so a worker still starting up does not die of it with a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _stop_with_parent(parent_pid)
     setup_worker()
+
+    def tell_parent() -> None:
+        started.send(os.getpid())
+        started.close()
+
     try:
-        run_on_event_loop(serve(config, reuse_port=True), config)
+        run_on_event_loop(serve(config, reuse_port=True, on_started=tell_parent), config)
     except ListenError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(WORKER_FAILED)
@@ -102,10 +122,18 @@ def _worker(config: ServerSettings, setup_worker: Callable[[], None]) -> None:
 
 def _supervise(config: ServerSettings, count: int, setup_worker: Callable[[], None]) -> int:
     context = multiprocessing.get_context("spawn")
-    workers = [
-        context.Process(target=_worker, args=(config, setup_worker), name=f"e2a-grpc worker {number}")
-        for number in range(1, count + 1)
-    ]
+    workers = []
+    #: The parent's end of each worker's pipe on which it says it listens; dropped once it has.
+    starting: dict[Connection, multiprocessing.process.BaseProcess] = {}
+    senders: dict[multiprocessing.process.BaseProcess, Connection] = {}
+    for number in range(1, count + 1):
+        receiver, sender = context.Pipe(duplex=False)
+        worker = context.Process(
+            target=_worker, args=(config, setup_worker, os.getpid(), sender), name=f"e2a-grpc worker {number}"
+        )
+        workers.append(worker)
+        starting[receiver] = worker
+        senders[worker] = sender
     stopping = False
 
     def stop_workers(signum: int | None = None, _frame: FrameType | None = None) -> None:
@@ -121,12 +149,22 @@ def _supervise(config: ServerSettings, count: int, setup_worker: Callable[[], No
         for worker in workers:
             if not stopping:
                 worker.start()
-        log.info("e2a-grpc: %d worker processes on %s:%d (SO_REUSEPORT)", count, config.host, config.port)
+            # The worker has its own copy: a worker that dies before it listens makes its pipe end.
+            senders[worker].close()
         failed = False
         running = [worker for worker in workers if worker.pid is not None]
         while running:
-            ended = multiprocessing.connection.wait([worker.sentinel for worker in running])
-            for worker in [worker for worker in running if worker.sentinel in ended]:
+            ready = multiprocessing.connection.wait([*starting, *(worker.sentinel for worker in running)])
+            for receiver in [receiver for receiver in starting if receiver in ready]:
+                with contextlib.suppress(EOFError):  # EOF: the worker ended before it listened (below)
+                    receiver.recv()
+                receiver.close()
+                del starting[receiver]
+                if not starting and not stopping:
+                    log.info(
+                        "e2a-grpc: all %d workers serving on %s:%d (SO_REUSEPORT)", count, config.host, config.port
+                    )
+            for worker in [worker for worker in running if worker.sentinel in ready]:
                 worker.join()
                 running.remove(worker)
                 # A worker stopped before its server had set up its own SIGTERM handler had nothing to drain.

@@ -49,18 +49,26 @@ func cpuSeconds() float64 {
 	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
 }
 
+// failed is err, unless the round is over: then whatever failed was cut off by the deadline.
+func failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 func serverStreams(ctx context.Context, conn *grpc.ClientConn, method string, request []byte, counted *atomic.Int64, streams *atomic.Int64) error {
 	desc := &grpc.StreamDesc{StreamName: method, ServerStreams: true}
 	for ctx.Err() == nil {
 		stream, err := conn.NewStream(ctx, desc, method)
 		if err != nil {
-			return err
+			return failed(ctx, err)
 		}
 		if err := stream.SendMsg(request); err != nil {
-			return err
+			return failed(ctx, err)
 		}
 		if err := stream.CloseSend(); err != nil {
-			return err
+			return failed(ctx, err)
 		}
 		for {
 			var reply []byte
@@ -69,10 +77,7 @@ func serverStreams(ctx context.Context, conn *grpc.ClientConn, method string, re
 					streams.Add(1)
 					break
 				}
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+				return failed(ctx, err)
 			}
 			if ctx.Err() == nil {
 				counted.Add(1)
@@ -86,7 +91,7 @@ func bidiStream(ctx context.Context, conn *grpc.ClientConn, method string, reque
 	desc := &grpc.StreamDesc{StreamName: method, ServerStreams: true, ClientStreams: true}
 	stream, err := conn.NewStream(ctx, desc, method)
 	if err != nil {
-		return err
+		return failed(ctx, err)
 	}
 	credits := make(chan struct{}, window)
 	for range window {
@@ -102,7 +107,7 @@ func bidiStream(ctx context.Context, conn *grpc.ClientConn, method string, reque
 			case <-credits:
 			}
 			if err := stream.SendMsg(request); err != nil {
-				sendErr <- err
+				sendErr <- failed(ctx, err)
 				return
 			}
 		}
@@ -110,13 +115,10 @@ func bidiStream(ctx context.Context, conn *grpc.ClientConn, method string, reque
 	for {
 		var reply []byte
 		if err := stream.RecvMsg(&reply); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) && ctx.Err() == nil {
 				return errors.New("the server ended the stream")
 			}
-			return err
+			return failed(ctx, err)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -125,7 +127,7 @@ func bidiStream(ctx context.Context, conn *grpc.ClientConn, method string, reque
 		credits <- struct{}{}
 		select {
 		case err := <-sendErr:
-			if err != nil && ctx.Err() == nil {
+			if err != nil {
 				return err
 			}
 		default:
