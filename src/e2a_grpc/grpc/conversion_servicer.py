@@ -89,14 +89,17 @@ def from_acp(request: pb.FromACPRequest) -> pb.FromACPResponse:
         channel=request.channel if request.HasField("channel") else None,
         identity_origin=_origin(request.identity_origin),
     )
-    return pb.FromACPResponse(
-        records=[
-            pb.FromACPRecord(envelope=record.to_proto())
-            if isinstance(record, E2AEnvelope)
-            else pb.FromACPRecord(response=record.to_proto())
-            for record in records
-        ]
-    )
+    return pb.FromACPResponse(records=[_record_message(pb.FromACPRecord, record) for record in records])
+
+
+RecordMessage = TypeVar("RecordMessage", pb.FromACPRecord, pb.CloudEventsRecord)
+
+
+def _record_message(message_type: type[RecordMessage], record: E2AEnvelope | E2AResponse) -> RecordMessage:
+    """A message whose ``record`` oneof holds an ``envelope`` or a ``response``."""
+    if isinstance(record, E2AEnvelope):
+        return message_type(envelope=record.to_proto())
+    return message_type(response=record.to_proto())
 
 
 def to_a2a_stream(request: pb.ToA2AStreamRequest) -> pb.ToA2AStreamResponse:
@@ -118,6 +121,47 @@ def from_a2a(request: pb.FromA2ARequest) -> pb.FromA2AResponse:
         identity_origin=_origin(request.identity_origin),
     )
     return pb.FromA2AResponse(envelope=envelope.to_proto())
+
+
+def to_cloud_events(
+    request: pb.ToCloudEventsRequest, *, type_prefix: str, source: str | None
+) -> pb.ToCloudEventsResponse:
+    """The ToCloudEvents conversion; ``type_prefix`` and ``source`` are the defaults of the request's own."""
+    records = []
+    for index, item in enumerate(request.records):
+        path = f"records[{index}]"
+        try:
+            case = _source_of(item, "record")
+        except E2AFieldError as exc:
+            raise exc.under(path) from None
+        try:
+            records.append(_RECORD_READERS[case](getattr(item, case)))
+        except E2AFieldError as exc:
+            raise exc.under(f"{path}.{case}") from None
+    events = cloudevents.records_to_events(
+        records,
+        type_prefix=request.type_prefix if request.HasField("type_prefix") else type_prefix,
+        source=request.source if request.HasField("source") else source,
+    )
+    if request.format == pb.CLOUD_EVENTS_FORMAT_JSON_BATCH:
+        return pb.ToCloudEventsResponse(batch_json=cloudevents.to_batch_json(events))
+    return pb.ToCloudEventsResponse(batch=cloudevents.to_protobuf_batch(events))
+
+
+def from_cloud_events(request: pb.FromCloudEventsRequest) -> pb.FromCloudEventsResponse:
+    """The FromCloudEvents conversion."""
+    source = _source_of(request, "events")
+    try:
+        if source == "json" and not request.json.lstrip().startswith("["):
+            records = [cloudevents.event_to_record(cloudevents.from_structured_json(request.json))]
+        elif source == "json":
+            records = cloudevents.events_to_records(cloudevents.from_batch_json(request.json))
+        else:
+            records = cloudevents.events_to_records(cloudevents.from_protobuf_batch(request.batch))
+    except E2AFieldError as exc:
+        # A batch's errors name the event: json[2].seq, batch.events[2].seq.
+        raise exc.under("batch.events" if source == "batch" and exc.field.startswith("[") else source) from None
+    return pb.FromCloudEventsResponse(records=[_record_message(pb.CloudEventsRecord, record) for record in records])
 
 
 #: ConvertRequest ``conversion`` case (also the ConvertResult ``result`` case) -> conversion.
@@ -180,40 +224,11 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
 
     @unary
     def ToCloudEvents(self, request: pb.ToCloudEventsRequest) -> pb.ToCloudEventsResponse:
-        records = []
-        for index, item in enumerate(request.records):
-            path = f"records[{index}]"
-            try:
-                source = _source_of(item, "record")
-            except E2AFieldError as exc:
-                raise exc.under(path) from None
-            try:
-                records.append(_RECORD_READERS[source](getattr(item, source)))
-            except E2AFieldError as exc:
-                raise exc.under(f"{path}.{source}") from None
-        events = cloudevents.records_to_events(
-            records,
-            type_prefix=request.type_prefix if request.HasField("type_prefix") else self._type_prefix,
-            source=request.source if request.HasField("source") else self._source,
-        )
-        if request.format == pb.CLOUD_EVENTS_FORMAT_JSON_BATCH:
-            return pb.ToCloudEventsResponse(batch_json=cloudevents.to_batch_json(events))
-        return pb.ToCloudEventsResponse(batch=cloudevents.to_protobuf_batch(events))
+        return to_cloud_events(request, type_prefix=self._type_prefix, source=self._source)
 
     @unary
     def FromCloudEvents(self, request: pb.FromCloudEventsRequest) -> pb.FromCloudEventsResponse:
-        source = _source_of(request, "events")
-        try:
-            if source == "json" and not request.json.lstrip().startswith("["):
-                records = [cloudevents.event_to_record(cloudevents.from_structured_json(request.json))]
-            elif source == "json":
-                records = cloudevents.events_to_records(cloudevents.from_batch_json(request.json))
-            else:
-                records = cloudevents.events_to_records(cloudevents.from_protobuf_batch(request.batch))
-        except E2AFieldError as exc:
-            # A batch's errors name the event: json[2].seq, batch.events[2].seq.
-            raise exc.under("batch.events" if source == "batch" and exc.field.startswith("[") else source) from None
-        return pb.FromCloudEventsResponse(records=[_cloudevents_record(record) for record in records])
+        return from_cloud_events(request)
 
     async def ConvertStream(
         self,
@@ -230,9 +245,3 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
                     await context.abort_with_status(status_for(exc))
                 yield reply
                 index += len(request.conversions)
-
-
-def _cloudevents_record(record: E2AEnvelope | E2AResponse) -> pb.CloudEventsRecord:
-    if isinstance(record, E2AEnvelope):
-        return pb.CloudEventsRecord(envelope=record.to_proto())
-    return pb.CloudEventsRecord(response=record.to_proto())
