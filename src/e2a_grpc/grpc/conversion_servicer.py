@@ -198,7 +198,7 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
         )
         if request.format == pb.CLOUD_EVENTS_FORMAT_JSON_BATCH:
             return pb.ToCloudEventsResponse(batch_json=cloudevents.to_batch_json(events))
-        return pb.ToCloudEventsResponse(batch=cloudevents.to_protobuf_batch(events))
+        return pb.ToCloudEventsResponse(batch=pb.CloudEventBatch(events=map(cloudevents.to_protobuf, events)))
 
     @unary
     def FromCloudEvents(self, request: pb.FromCloudEventsRequest) -> pb.FromCloudEventsResponse:
