@@ -27,7 +27,8 @@ if [ ! -f clients/ts/node_modules/.package-lock.json ] ||
   npm ci --prefix clients/ts --no-audit --no-fund
 fi
 
-# Go (protoc-gen-go, protoc-gen-go-grpc) into gen/go/e2a, through the same buf run. The plugins are
+# Go (protoc-gen-go, protoc-gen-go-grpc) into gen/go/e2a, through buf.gen.go.yaml (which leaves out
+# io.cloudevents.v1: Go uses the official SDK's generated package for it). The plugins are
 # pinned here and installed with `go install` into the git-ignored .bin/ (GOBIN), so nothing
 # depends on the user's PATH; they are (re)installed when missing or of another version. That
 # install needs the Go module proxy; the runtime versions are pinned in gen/go/go.mod.
@@ -45,3 +46,4 @@ go_plugin protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$PROTOC_GE
 go_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC_VERSION" \
   "protoc-gen-go-grpc ${PROTOC_GEN_GO_GRPC_VERSION#v}"
 "$BUF" generate
+"$BUF" generate --template buf.gen.go.yaml

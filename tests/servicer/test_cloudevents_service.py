@@ -72,7 +72,7 @@ async def test_a_bad_event_gets_invalid_argument_naming_the_attribute(
     frames = [
         E2AResponse(response_id=f"f-{n}", request_id="r", sequence=n, response_kind="e2a.chunk") for n in range(2)
     ]
-    batch = ce.to_protobuf_batch(ce.records_to_events(frames, type_prefix="p"))
+    batch = pb.CloudEventBatch(events=map(ce.to_protobuf, ce.records_to_events(frames, type_prefix="p")))
     batch.events[1].attributes["seq"].ce_integer = 7
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.FromCloudEvents(pb.FromCloudEventsRequest(batch=batch))
@@ -115,7 +115,7 @@ async def test_bad_requests_name_the_field(stub: pb_grpc.ConversionServiceAsyncS
         (pb.FromCloudEventsRequest(), "events"),
         (pb.FromCloudEventsRequest(json="{"), "json"),
         (
-            pb.FromCloudEventsRequest(batch=cloudevents_pb2.CloudEventBatch(events=[unsigned])),
+            pb.FromCloudEventsRequest(batch=pb.CloudEventBatch(events=[unsigned])),
             "batch.events[0].specversion",
         ),
     ]

@@ -138,7 +138,7 @@ def _from_cloudevents(rng: random.Random) -> bytes:
     events = cloudevents.records_to_events(records, type_prefix="io.e2a")
     if rng.random() < 0.5:
         return conversion_service_pb2.FromCloudEventsRequest(json=cloudevents.to_batch_json(events)).SerializeToString()
-    batch = cloudevents.to_protobuf_batch(events)
+    batch = conversion_service_pb2.CloudEventBatch(events=map(cloudevents.to_protobuf, events))
     return conversion_service_pb2.FromCloudEventsRequest(batch=batch).SerializeToString()
 
 

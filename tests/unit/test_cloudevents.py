@@ -8,9 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
 from hypothesis import given, settings
 
 from e2a.cloudevents.v1 import cloudevents_pb2
+from e2a.v1 import conversion_service_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse
@@ -236,3 +238,15 @@ def test_a_pretty_printed_structured_event_is_read() -> None:
     text = json.dumps(json.loads(ce.to_structured_json(event)), indent=2)
     [read] = ce.decode(text.encode(), ce.Format.STRUCTURED)
     assert ce.event_to_record(read).to_json() == envelope.to_json()
+
+
+def test_the_conversion_service_batch_is_the_spec_batch_on_the_wire_and_in_json() -> None:
+    """e2a.v1.CloudEventBatch (the ConversionService's, as the Go and Java SDKs have no batch message)
+    and io.cloudevents.v1.CloudEventBatch are the same bytes and the same JSON, both ways."""
+    events = ce.records_to_events(conformance_records(), type_prefix=PREFIX)
+    spec = ce.to_protobuf_batch(events)
+    ours = conversion_service_pb2.CloudEventBatch(events=map(ce.to_protobuf, events))
+    assert ours.SerializeToString(deterministic=True) == spec.SerializeToString(deterministic=True)
+    assert cloudevents_pb2.CloudEventBatch.FromString(ours.SerializeToString()) == spec
+    assert json_format.MessageToDict(ours) == json_format.MessageToDict(spec)
+    assert ce.from_protobuf_batch(ours) == ce.from_protobuf_batch(spec)

@@ -29,6 +29,12 @@ class NotApplicable(_message.Message):
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
+class CloudEventBatch(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[_cloudevents_pb2.CloudEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[_cloudevents_pb2.CloudEvent, _Mapping]]] = ...) -> None: ...
+
 class CloudEventsRecordSource(_message.Message):
     __slots__ = ("envelope", "response", "envelope_json", "response_json")
     ENVELOPE_FIELD_NUMBER: _ClassVar[int]
@@ -57,17 +63,17 @@ class ToCloudEventsResponse(_message.Message):
     __slots__ = ("batch", "batch_json")
     BATCH_FIELD_NUMBER: _ClassVar[int]
     BATCH_JSON_FIELD_NUMBER: _ClassVar[int]
-    batch: _cloudevents_pb2.CloudEventBatch
+    batch: CloudEventBatch
     batch_json: str
-    def __init__(self, batch: _Optional[_Union[_cloudevents_pb2.CloudEventBatch, _Mapping]] = ..., batch_json: _Optional[str] = ...) -> None: ...
+    def __init__(self, batch: _Optional[_Union[CloudEventBatch, _Mapping]] = ..., batch_json: _Optional[str] = ...) -> None: ...
 
 class FromCloudEventsRequest(_message.Message):
     __slots__ = ("batch", "json")
     BATCH_FIELD_NUMBER: _ClassVar[int]
     JSON_FIELD_NUMBER: _ClassVar[int]
-    batch: _cloudevents_pb2.CloudEventBatch
+    batch: CloudEventBatch
     json: str
-    def __init__(self, batch: _Optional[_Union[_cloudevents_pb2.CloudEventBatch, _Mapping]] = ..., json: _Optional[str] = ...) -> None: ...
+    def __init__(self, batch: _Optional[_Union[CloudEventBatch, _Mapping]] = ..., json: _Optional[str] = ...) -> None: ...
 
 class CloudEventsRecord(_message.Message):
     __slots__ = ("envelope", "response")

@@ -150,7 +150,7 @@ class ConversionClient:
 
     def from_cloudevents(self, events: Sequence[cloudevents.CloudEvent]) -> list[E2AEnvelope | E2AResponse]:
         """The record each event carries (FromCloudEvents), in order."""
-        request = pb.FromCloudEventsRequest(batch=cloudevents.to_protobuf_batch(events))
+        request = pb.FromCloudEventsRequest(batch=pb.CloudEventBatch(events=map(cloudevents.to_protobuf, events)))
         reply = self._call(self._stub.FromCloudEvents, request)
         return [
             E2AEnvelope.from_proto(record.envelope)

@@ -145,7 +145,7 @@ def to_cloud_events(
     )
     if request.format == pb.CLOUD_EVENTS_FORMAT_JSON_BATCH:
         return pb.ToCloudEventsResponse(batch_json=cloudevents.to_batch_json(events))
-    return pb.ToCloudEventsResponse(batch=cloudevents.to_protobuf_batch(events))
+    return pb.ToCloudEventsResponse(batch=pb.CloudEventBatch(events=map(cloudevents.to_protobuf, events)))
 
 
 def from_cloud_events(request: pb.FromCloudEventsRequest) -> pb.FromCloudEventsResponse:

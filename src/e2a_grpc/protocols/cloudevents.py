@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import quote, unquote
 
 from google.protobuf.message import DecodeError
@@ -629,7 +629,15 @@ def to_protobuf_batch(events: Iterable[CloudEvent]) -> cloudevents_pb2.CloudEven
     return cloudevents_pb2.CloudEventBatch(events=[to_protobuf(event) for event in events])
 
 
-def from_protobuf_batch(batch: cloudevents_pb2.CloudEventBatch) -> list[CloudEvent]:
+class ProtobufBatch(Protocol):
+    """A batch of protobuf events: ``io.cloudevents.v1.CloudEventBatch``, or ``e2a.v1.CloudEventBatch``
+    (its twin with the same bytes, which the ConversionService uses)."""
+
+    @property
+    def events(self) -> Iterable[cloudevents_pb2.CloudEvent]: ...
+
+
+def from_protobuf_batch(batch: ProtobufBatch) -> list[CloudEvent]:
     """A batch's events; an error names the event (``events[1].attributes.seq``)."""
     events = []
     for index, message in enumerate(batch.events):

@@ -11,7 +11,7 @@
 package e2av1
 
 import (
-	v1 "e2agrpc/gen/go/e2a/cloudevents/v1"
+	pb "github.com/cloudevents/sdk-go/binding/format/protobuf/v2/pb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -170,6 +170,56 @@ func (x *NotApplicable) GetReason() string {
 	return ""
 }
 
+// CloudEvents in the protobuf format, in order: the same bytes and JSON as the spec's
+// io.cloudevents.v1.CloudEventBatch, declared here because the official SDKs' protobuf modules
+// (Go's sdk-go/binding/format/protobuf/v2/pb, Java's io.cloudevents:cloudevents-protobuf) have
+// io.cloudevents.v1.CloudEvent but no CloudEventBatch: Go and Java code generated from this file
+// uses their CloudEvent, and a name of ours in io.cloudevents.v1 could clash with a later SDK's.
+type CloudEventBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events, in order.
+	Events        []*pb.CloudEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloudEventBatch) Reset() {
+	*x = CloudEventBatch{}
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloudEventBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloudEventBatch) ProtoMessage() {}
+
+func (x *CloudEventBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloudEventBatch.ProtoReflect.Descriptor instead.
+func (*CloudEventBatch) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CloudEventBatch) GetEvents() []*pb.CloudEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 // One E2A record to send as a CloudEvent.
 type CloudEventsRecordSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -186,7 +236,7 @@ type CloudEventsRecordSource struct {
 
 func (x *CloudEventsRecordSource) Reset() {
 	*x = CloudEventsRecordSource{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +248,7 @@ func (x *CloudEventsRecordSource) String() string {
 func (*CloudEventsRecordSource) ProtoMessage() {}
 
 func (x *CloudEventsRecordSource) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[1]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +261,7 @@ func (x *CloudEventsRecordSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudEventsRecordSource.ProtoReflect.Descriptor instead.
 func (*CloudEventsRecordSource) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{1}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CloudEventsRecordSource) GetRecord() isCloudEventsRecordSource_Record {
@@ -302,7 +352,7 @@ type ToCloudEventsRequest struct {
 
 func (x *ToCloudEventsRequest) Reset() {
 	*x = ToCloudEventsRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +364,7 @@ func (x *ToCloudEventsRequest) String() string {
 func (*ToCloudEventsRequest) ProtoMessage() {}
 
 func (x *ToCloudEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[2]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +377,7 @@ func (x *ToCloudEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToCloudEventsRequest.ProtoReflect.Descriptor instead.
 func (*ToCloudEventsRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{2}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ToCloudEventsRequest) GetRecords() []*CloudEventsRecordSource {
@@ -371,7 +421,7 @@ type ToCloudEventsResponse struct {
 
 func (x *ToCloudEventsResponse) Reset() {
 	*x = ToCloudEventsResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -383,7 +433,7 @@ func (x *ToCloudEventsResponse) String() string {
 func (*ToCloudEventsResponse) ProtoMessage() {}
 
 func (x *ToCloudEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[3]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -396,7 +446,7 @@ func (x *ToCloudEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToCloudEventsResponse.ProtoReflect.Descriptor instead.
 func (*ToCloudEventsResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{3}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ToCloudEventsResponse) GetEvents() isToCloudEventsResponse_Events {
@@ -406,7 +456,7 @@ func (x *ToCloudEventsResponse) GetEvents() isToCloudEventsResponse_Events {
 	return nil
 }
 
-func (x *ToCloudEventsResponse) GetBatch() *v1.CloudEventBatch {
+func (x *ToCloudEventsResponse) GetBatch() *CloudEventBatch {
 	if x != nil {
 		if x, ok := x.Events.(*ToCloudEventsResponse_Batch); ok {
 			return x.Batch
@@ -430,7 +480,7 @@ type isToCloudEventsResponse_Events interface {
 
 type ToCloudEventsResponse_Batch struct {
 	// The events in the protobuf format (CLOUD_EVENTS_FORMAT_UNSPECIFIED).
-	Batch *v1.CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
+	Batch *CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
 }
 
 type ToCloudEventsResponse_BatchJson struct {
@@ -455,7 +505,7 @@ type FromCloudEventsRequest struct {
 
 func (x *FromCloudEventsRequest) Reset() {
 	*x = FromCloudEventsRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +517,7 @@ func (x *FromCloudEventsRequest) String() string {
 func (*FromCloudEventsRequest) ProtoMessage() {}
 
 func (x *FromCloudEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[4]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +530,7 @@ func (x *FromCloudEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromCloudEventsRequest.ProtoReflect.Descriptor instead.
 func (*FromCloudEventsRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{4}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FromCloudEventsRequest) GetEvents() isFromCloudEventsRequest_Events {
@@ -490,7 +540,7 @@ func (x *FromCloudEventsRequest) GetEvents() isFromCloudEventsRequest_Events {
 	return nil
 }
 
-func (x *FromCloudEventsRequest) GetBatch() *v1.CloudEventBatch {
+func (x *FromCloudEventsRequest) GetBatch() *CloudEventBatch {
 	if x != nil {
 		if x, ok := x.Events.(*FromCloudEventsRequest_Batch); ok {
 			return x.Batch
@@ -514,7 +564,7 @@ type isFromCloudEventsRequest_Events interface {
 
 type FromCloudEventsRequest_Batch struct {
 	// Events in the protobuf format.
-	Batch *v1.CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
+	Batch *CloudEventBatch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
 }
 
 type FromCloudEventsRequest_Json struct {
@@ -540,7 +590,7 @@ type CloudEventsRecord struct {
 
 func (x *CloudEventsRecord) Reset() {
 	*x = CloudEventsRecord{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +602,7 @@ func (x *CloudEventsRecord) String() string {
 func (*CloudEventsRecord) ProtoMessage() {}
 
 func (x *CloudEventsRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[5]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +615,7 @@ func (x *CloudEventsRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudEventsRecord.ProtoReflect.Descriptor instead.
 func (*CloudEventsRecord) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{5}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CloudEventsRecord) GetRecord() isCloudEventsRecord_Record {
@@ -619,7 +669,7 @@ type FromCloudEventsResponse struct {
 
 func (x *FromCloudEventsResponse) Reset() {
 	*x = FromCloudEventsResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +681,7 @@ func (x *FromCloudEventsResponse) String() string {
 func (*FromCloudEventsResponse) ProtoMessage() {}
 
 func (x *FromCloudEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[6]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +694,7 @@ func (x *FromCloudEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromCloudEventsResponse.ProtoReflect.Descriptor instead.
 func (*FromCloudEventsResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{6}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FromCloudEventsResponse) GetRecords() []*CloudEventsRecord {
@@ -675,7 +725,7 @@ type ToACPRequest struct {
 
 func (x *ToACPRequest) Reset() {
 	*x = ToACPRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +737,7 @@ func (x *ToACPRequest) String() string {
 func (*ToACPRequest) ProtoMessage() {}
 
 func (x *ToACPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[7]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +750,7 @@ func (x *ToACPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToACPRequest.ProtoReflect.Descriptor instead.
 func (*ToACPRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{7}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToACPRequest) GetSource() isToACPRequest_Source {
@@ -803,7 +853,7 @@ type ToACPResponse struct {
 
 func (x *ToACPResponse) Reset() {
 	*x = ToACPResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +865,7 @@ func (x *ToACPResponse) String() string {
 func (*ToACPResponse) ProtoMessage() {}
 
 func (x *ToACPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[8]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +878,7 @@ func (x *ToACPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToACPResponse.ProtoReflect.Descriptor instead.
 func (*ToACPResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{8}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToACPResponse) GetResult() isToACPResponse_Result {
@@ -889,7 +939,7 @@ type FromACPRequest struct {
 
 func (x *FromACPRequest) Reset() {
 	*x = FromACPRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +951,7 @@ func (x *FromACPRequest) String() string {
 func (*FromACPRequest) ProtoMessage() {}
 
 func (x *FromACPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[9]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +964,7 @@ func (x *FromACPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromACPRequest.ProtoReflect.Descriptor instead.
 func (*FromACPRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{9}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FromACPRequest) GetJson() string {
@@ -952,7 +1002,7 @@ type FromACPRecord struct {
 
 func (x *FromACPRecord) Reset() {
 	*x = FromACPRecord{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1014,7 @@ func (x *FromACPRecord) String() string {
 func (*FromACPRecord) ProtoMessage() {}
 
 func (x *FromACPRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[10]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1027,7 @@ func (x *FromACPRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromACPRecord.ProtoReflect.Descriptor instead.
 func (*FromACPRecord) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{10}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FromACPRecord) GetRecord() isFromACPRecord_Record {
@@ -1034,7 +1084,7 @@ type FromACPResponse struct {
 
 func (x *FromACPResponse) Reset() {
 	*x = FromACPResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1096,7 @@ func (x *FromACPResponse) String() string {
 func (*FromACPResponse) ProtoMessage() {}
 
 func (x *FromACPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[11]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1109,7 @@ func (x *FromACPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromACPResponse.ProtoReflect.Descriptor instead.
 func (*FromACPResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{11}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FromACPResponse) GetRecords() []*FromACPRecord {
@@ -1087,7 +1137,7 @@ type ToA2AStreamRequest struct {
 
 func (x *ToA2AStreamRequest) Reset() {
 	*x = ToA2AStreamRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1149,7 @@ func (x *ToA2AStreamRequest) String() string {
 func (*ToA2AStreamRequest) ProtoMessage() {}
 
 func (x *ToA2AStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[12]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1162,7 @@ func (x *ToA2AStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToA2AStreamRequest.ProtoReflect.Descriptor instead.
 func (*ToA2AStreamRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{12}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToA2AStreamRequest) GetSource() isToA2AStreamRequest_Source {
@@ -1177,7 +1227,7 @@ type ToA2AStreamResponse struct {
 
 func (x *ToA2AStreamResponse) Reset() {
 	*x = ToA2AStreamResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1239,7 @@ func (x *ToA2AStreamResponse) String() string {
 func (*ToA2AStreamResponse) ProtoMessage() {}
 
 func (x *ToA2AStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[13]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1252,7 @@ func (x *ToA2AStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToA2AStreamResponse.ProtoReflect.Descriptor instead.
 func (*ToA2AStreamResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{13}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToA2AStreamResponse) GetResult() isToA2AStreamResponse_Result {
@@ -1262,7 +1312,7 @@ type FromA2ARequest struct {
 
 func (x *FromA2ARequest) Reset() {
 	*x = FromA2ARequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1324,7 @@ func (x *FromA2ARequest) String() string {
 func (*FromA2ARequest) ProtoMessage() {}
 
 func (x *FromA2ARequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[14]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1337,7 @@ func (x *FromA2ARequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromA2ARequest.ProtoReflect.Descriptor instead.
 func (*FromA2ARequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{14}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FromA2ARequest) GetJson() string {
@@ -1320,7 +1370,7 @@ type FromA2AResponse struct {
 
 func (x *FromA2AResponse) Reset() {
 	*x = FromA2AResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1382,7 @@ func (x *FromA2AResponse) String() string {
 func (*FromA2AResponse) ProtoMessage() {}
 
 func (x *FromA2AResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[15]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1395,7 @@ func (x *FromA2AResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FromA2AResponse.ProtoReflect.Descriptor instead.
 func (*FromA2AResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{15}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FromA2AResponse) GetEnvelope() *E2AEnvelope {
@@ -1366,7 +1416,7 @@ type ConvertStreamRequest struct {
 
 func (x *ConvertStreamRequest) Reset() {
 	*x = ConvertStreamRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[16]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1428,7 @@ func (x *ConvertStreamRequest) String() string {
 func (*ConvertStreamRequest) ProtoMessage() {}
 
 func (x *ConvertStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[16]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1441,7 @@ func (x *ConvertStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertStreamRequest.ProtoReflect.Descriptor instead.
 func (*ConvertStreamRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{16}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ConvertStreamRequest) GetConversions() []*ConvertRequest {
@@ -1419,7 +1469,7 @@ type ConvertRequest struct {
 
 func (x *ConvertRequest) Reset() {
 	*x = ConvertRequest{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[17]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1481,7 @@ func (x *ConvertRequest) String() string {
 func (*ConvertRequest) ProtoMessage() {}
 
 func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[17]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1494,7 @@ func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertRequest.ProtoReflect.Descriptor instead.
 func (*ConvertRequest) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{17}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConvertRequest) GetConversion() isConvertRequest_Conversion {
@@ -1533,7 +1583,7 @@ type ConvertStreamResponse struct {
 
 func (x *ConvertStreamResponse) Reset() {
 	*x = ConvertStreamResponse{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[18]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1595,7 @@ func (x *ConvertStreamResponse) String() string {
 func (*ConvertStreamResponse) ProtoMessage() {}
 
 func (x *ConvertStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[18]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1608,7 @@ func (x *ConvertStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertStreamResponse.ProtoReflect.Descriptor instead.
 func (*ConvertStreamResponse) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{18}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConvertStreamResponse) GetResults() []*ConvertResult {
@@ -1589,7 +1639,7 @@ type ConvertResult struct {
 
 func (x *ConvertResult) Reset() {
 	*x = ConvertResult{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[19]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1651,7 @@ func (x *ConvertResult) String() string {
 func (*ConvertResult) ProtoMessage() {}
 
 func (x *ConvertResult) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[19]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1664,7 @@ func (x *ConvertResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertResult.ProtoReflect.Descriptor instead.
 func (*ConvertResult) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{19}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ConvertResult) GetIndex() uint64 {
@@ -1724,7 +1774,7 @@ type ConvertError struct {
 
 func (x *ConvertError) Reset() {
 	*x = ConvertError{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[20]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1786,7 @@ func (x *ConvertError) String() string {
 func (*ConvertError) ProtoMessage() {}
 
 func (x *ConvertError) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[20]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +1799,7 @@ func (x *ConvertError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertError.ProtoReflect.Descriptor instead.
 func (*ConvertError) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{20}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConvertError) GetFieldViolations() []*ConvertError_FieldViolation {
@@ -1773,7 +1823,7 @@ type ConvertError_FieldViolation struct {
 
 func (x *ConvertError_FieldViolation) Reset() {
 	*x = ConvertError_FieldViolation{}
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[21]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +1835,7 @@ func (x *ConvertError_FieldViolation) String() string {
 func (*ConvertError_FieldViolation) ProtoMessage() {}
 
 func (x *ConvertError_FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_e2a_v1_conversion_service_proto_msgTypes[21]
+	mi := &file_e2a_v1_conversion_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +1848,7 @@ func (x *ConvertError_FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertError_FieldViolation.ProtoReflect.Descriptor instead.
 func (*ConvertError_FieldViolation) Descriptor() ([]byte, []int) {
-	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{20, 0}
+	return file_e2a_v1_conversion_service_proto_rawDescGZIP(), []int{21, 0}
 }
 
 func (x *ConvertError_FieldViolation) GetField() string {
@@ -1821,7 +1871,9 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1fe2a/v1/conversion_service.proto\x12\x06e2a.v1\x1a$e2a/cloudevents/v1/cloudevents.proto\x1a\x10e2a/v1/e2a.proto\"'\n" +
 	"\rNotApplicable\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xd9\x01\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"H\n" +
+	"\x0fCloudEventBatch\x125\n" +
+	"\x06events\x18\x01 \x03(\v2\x1d.io.cloudevents.v1.CloudEventR\x06events\"\xd9\x01\n" +
 	"\x17CloudEventsRecordSource\x121\n" +
 	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeH\x00R\benvelope\x121\n" +
 	"\bresponse\x18\x02 \x01(\v2\x13.e2a.v1.E2AResponseH\x00R\bresponse\x12&\n" +
@@ -1834,15 +1886,15 @@ const file_e2a_v1_conversion_service_proto_rawDesc = "" +
 	"\vtype_prefix\x18\x03 \x01(\tH\x01R\vtype_prefix\x88\x01\x01\x121\n" +
 	"\x06format\x18\x04 \x01(\x0e2\x19.e2a.v1.CloudEventsFormatR\x06formatB\t\n" +
 	"\a_sourceB\x0e\n" +
-	"\f_type_prefix\"\x7f\n" +
-	"\x15ToCloudEventsResponse\x12:\n" +
-	"\x05batch\x18\x01 \x01(\v2\".io.cloudevents.v1.CloudEventBatchH\x00R\x05batch\x12 \n" +
+	"\f_type_prefix\"t\n" +
+	"\x15ToCloudEventsResponse\x12/\n" +
+	"\x05batch\x18\x01 \x01(\v2\x17.e2a.v1.CloudEventBatchH\x00R\x05batch\x12 \n" +
 	"\n" +
 	"batch_json\x18\x02 \x01(\tH\x00R\n" +
 	"batch_jsonB\b\n" +
-	"\x06events\"t\n" +
-	"\x16FromCloudEventsRequest\x12:\n" +
-	"\x05batch\x18\x01 \x01(\v2\".io.cloudevents.v1.CloudEventBatchH\x00R\x05batch\x12\x14\n" +
+	"\x06events\"i\n" +
+	"\x16FromCloudEventsRequest\x12/\n" +
+	"\x05batch\x18\x01 \x01(\v2\x17.e2a.v1.CloudEventBatchH\x00R\x05batch\x12\x14\n" +
 	"\x04json\x18\x02 \x01(\tH\x00R\x04jsonB\b\n" +
 	"\x06events\"\x83\x01\n" +
 	"\x11CloudEventsRecord\x121\n" +
@@ -1946,90 +1998,92 @@ func file_e2a_v1_conversion_service_proto_rawDescGZIP() []byte {
 }
 
 var file_e2a_v1_conversion_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_e2a_v1_conversion_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_e2a_v1_conversion_service_proto_goTypes = []any{
 	(AcpDialect)(0),                     // 0: e2a.v1.AcpDialect
 	(CloudEventsFormat)(0),              // 1: e2a.v1.CloudEventsFormat
 	(*NotApplicable)(nil),               // 2: e2a.v1.NotApplicable
-	(*CloudEventsRecordSource)(nil),     // 3: e2a.v1.CloudEventsRecordSource
-	(*ToCloudEventsRequest)(nil),        // 4: e2a.v1.ToCloudEventsRequest
-	(*ToCloudEventsResponse)(nil),       // 5: e2a.v1.ToCloudEventsResponse
-	(*FromCloudEventsRequest)(nil),      // 6: e2a.v1.FromCloudEventsRequest
-	(*CloudEventsRecord)(nil),           // 7: e2a.v1.CloudEventsRecord
-	(*FromCloudEventsResponse)(nil),     // 8: e2a.v1.FromCloudEventsResponse
-	(*ToACPRequest)(nil),                // 9: e2a.v1.ToACPRequest
-	(*ToACPResponse)(nil),               // 10: e2a.v1.ToACPResponse
-	(*FromACPRequest)(nil),              // 11: e2a.v1.FromACPRequest
-	(*FromACPRecord)(nil),               // 12: e2a.v1.FromACPRecord
-	(*FromACPResponse)(nil),             // 13: e2a.v1.FromACPResponse
-	(*ToA2AStreamRequest)(nil),          // 14: e2a.v1.ToA2AStreamRequest
-	(*ToA2AStreamResponse)(nil),         // 15: e2a.v1.ToA2AStreamResponse
-	(*FromA2ARequest)(nil),              // 16: e2a.v1.FromA2ARequest
-	(*FromA2AResponse)(nil),             // 17: e2a.v1.FromA2AResponse
-	(*ConvertStreamRequest)(nil),        // 18: e2a.v1.ConvertStreamRequest
-	(*ConvertRequest)(nil),              // 19: e2a.v1.ConvertRequest
-	(*ConvertStreamResponse)(nil),       // 20: e2a.v1.ConvertStreamResponse
-	(*ConvertResult)(nil),               // 21: e2a.v1.ConvertResult
-	(*ConvertError)(nil),                // 22: e2a.v1.ConvertError
-	(*ConvertError_FieldViolation)(nil), // 23: e2a.v1.ConvertError.FieldViolation
-	(*E2AEnvelope)(nil),                 // 24: e2a.v1.E2AEnvelope
-	(*E2AResponse)(nil),                 // 25: e2a.v1.E2AResponse
-	(*v1.CloudEventBatch)(nil),          // 26: io.cloudevents.v1.CloudEventBatch
-	(IdentityOrigin)(0),                 // 27: e2a.v1.IdentityOrigin
+	(*CloudEventBatch)(nil),             // 3: e2a.v1.CloudEventBatch
+	(*CloudEventsRecordSource)(nil),     // 4: e2a.v1.CloudEventsRecordSource
+	(*ToCloudEventsRequest)(nil),        // 5: e2a.v1.ToCloudEventsRequest
+	(*ToCloudEventsResponse)(nil),       // 6: e2a.v1.ToCloudEventsResponse
+	(*FromCloudEventsRequest)(nil),      // 7: e2a.v1.FromCloudEventsRequest
+	(*CloudEventsRecord)(nil),           // 8: e2a.v1.CloudEventsRecord
+	(*FromCloudEventsResponse)(nil),     // 9: e2a.v1.FromCloudEventsResponse
+	(*ToACPRequest)(nil),                // 10: e2a.v1.ToACPRequest
+	(*ToACPResponse)(nil),               // 11: e2a.v1.ToACPResponse
+	(*FromACPRequest)(nil),              // 12: e2a.v1.FromACPRequest
+	(*FromACPRecord)(nil),               // 13: e2a.v1.FromACPRecord
+	(*FromACPResponse)(nil),             // 14: e2a.v1.FromACPResponse
+	(*ToA2AStreamRequest)(nil),          // 15: e2a.v1.ToA2AStreamRequest
+	(*ToA2AStreamResponse)(nil),         // 16: e2a.v1.ToA2AStreamResponse
+	(*FromA2ARequest)(nil),              // 17: e2a.v1.FromA2ARequest
+	(*FromA2AResponse)(nil),             // 18: e2a.v1.FromA2AResponse
+	(*ConvertStreamRequest)(nil),        // 19: e2a.v1.ConvertStreamRequest
+	(*ConvertRequest)(nil),              // 20: e2a.v1.ConvertRequest
+	(*ConvertStreamResponse)(nil),       // 21: e2a.v1.ConvertStreamResponse
+	(*ConvertResult)(nil),               // 22: e2a.v1.ConvertResult
+	(*ConvertError)(nil),                // 23: e2a.v1.ConvertError
+	(*ConvertError_FieldViolation)(nil), // 24: e2a.v1.ConvertError.FieldViolation
+	(*pb.CloudEvent)(nil),               // 25: io.cloudevents.v1.CloudEvent
+	(*E2AEnvelope)(nil),                 // 26: e2a.v1.E2AEnvelope
+	(*E2AResponse)(nil),                 // 27: e2a.v1.E2AResponse
+	(IdentityOrigin)(0),                 // 28: e2a.v1.IdentityOrigin
 }
 var file_e2a_v1_conversion_service_proto_depIdxs = []int32{
-	24, // 0: e2a.v1.CloudEventsRecordSource.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 1: e2a.v1.CloudEventsRecordSource.response:type_name -> e2a.v1.E2AResponse
-	3,  // 2: e2a.v1.ToCloudEventsRequest.records:type_name -> e2a.v1.CloudEventsRecordSource
-	1,  // 3: e2a.v1.ToCloudEventsRequest.format:type_name -> e2a.v1.CloudEventsFormat
-	26, // 4: e2a.v1.ToCloudEventsResponse.batch:type_name -> io.cloudevents.v1.CloudEventBatch
-	26, // 5: e2a.v1.FromCloudEventsRequest.batch:type_name -> io.cloudevents.v1.CloudEventBatch
-	24, // 6: e2a.v1.CloudEventsRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 7: e2a.v1.CloudEventsRecord.response:type_name -> e2a.v1.E2AResponse
-	7,  // 8: e2a.v1.FromCloudEventsResponse.records:type_name -> e2a.v1.CloudEventsRecord
-	24, // 9: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 10: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
-	0,  // 11: e2a.v1.ToACPRequest.dialect:type_name -> e2a.v1.AcpDialect
-	2,  // 12: e2a.v1.ToACPResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	27, // 13: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	24, // 14: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
-	25, // 15: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
-	12, // 16: e2a.v1.FromACPResponse.records:type_name -> e2a.v1.FromACPRecord
-	25, // 17: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
-	2,  // 18: e2a.v1.ToA2AStreamResponse.not_applicable:type_name -> e2a.v1.NotApplicable
-	27, // 19: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
-	24, // 20: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
-	19, // 21: e2a.v1.ConvertStreamRequest.conversions:type_name -> e2a.v1.ConvertRequest
-	9,  // 22: e2a.v1.ConvertRequest.to_acp:type_name -> e2a.v1.ToACPRequest
-	11, // 23: e2a.v1.ConvertRequest.from_acp:type_name -> e2a.v1.FromACPRequest
-	14, // 24: e2a.v1.ConvertRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
-	16, // 25: e2a.v1.ConvertRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
-	21, // 26: e2a.v1.ConvertStreamResponse.results:type_name -> e2a.v1.ConvertResult
-	10, // 27: e2a.v1.ConvertResult.to_acp:type_name -> e2a.v1.ToACPResponse
-	13, // 28: e2a.v1.ConvertResult.from_acp:type_name -> e2a.v1.FromACPResponse
-	15, // 29: e2a.v1.ConvertResult.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
-	17, // 30: e2a.v1.ConvertResult.from_a2a:type_name -> e2a.v1.FromA2AResponse
-	22, // 31: e2a.v1.ConvertResult.error:type_name -> e2a.v1.ConvertError
-	23, // 32: e2a.v1.ConvertError.field_violations:type_name -> e2a.v1.ConvertError.FieldViolation
-	9,  // 33: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
-	11, // 34: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
-	14, // 35: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
-	16, // 36: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
-	4,  // 37: e2a.v1.ConversionService.ToCloudEvents:input_type -> e2a.v1.ToCloudEventsRequest
-	6,  // 38: e2a.v1.ConversionService.FromCloudEvents:input_type -> e2a.v1.FromCloudEventsRequest
-	18, // 39: e2a.v1.ConversionService.ConvertStream:input_type -> e2a.v1.ConvertStreamRequest
-	10, // 40: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
-	13, // 41: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
-	15, // 42: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
-	17, // 43: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
-	5,  // 44: e2a.v1.ConversionService.ToCloudEvents:output_type -> e2a.v1.ToCloudEventsResponse
-	8,  // 45: e2a.v1.ConversionService.FromCloudEvents:output_type -> e2a.v1.FromCloudEventsResponse
-	20, // 46: e2a.v1.ConversionService.ConvertStream:output_type -> e2a.v1.ConvertStreamResponse
-	40, // [40:47] is the sub-list for method output_type
-	33, // [33:40] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	25, // 0: e2a.v1.CloudEventBatch.events:type_name -> io.cloudevents.v1.CloudEvent
+	26, // 1: e2a.v1.CloudEventsRecordSource.envelope:type_name -> e2a.v1.E2AEnvelope
+	27, // 2: e2a.v1.CloudEventsRecordSource.response:type_name -> e2a.v1.E2AResponse
+	4,  // 3: e2a.v1.ToCloudEventsRequest.records:type_name -> e2a.v1.CloudEventsRecordSource
+	1,  // 4: e2a.v1.ToCloudEventsRequest.format:type_name -> e2a.v1.CloudEventsFormat
+	3,  // 5: e2a.v1.ToCloudEventsResponse.batch:type_name -> e2a.v1.CloudEventBatch
+	3,  // 6: e2a.v1.FromCloudEventsRequest.batch:type_name -> e2a.v1.CloudEventBatch
+	26, // 7: e2a.v1.CloudEventsRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	27, // 8: e2a.v1.CloudEventsRecord.response:type_name -> e2a.v1.E2AResponse
+	8,  // 9: e2a.v1.FromCloudEventsResponse.records:type_name -> e2a.v1.CloudEventsRecord
+	26, // 10: e2a.v1.ToACPRequest.envelope:type_name -> e2a.v1.E2AEnvelope
+	27, // 11: e2a.v1.ToACPRequest.response:type_name -> e2a.v1.E2AResponse
+	0,  // 12: e2a.v1.ToACPRequest.dialect:type_name -> e2a.v1.AcpDialect
+	2,  // 13: e2a.v1.ToACPResponse.not_applicable:type_name -> e2a.v1.NotApplicable
+	28, // 14: e2a.v1.FromACPRequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	26, // 15: e2a.v1.FromACPRecord.envelope:type_name -> e2a.v1.E2AEnvelope
+	27, // 16: e2a.v1.FromACPRecord.response:type_name -> e2a.v1.E2AResponse
+	13, // 17: e2a.v1.FromACPResponse.records:type_name -> e2a.v1.FromACPRecord
+	27, // 18: e2a.v1.ToA2AStreamRequest.response:type_name -> e2a.v1.E2AResponse
+	2,  // 19: e2a.v1.ToA2AStreamResponse.not_applicable:type_name -> e2a.v1.NotApplicable
+	28, // 20: e2a.v1.FromA2ARequest.identity_origin:type_name -> e2a.v1.IdentityOrigin
+	26, // 21: e2a.v1.FromA2AResponse.envelope:type_name -> e2a.v1.E2AEnvelope
+	20, // 22: e2a.v1.ConvertStreamRequest.conversions:type_name -> e2a.v1.ConvertRequest
+	10, // 23: e2a.v1.ConvertRequest.to_acp:type_name -> e2a.v1.ToACPRequest
+	12, // 24: e2a.v1.ConvertRequest.from_acp:type_name -> e2a.v1.FromACPRequest
+	15, // 25: e2a.v1.ConvertRequest.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamRequest
+	17, // 26: e2a.v1.ConvertRequest.from_a2a:type_name -> e2a.v1.FromA2ARequest
+	22, // 27: e2a.v1.ConvertStreamResponse.results:type_name -> e2a.v1.ConvertResult
+	11, // 28: e2a.v1.ConvertResult.to_acp:type_name -> e2a.v1.ToACPResponse
+	14, // 29: e2a.v1.ConvertResult.from_acp:type_name -> e2a.v1.FromACPResponse
+	16, // 30: e2a.v1.ConvertResult.to_a2a_stream:type_name -> e2a.v1.ToA2AStreamResponse
+	18, // 31: e2a.v1.ConvertResult.from_a2a:type_name -> e2a.v1.FromA2AResponse
+	23, // 32: e2a.v1.ConvertResult.error:type_name -> e2a.v1.ConvertError
+	24, // 33: e2a.v1.ConvertError.field_violations:type_name -> e2a.v1.ConvertError.FieldViolation
+	10, // 34: e2a.v1.ConversionService.ToACP:input_type -> e2a.v1.ToACPRequest
+	12, // 35: e2a.v1.ConversionService.FromACP:input_type -> e2a.v1.FromACPRequest
+	15, // 36: e2a.v1.ConversionService.ToA2AStream:input_type -> e2a.v1.ToA2AStreamRequest
+	17, // 37: e2a.v1.ConversionService.FromA2A:input_type -> e2a.v1.FromA2ARequest
+	5,  // 38: e2a.v1.ConversionService.ToCloudEvents:input_type -> e2a.v1.ToCloudEventsRequest
+	7,  // 39: e2a.v1.ConversionService.FromCloudEvents:input_type -> e2a.v1.FromCloudEventsRequest
+	19, // 40: e2a.v1.ConversionService.ConvertStream:input_type -> e2a.v1.ConvertStreamRequest
+	11, // 41: e2a.v1.ConversionService.ToACP:output_type -> e2a.v1.ToACPResponse
+	14, // 42: e2a.v1.ConversionService.FromACP:output_type -> e2a.v1.FromACPResponse
+	16, // 43: e2a.v1.ConversionService.ToA2AStream:output_type -> e2a.v1.ToA2AStreamResponse
+	18, // 44: e2a.v1.ConversionService.FromA2A:output_type -> e2a.v1.FromA2AResponse
+	6,  // 45: e2a.v1.ConversionService.ToCloudEvents:output_type -> e2a.v1.ToCloudEventsResponse
+	9,  // 46: e2a.v1.ConversionService.FromCloudEvents:output_type -> e2a.v1.FromCloudEventsResponse
+	21, // 47: e2a.v1.ConversionService.ConvertStream:output_type -> e2a.v1.ConvertStreamResponse
+	41, // [41:48] is the sub-list for method output_type
+	34, // [34:41] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_e2a_v1_conversion_service_proto_init() }
@@ -2038,56 +2092,56 @@ func file_e2a_v1_conversion_service_proto_init() {
 		return
 	}
 	file_e2a_v1_e2a_proto_init()
-	file_e2a_v1_conversion_service_proto_msgTypes[1].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[2].OneofWrappers = []any{
 		(*CloudEventsRecordSource_Envelope)(nil),
 		(*CloudEventsRecordSource_Response)(nil),
 		(*CloudEventsRecordSource_EnvelopeJson)(nil),
 		(*CloudEventsRecordSource_ResponseJson)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[2].OneofWrappers = []any{}
-	file_e2a_v1_conversion_service_proto_msgTypes[3].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[3].OneofWrappers = []any{}
+	file_e2a_v1_conversion_service_proto_msgTypes[4].OneofWrappers = []any{
 		(*ToCloudEventsResponse_Batch)(nil),
 		(*ToCloudEventsResponse_BatchJson)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[4].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*FromCloudEventsRequest_Batch)(nil),
 		(*FromCloudEventsRequest_Json)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[5].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[6].OneofWrappers = []any{
 		(*CloudEventsRecord_Envelope)(nil),
 		(*CloudEventsRecord_Response)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[7].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[8].OneofWrappers = []any{
 		(*ToACPRequest_Envelope)(nil),
 		(*ToACPRequest_Response)(nil),
 		(*ToACPRequest_EnvelopeJson)(nil),
 		(*ToACPRequest_ResponseJson)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[8].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[9].OneofWrappers = []any{
 		(*ToACPResponse_Jsonrpc)(nil),
 		(*ToACPResponse_NotApplicable)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[9].OneofWrappers = []any{}
-	file_e2a_v1_conversion_service_proto_msgTypes[10].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[10].OneofWrappers = []any{}
+	file_e2a_v1_conversion_service_proto_msgTypes[11].OneofWrappers = []any{
 		(*FromACPRecord_Envelope)(nil),
 		(*FromACPRecord_Response)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[12].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[13].OneofWrappers = []any{
 		(*ToA2AStreamRequest_Response)(nil),
 		(*ToA2AStreamRequest_ResponseJson)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[13].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[14].OneofWrappers = []any{
 		(*ToA2AStreamResponse_StreamResponse)(nil),
 		(*ToA2AStreamResponse_NotApplicable)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[14].OneofWrappers = []any{}
-	file_e2a_v1_conversion_service_proto_msgTypes[17].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[15].OneofWrappers = []any{}
+	file_e2a_v1_conversion_service_proto_msgTypes[18].OneofWrappers = []any{
 		(*ConvertRequest_ToAcp)(nil),
 		(*ConvertRequest_FromAcp)(nil),
 		(*ConvertRequest_ToA2AStream)(nil),
 		(*ConvertRequest_FromA2A)(nil),
 	}
-	file_e2a_v1_conversion_service_proto_msgTypes[19].OneofWrappers = []any{
+	file_e2a_v1_conversion_service_proto_msgTypes[20].OneofWrappers = []any{
 		(*ConvertResult_ToAcp)(nil),
 		(*ConvertResult_FromAcp)(nil),
 		(*ConvertResult_ToA2AStream)(nil),
@@ -2100,7 +2154,7 @@ func file_e2a_v1_conversion_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_e2a_v1_conversion_service_proto_rawDesc), len(file_e2a_v1_conversion_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -8,8 +8,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
+import type { CloudEvent } from "../cloudevents/v1/cloudevents_pb.js";
 import type { E2AEnvelope, E2AResponse, IdentityOrigin } from "./e2a_pb.js";
-import type { CloudEventBatch } from "../cloudevents/v1/cloudevents_pb.js";
 
 /**
  * Describes the file e2a/v1/conversion_service.proto.
@@ -35,6 +35,30 @@ export declare type NotApplicable = Message<"e2a.v1.NotApplicable"> & {
  * Use `create(NotApplicableSchema)` to create a new message.
  */
 export declare const NotApplicableSchema: GenMessage<NotApplicable>;
+
+/**
+ * CloudEvents in the protobuf format, in order: the same bytes and JSON as the spec's
+ * io.cloudevents.v1.CloudEventBatch, declared here because the official SDKs' protobuf modules
+ * (Go's sdk-go/binding/format/protobuf/v2/pb, Java's io.cloudevents:cloudevents-protobuf) have
+ * io.cloudevents.v1.CloudEvent but no CloudEventBatch: Go and Java code generated from this file
+ * uses their CloudEvent, and a name of ours in io.cloudevents.v1 could clash with a later SDK's.
+ *
+ * @generated from message e2a.v1.CloudEventBatch
+ */
+export declare type CloudEventBatch = Message<"e2a.v1.CloudEventBatch"> & {
+  /**
+   * The events, in order.
+   *
+   * @generated from field: repeated io.cloudevents.v1.CloudEvent events = 1;
+   */
+  events: CloudEvent[];
+};
+
+/**
+ * Describes the message e2a.v1.CloudEventBatch.
+ * Use `create(CloudEventBatchSchema)` to create a new message.
+ */
+export declare const CloudEventBatchSchema: GenMessage<CloudEventBatch>;
 
 /**
  * One E2A record to send as a CloudEvent.
@@ -130,7 +154,7 @@ export declare type ToCloudEventsResponse = Message<"e2a.v1.ToCloudEventsRespons
     /**
      * The events in the protobuf format (CLOUD_EVENTS_FORMAT_UNSPECIFIED).
      *
-     * @generated from field: io.cloudevents.v1.CloudEventBatch batch = 1;
+     * @generated from field: e2a.v1.CloudEventBatch batch = 1;
      */
     value: CloudEventBatch;
     case: "batch";
@@ -162,7 +186,7 @@ export declare type FromCloudEventsRequest = Message<"e2a.v1.FromCloudEventsRequ
     /**
      * Events in the protobuf format.
      *
-     * @generated from field: io.cloudevents.v1.CloudEventBatch batch = 1;
+     * @generated from field: e2a.v1.CloudEventBatch batch = 1;
      */
     value: CloudEventBatch;
     case: "batch";

@@ -6,6 +6,16 @@ protobuf-format specification with its message names and field numbers, so that 
 implementation of that format reads these bytes and we read theirs. E2A's own schema stays in
 e2a/v1; this file lives under e2a/ only because a Python module path must not begin with `io`
 (the standard library's) nor `cloudevents` (the official SDK's package).
+
+Go and Java do not generate this file: their code generated from e2a/v1 uses the official SDKs'
+own classes for io.cloudevents.v1.CloudEvent (the options below name them), so that a program can
+link those SDKs and e2a-grpc together; a second copy registering the same message names in one
+Go binary panics at init, and in Java two classes of one name would collide on the classpath.
+  Go:   github.com/cloudevents/sdk-go/binding/format/protobuf/v2/pb (its CloudEventAttributeValue
+        is a top-level message where the spec nests it in CloudEvent: the same bytes).
+  Java: io.cloudevents:cloudevents-protobuf (io.cloudevents.v1.proto.CloudEvent, generated from
+        its spec.proto, hence the outer class Spec).
+Neither has the spec's CloudEventBatch, so e2a/v1 carries events in e2a.v1.CloudEventBatch.
 """
 
 from collections import abc as _abc
