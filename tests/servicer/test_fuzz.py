@@ -205,10 +205,13 @@ RPCS = [
 ]
 #: ConvertRequest case -> the unary RPC whose valid requests it takes.
 _CONVERSION_RPCS = {
-    "to_acp": RPCS[0],
-    "from_acp": RPCS[1],
-    "to_a2a_stream": RPCS[2],
-    "from_a2a": RPCS[3],
+    case: next(rpc for rpc in RPCS if rpc.path == f"/e2a.v1.ConversionService/{method}")
+    for case, method in (
+        ("to_acp", "ToACP"),
+        ("from_acp", "FromACP"),
+        ("to_a2a_stream", "ToA2AStream"),
+        ("from_a2a", "FromA2A"),
+    )
 }
 
 
