@@ -8,7 +8,7 @@ NODE_MODULES := clients/ts/node_modules/.package-lock.json
 SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
 PY_SRC := src/e2a_grpc tests bench conformance
 
-.PHONY: venv gen check-gen lint test test-go test-java test-rust conformance fuzz bench bench-tools serve clean
+.PHONY: venv gen check-gen lint test nats-server test-go test-java test-rust conformance fuzz bench bench-tools serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,12 +37,24 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 ## test: set up the virtualenv, lint, and run the whole test suite (Python, Go, Node.js, conformance)
-test: lint
+test: lint nats-server
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-java
 	$(MAKE) --no-print-directory test-rust
 	$(MAKE) --no-print-directory conformance
+
+# tests/broker (and the broker bench) start a real nats-server: Debian's package when installed
+# (.ci/run installs it), else this pinned build, which tests/support/nats_server.py finds in .bin/.
+NATS_SERVER_VERSION := v2.15.2
+NATS_SERVER := .bin/nats-server-$(NATS_SERVER_VERSION)/nats-server
+
+$(NATS_SERVER):
+	GOBIN=$(CURDIR)/.bin/nats-server-$(NATS_SERVER_VERSION) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+
+## nats-server: make sure a nats-server exists for the broker tests (a pinned go install when Debian's is missing)
+nats-server:
+	@command -v nats-server >/dev/null || test -x /usr/sbin/nats-server || $(MAKE) --no-print-directory $(NATS_SERVER)
 
 ## conformance: build every testee and run the wire JSON conformance suite on all of them (conformance/README.md)
 conformance: $(STAMP) $(NODE_MODULES)
@@ -85,7 +97,7 @@ serve: $(STAMP)
 	$(VENV)/bin/e2a-grpc serve --event-loop asyncio
 
 ## bench: run the benchmarks and write BENCHMARKS.md
-bench: $(STAMP) bench-tools
+bench: $(STAMP) bench-tools nats-server
 	$(PY) -m bench.run --output BENCHMARKS.md
 
 # The bench's load generators (bench/goload.py knows these paths): ghz at a pinned version, installed

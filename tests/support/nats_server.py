@@ -1,12 +1,14 @@
 """A real nats-server with JetStream (file storage in a directory of the test's), on a free loopback
 port, that a test can stop and start again on the same port and storage (a broker restart).
 
-nats-server comes from Debian's ``nats-server`` package (.ci/run installs it).
+nats-server is Debian's ``nats-server`` package (.ci/run installs it) or, where that is missing, the
+pinned build that ``make test`` installs into .bin/ (``make nats-server``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -14,10 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from tests.support.processes import free_port, process_output, stop_process, wait_until
+from tests.support.processes import REPO_ROOT, free_port, process_output, stop_process, wait_until
 
-#: Debian installs it in /usr/sbin, which is not on every PATH.
-NATS_SERVER = shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
+#: Debian's package (in /usr/sbin, which is not on every PATH), else the build `make nats-server` pins.
+NATS_SERVER = shutil.which("nats-server") or shutil.which(
+    "nats-server",
+    path=os.pathsep.join(["/usr/sbin", "/usr/local/sbin", *map(str, REPO_ROOT.glob(".bin/nats-server-*"))]),
+)
 STARTUP_TIMEOUT_SECONDS = 20.0
 _READY_LINE = b"Server is ready"
 
@@ -27,7 +32,7 @@ class NatsServer:
 
     def __init__(self, store_dir: Path) -> None:
         if NATS_SERVER is None:
-            raise RuntimeError("nats-server is not installed (apt-get install nats-server; .ci/run does)")
+            raise RuntimeError("nats-server is not installed: apt-get install nats-server, or make nats-server")
         self.store_dir = store_dir
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
