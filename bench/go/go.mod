@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/cloudevents/sdk-go/binding/format/protobuf/v2 v2.16.2 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
