@@ -127,7 +127,8 @@ async def _measure(addresses: dict[str, str], processes: Processes, nats_url: st
 def run() -> SectionResult:
     with tempfile.TemporaryDirectory(prefix="e2a-bench-nats-") as store, running_nats_server(Path(store)) as broker:
         ports = {ALONE: free_port(), BROKER: free_port()}
-        serve = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port"]
+        # One worker process each: the CPU figures are then the server's own (not a parent that only waits).
+        serve = [sys.executable, "-m", "e2a_grpc", "serve", "--workers", "1", "--host", "127.0.0.1", "--port"]
         with (
             logged_process([*serve, str(ports[ALONE])]) as alone,
             logged_process([*serve, str(ports[BROKER]), "--publish-nats", broker.url]) as publishing,
