@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -53,8 +53,7 @@ _PLAIN_HEADER_TEXT = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?")
 _CONTROL_CODES = frozenset(range(0x20))
 
 
-@dataclass(frozen=True)
-class BrokerMessage:
+class BrokerMessage(NamedTuple):
     """A frame as the NATS message that carries it."""
 
     subject: str
@@ -124,7 +123,7 @@ class _StreamParts:
     is_stream: bool
     #: The extension headers before ``ce-seq`` (a2amethod, collaborationid, mcptype, sorted).
     extensions: dict[str, str]
-    #: The NATS subject; None when the request has no id (the frame's own id names it then).
+    #: The NATS subject; None when the request has no id, or an empty one (the frame's own id names it then).
     subject: str | None
     session_id: str | None
     #: ``ce-type`` per response kind (it depends on the kind only when the stream has no method).
@@ -190,20 +189,26 @@ class FrameMessages:
                     cloudevents.response_type(self._type_prefix, parts.method, kind, parts.is_stream)
                 )
             )
+        # An id of safe characters (a UUID: every frame FrameBuilder writes) is its ce-id as it is.
+        plain_id = HeaderText(event_id) if cloudevents.is_http_safe(event_id) else None
         headers = {
             _SPEC_VERSION_HEADER: self._spec_version,
-            _ID_HEADER: header_text(cloudevents.http_header_value(event_id)),
+            _ID_HEADER: plain_id or header_text(cloudevents.http_header_value(event_id)),
             _SOURCE_HEADER: parts.source,
             _TYPE_HEADER: event_type,
             _CONTENT_TYPE_HEADER: self._content_type,
         }
         if cloudevents.is_time(timestamp):
             assert timestamp is not None
-            headers[_TIME_HEADER] = header_text(cloudevents.http_header_value(timestamp))
+            headers[_TIME_HEADER] = (
+                HeaderText(timestamp)
+                if cloudevents.is_http_safe(timestamp)
+                else header_text(cloudevents.http_header_value(timestamp))
+            )
         headers.update(parts.extensions)
         if sequence in _INT32:
             headers[_SEQ_HEADER] = HeaderText(sequence)
-        headers[MSG_ID_HEADER] = header_text(event_id)
+        headers[MSG_ID_HEADER] = plain_id or header_text(event_id)
         subject = parts.subject or frame_subject(self._subject_prefix, parts.session_id, event_id)
         return BrokerMessage(subject, headers, data.encode())
 
@@ -234,7 +239,7 @@ class FrameMessages:
             is_stream=record.is_stream,
             extensions={name: header_text(cloudevents.http_header_value(text)) for name, text in extensions.items()},
             subject=None
-            if record.request_id is None
+            if not record.request_id
             else frame_subject(self._subject_prefix, record.session_id, record.request_id),
             session_id=record.session_id,
         )

@@ -463,6 +463,11 @@ def http_header_value(text: str) -> str:
     return text if _HTTP_SAFE_TEXT.fullmatch(text) else quote(text, safe=_HTTP_SAFE)
 
 
+def is_http_safe(text: str) -> bool:
+    """Whether ``text`` is its own ``ce-`` header value (``http_header_value`` leaves it as it is)."""
+    return _HTTP_SAFE_TEXT.fullmatch(text) is not None
+
+
 def _event_from_headers(attributes: dict[str, str], content_type: str | None, data: bytes | None) -> CloudEvent:
     for name in _REQUIRED:
         if name not in attributes:
