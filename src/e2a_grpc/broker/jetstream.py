@@ -59,8 +59,10 @@ PUBLISH_LINGER_SECONDS = 0.005
 PUBLISH_BATCH = 64
 #: How long a publish waits for the broker's ack before it is sent again (with the same id).
 ACK_TIMEOUT_SECONDS = 2.0
-#: How often unacknowledged frames are looked at, to send again those past ACK_TIMEOUT_SECONDS or
-#: refused by the broker; a reader's pause before it resumes after losing the broker.
+#: How long after the broker refused a frame (or the client could not send it) it is sent again.
+REFUSED_RETRY_SECONDS = 1.0
+#: How often unacknowledged frames are looked at, to send again those whose time came; a reader's
+#: pause before it resumes after losing the broker.
 RETRY_PAUSE_SECONDS = 0.2
 #: The status header of the reply a publish gets when no stream takes its subject.
 _NO_RESPONDERS = "503"
@@ -137,6 +139,10 @@ class _Publish:
         self.message = message
         self.reply = reply
         self.sent_at = -math.inf  # not sent yet
+
+    def retry_soon(self) -> None:
+        """Have it sent again REFUSED_RETRY_SECONDS from now, not after a whole ack timeout."""
+        self.sent_at = asyncio.get_running_loop().time() - ACK_TIMEOUT_SECONDS + REFUSED_RETRY_SECONDS
 
 
 class FramePublisher:
@@ -241,7 +247,7 @@ class FramePublisher:
         try:
             await self._nc.publish(message.subject, message.payload, reply=publish.reply, headers=message.headers)
         except nats.errors.Error:
-            publish.sent_at = -math.inf  # disconnected and the client's buffer full: send it again later
+            publish.retry_soon()  # disconnected and the client's buffer full, or closed: send it again later
         else:
             publish.sent_at = asyncio.get_running_loop().time()
 
@@ -252,7 +258,7 @@ class FramePublisher:
             return  # the ack of a frame sent twice, acknowledged already
         if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
             # No stream takes the subject any more (deleted by an operator): make it again.
-            publish.sent_at = -math.inf
+            publish.retry_soon()
             if self._making_stream is None or self._making_stream.done():
                 self._making_stream = asyncio.create_task(self._make_stream())
             return
@@ -262,7 +268,7 @@ class FramePublisher:
             answer = None
         if not isinstance(answer, dict) or "error" in answer or "seq" not in answer:
             log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
-            publish.sent_at = -math.inf
+            publish.retry_soon()
             return
         del self._unacked[reply.subject]  # stored (or a duplicate of one stored): it counts
         self.published += 1
