@@ -37,6 +37,9 @@ PAIRS = 5
 CHAT_METHOD = "/e2a.v1.AgentService/Chat"
 ALONE = "Chat over gRPC alone"
 BROKER = "Chat through the broker"
+#: Chat on the publishing server with no subscriber in the client's process meanwhile: what the
+#: server itself does with publishing on (the subscriber reads the round's frames after it).
+PUBLISHING = "Chat with publishing on"
 #: A round slower than this means something is stuck: fail the section rather than hang ``make bench``.
 _ROUND_TIMEOUT_SECONDS = 120.0
 _SETTINGS = ServerSettings()
@@ -77,7 +80,7 @@ async def _consume(nats_url: str, session: str) -> int:
 class _Bench:
     def __init__(self, channels: dict[str, grpc.aio.Channel], pids: dict[str, int], nats_url: str) -> None:
         self._channels = channels
-        self._pids = pids
+        self._pids = {**pids, PUBLISHING: pids[BROKER]}
         self._nats_url = nats_url
         self._rounds = 0
         #: Frames/s the Chat client saw on the publishing server, per broker round.
@@ -90,6 +93,14 @@ class _Bench:
         if rpc == ALONE:
             frames = await _chat_streams(self._channels[rpc], session)
             return clock.stop(frames, frames, time.perf_counter() - clock.start)
+        if rpc == PUBLISHING:
+            frames = await _chat_streams(self._channels[BROKER], session)
+            chat_seconds = time.perf_counter() - clock.start
+            # The round ends once the broker has every frame (its publishing CPU is the round's).
+            consumed = await _consume(self._nats_url, session)
+            if consumed != frames:
+                raise RuntimeError(f"the subscriber got {consumed} frames of {frames}")
+            return clock.stop(frames, frames, chat_seconds)
         consumer = asyncio.create_task(_consume(self._nats_url, session))
         frames = await _chat_streams(self._channels[rpc], session)
         self.chat_rates_publishing.append(frames / (time.perf_counter() - clock.start))
@@ -102,7 +113,9 @@ class _Bench:
 Processes = dict[str, tuple[subprocess.Popen[bytes], IO[bytes]]]
 
 
-async def _measure(addresses: dict[str, str], processes: Processes, nats_url: str) -> tuple[paired.Paired, list[float]]:
+async def _measure(
+    addresses: dict[str, str], processes: Processes, nats_url: str
+) -> tuple[paired.Paired, list[float], paired.Paired]:
     channels = {rpc: grpc.aio.insecure_channel(address) for rpc, address in addresses.items()}
     try:
         for rpc, channel in channels.items():
@@ -118,7 +131,15 @@ async def _measure(addresses: dict[str, str], processes: Processes, nats_url: st
             PAIRS,
             bench.round,
         )
-        return result, bench.chat_rates_publishing
+        chat_rates = list(bench.chat_rates_publishing)
+        server_bound = await paired.alternate(
+            f"{STREAMS_PER_ROUND} streams of {WORDS + 1} frames, no subscriber meanwhile",
+            (PUBLISHING, ALONE),
+            ("publishing", "gRPC"),
+            PAIRS,
+            bench.round,
+        )
+        return result, chat_rates, server_bound
     finally:
         for channel in channels.values():
             await channel.close()
@@ -127,13 +148,16 @@ async def _measure(addresses: dict[str, str], processes: Processes, nats_url: st
 def run() -> SectionResult:
     with tempfile.TemporaryDirectory(prefix="e2a-bench-nats-") as store, running_nats_server(Path(store)) as broker:
         ports = {ALONE: free_port(), BROKER: free_port()}
-        serve = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port"]
+        # One worker process each: the CPU figures are then the server's own (not a parent that only waits).
+        serve = [sys.executable, "-m", "e2a_grpc", "serve", "--workers", "1", "--host", "127.0.0.1", "--port"]
         with (
             logged_process([*serve, str(ports[ALONE])]) as alone,
             logged_process([*serve, str(ports[BROKER]), "--publish-nats", broker.url]) as publishing,
         ):
             addresses = {rpc: f"127.0.0.1:{port}" for rpc, port in ports.items()}
-            result, chat_rates = asyncio.run(_measure(addresses, {ALONE: alone, BROKER: publishing}, broker.url))
+            result, chat_rates, server_bound = asyncio.run(
+                _measure(addresses, {ALONE: alone, BROKER: publishing}, broker.url)
+            )
     alone_rate = statistics.median(result.rates(ALONE))
     rows = [
         [ALONE, "frames the Chat client received", rate(alone_rate), "1.00"],
@@ -148,6 +172,12 @@ def run() -> SectionResult:
             "frames published and consumed by a subscriber, end to end",
             rate(statistics.median(result.rates(BROKER))),
             f"{result.median_ratio:.2f}",
+        ],
+        [
+            PUBLISHING,
+            "frames the Chat client received, no subscriber meanwhile (second set of rounds)",
+            rate(statistics.median(server_bound.rates(PUBLISHING))),
+            f"{server_bound.median_ratio:.2f}",
         ],
     ]
     markdown = f"""## Chat through NATS JetStream vs Chat over gRPC alone
@@ -168,7 +198,13 @@ were both published (acknowledged by JetStream) and consumed.
 
 Per server:
 
-{paired.rpcs_table([result], "Workload", "frames", ".1f")}
+{paired.rpcs_table([result, server_bound], "Workload", "frames", ".1f")}
+
+The second set of rounds ({PAIRS} more pairs, alternating likewise) leaves the client's process to
+the Chat client while Chat runs: the subscriber reads the round's frames after the last stream (the
+round ends when it has them all, so all of the server's publishing CPU is counted), and frames/s
+counts Chat alone. With a subscriber in the same process, the client and the broker take the
+machine's second core and the Chat rate measures the VM more than the server.
 
 Everything shares this VM's cores (nproc above): the nats-server, the two servers and the client with
 its subscriber. "server CPU µs/frame" is the e2a-grpc server's own CPU (for the publishing one it

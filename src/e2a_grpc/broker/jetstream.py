@@ -6,8 +6,10 @@ frame's ``response_id``: a frame published twice (a retry after a lost ack, a br
 stored once. The stream (file storage, so a broker restart keeps it) is created if missing.
 
 ``FramePublisher`` takes frames from the Chat servicer through a bounded queue and publishes them
-in windows of concurrent publishes, retrying each until the broker acknowledges it; Chat never
-waits for the broker unless the queue is full. ``read_streams`` rebuilds streams from a
+as they come, up to ``PUBLISH_WINDOW`` of them unacknowledged at a time (JetStream's acks come back
+to an inbox of its own), sending each again until the broker acknowledges it; Chat never waits for
+the broker unless the queue is full. Each frame's message is written by ``FrameMessages``
+(frame_messages.py), the fast form of the general mapping ``frame_message``. ``read_streams`` rebuilds streams from a
 consumer of its own (``StreamAssembler``), resuming after the last message it saw when the broker
 or the connection went away.
 """
@@ -15,23 +17,30 @@ or the connection went away.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
-import re
+import math
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import nats
 import nats.errors
 import nats.js.errors
+import orjson
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck, StorageType, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header, StorageType, StreamConfig
 
-from e2a.v1 import agent_service_pb2
 from e2a_grpc.broker.assembly import StreamAssembler
+from e2a_grpc.broker.frame_messages import (
+    MSG_ID_HEADER,
+    NO_SESSION,
+    BrokerMessage,
+    FrameMessages,
+    frame_message,
+    frame_subject,
+    subject_token,
+)
 from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import E2AResponse
@@ -39,36 +48,26 @@ from e2a_grpc.protocols import cloudevents
 
 log = logging.getLogger(__name__)
 
-#: JetStream's de-duplication header.
-MSG_ID_HEADER = "Nats-Msg-Id"
 #: How long JetStream remembers message ids for de-duplication (its default).
 DUPLICATE_WINDOW_SECONDS = 120.0
-#: Subject token of a frame whose request has no session.
-NO_SESSION = "_"
-_PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
-#: Frames published concurrently, then awaited together.
+#: Frames published and not yet acknowledged, at most; the publisher waits for acks beyond that.
 PUBLISH_WINDOW = 256
+#: How long the publisher lets frames gather before it sends them, unless PUBLISH_BATCH are waiting:
+#: the frames sent together cost the server one socket write, and their acks one read, instead of
+#: one each (most of the cost of publishing when frames come one at a time), for this much latency.
+PUBLISH_LINGER_SECONDS = 0.005
+PUBLISH_BATCH = 64
 #: How long a publish waits for the broker's ack before it is sent again (with the same id).
 ACK_TIMEOUT_SECONDS = 2.0
-#: The pause before retrying publishes the broker did not acknowledge, doubling up to the maximum.
+#: How long after the broker refused a frame (or the client could not send it) it is sent again.
+REFUSED_RETRY_SECONDS = 1.0
+#: How often unacknowledged frames are looked at, to send again those whose time came; a reader's
+#: pause before it resumes after losing the broker.
 RETRY_PAUSE_SECONDS = 0.2
-MAX_RETRY_PAUSE_SECONDS = 2.0
+#: The status header of the reply a publish gets when no stream takes its subject.
+_NO_RESPONDERS = "503"
 #: Messages asked for per fetch by a reader.
 FETCH_BATCH = 256
-
-
-def subject_token(value: str) -> str:
-    """``value`` as one NATS subject token: itself when plain (letters, digits, ``-``, ``_``), else
-    ``~`` and its URL-safe base64, so that ``.``, ``*``, ``>`` and spaces cannot split or widen it."""
-    if value != NO_SESSION and _PLAIN_TOKEN.match(value):
-        return value
-    return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
-
-
-def frame_subject(prefix: str, session_id: str | None, request_id: str) -> str:
-    """Where a frame is published: ``<prefix>.<session or _>.<request>``."""
-    session = NO_SESSION if session_id is None else subject_token(session_id)
-    return f"{prefix}.{session}.{subject_token(request_id)}"
 
 
 def streams_filter(prefix: str, *, session_id: str | None = None, request_id: str | None = None) -> str:
@@ -78,25 +77,6 @@ def streams_filter(prefix: str, *, session_id: str | None = None, request_id: st
     session = "*" if session_id is None else subject_token(session_id)
     request = "*" if request_id is None else subject_token(request_id)
     return f"{prefix}.{session}.{request}"
-
-
-@dataclass(frozen=True)
-class BrokerMessage:
-    """A frame as the NATS message that carries it."""
-
-    subject: str
-    headers: dict[str, str]
-    payload: bytes
-
-
-def frame_message(frame: E2AResponse, *, subject_prefix: str, type_prefix: str, source: str | None) -> BrokerMessage:
-    """The NATS message of a frame: its CloudEvent in binary mode, de-duplicated by ``response_id``."""
-    event = cloudevents.record_to_event(frame, type_prefix=type_prefix, source=source)
-    binary = cloudevents.to_http_binary(event)
-    headers = {**binary.headers, MSG_ID_HEADER: event.id}
-    return BrokerMessage(
-        frame_subject(subject_prefix, frame.session_id, frame.request_id or event.id), headers, binary.body
-    )
 
 
 def frame_of(msg: Msg) -> E2AResponse:
@@ -150,6 +130,21 @@ async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str) ->
             await js.stream_info(name)  # another server created it first; anything else fails here
 
 
+class _Publish:
+    """A frame's message on its way: the reply subject its ack comes to, and when it was last sent."""
+
+    __slots__ = ("message", "reply", "sent_at")
+
+    def __init__(self, message: BrokerMessage, reply: str) -> None:
+        self.message = message
+        self.reply = reply
+        self.sent_at = -math.inf  # not sent yet
+
+    def retry_soon(self) -> None:
+        """Have it sent again REFUSED_RETRY_SECONDS from now, not after a whole ack timeout."""
+        self.sent_at = asyncio.get_running_loop().time() - ACK_TIMEOUT_SECONDS + REFUSED_RETRY_SECONDS
+
+
 class FramePublisher:
     """Publishes every frame handed to ``put`` to JetStream, in the background, losing none."""
 
@@ -166,12 +161,18 @@ class FramePublisher:
         self._url = url
         self._stream = stream
         self._subject_prefix = subject_prefix
-        self._type_prefix = type_prefix
-        self._source = source
+        self._messages = FrameMessages(subject_prefix=subject_prefix, type_prefix=type_prefix, source=source)
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(queue_size)
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
-        self._worker: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        #: Where the broker's acks come: ``<inbox>.<n>`` for the n-th frame.
+        self._inbox = ""
+        self._published_so_far = 0
+        #: The frames sent and not acknowledged yet, by reply subject, oldest first.
+        self._unacked: dict[str, _Publish] = {}
+        self._window_open = asyncio.Event()
+        self._making_stream: asyncio.Task[None] | None = None
         #: Frames the broker has acknowledged.
         self.published = 0
 
@@ -180,7 +181,12 @@ class FramePublisher:
         self._nc = await connect(self._url)
         self._js = self._nc.jetstream()
         await ensure_stream(self._js, self._stream, self._subject_prefix)
-        self._worker = asyncio.create_task(self._run(), name="e2a-nats-publisher")
+        self._inbox = self._nc.new_inbox()
+        await self._nc.subscribe(f"{self._inbox}.*", cb=self._on_reply)
+        self._tasks = [
+            asyncio.create_task(self._run(), name="e2a-nats-publisher"),
+            asyncio.create_task(self._send_unacked_again(), name="e2a-nats-publisher-retries"),
+        ]
         log.info("publishing Chat frames to %s (stream %s)", self._url, self._stream)
 
     async def put(self, frame: bytes) -> None:
@@ -197,74 +203,97 @@ class FramePublisher:
             async with asyncio.timeout(timeout):
                 await self.flush()
         except TimeoutError:
-            log.warning("%d Chat frames were not published to NATS before shutdown", self._queue.qsize())
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
+            log.warning(
+                "%d Chat frames were not published to NATS before shutdown",
+                self._queue.qsize() + len(self._unacked),
+            )
+        for task in (*self._tasks, self._making_stream):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._nc is not None:
             await self._nc.close()
 
     async def _run(self) -> None:
         while True:
             frames = [await self._queue.get()]
+            if self._queue.qsize() < PUBLISH_BATCH:
+                await asyncio.sleep(PUBLISH_LINGER_SECONDS)
             while len(frames) < PUBLISH_WINDOW and not self._queue.empty():
                 frames.append(self._queue.get_nowait())
-            try:
-                await self._publish(frames)
-            finally:
-                for _ in frames:
-                    self._queue.task_done()
+            for frame in frames:
+                await self._publish(frame)
 
-    def _message(self, frame: bytes) -> BrokerMessage:
-        # Parsed here, in the publisher's task, so Chat's own path never decodes its frames.
-        return frame_message(
-            E2AResponse.from_proto(agent_service_pb2.ChatResponse.FromString(frame).response),
-            subject_prefix=self._subject_prefix,
-            type_prefix=self._type_prefix,
-            source=self._source,
-        )
+    async def _publish(self, frame: bytes) -> None:
+        while len(self._unacked) >= PUBLISH_WINDOW:
+            self._window_open.clear()
+            await self._window_open.wait()
+        try:
+            # Built here, in the publisher's task, so Chat's own path never decodes its frames.
+            message = self._messages.message(frame)
+        except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
+            log.exception("cannot build the CloudEvent of a Chat frame; not published")
+            self._queue.task_done()
+            return
+        self._published_so_far += 1
+        publish = _Publish(message, f"{self._inbox}.{self._published_so_far}")
+        self._unacked[publish.reply] = publish
+        await self._send(publish)
 
-    async def _publish(self, frames: list[bytes]) -> None:
+    async def _send(self, publish: _Publish) -> None:
+        assert self._nc is not None
+        message = publish.message
+        try:
+            await self._nc.publish(message.subject, message.payload, reply=publish.reply, headers=message.headers)
+        except nats.errors.Error:
+            publish.retry_soon()  # disconnected and the client's buffer full, or closed: send it again later
+        else:
+            publish.sent_at = asyncio.get_running_loop().time()
+
+    async def _on_reply(self, reply: Msg) -> None:
+        """The broker's answer to a publish: its ack, or why it did not store the frame."""
+        publish = self._unacked.get(reply.subject)
+        if publish is None:
+            return  # the ack of a frame sent twice, acknowledged already
+        if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
+            # No stream takes the subject any more (deleted by an operator): make it again.
+            publish.retry_soon()
+            if self._making_stream is None or self._making_stream.done():
+                self._making_stream = asyncio.create_task(self._make_stream())
+            return
+        try:
+            answer = orjson.loads(reply.data)
+        except orjson.JSONDecodeError:
+            answer = None
+        if not isinstance(answer, dict) or "error" in answer or "seq" not in answer:
+            log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
+            publish.retry_soon()
+            return
+        del self._unacked[reply.subject]  # stored (or a duplicate of one stored): it counts
+        self.published += 1
+        self._queue.task_done()
+        self._window_open.set()
+
+    async def _make_stream(self) -> None:
         assert self._js is not None
-        pending = []
-        for number, frame in enumerate(frames):
-            try:
-                pending.append(self._message(frame))
-            except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
-                log.exception("cannot build the CloudEvent of Chat frame %d of this batch; not published", number)
-        pause = RETRY_PAUSE_SECONDS
-        while pending:
-            acks: dict[asyncio.Future[PubAck], BrokerMessage] = {}
-            unsent: list[BrokerMessage] = []
-            for message in pending:
-                try:
-                    ack = await self._js.publish_async(message.subject, message.payload, headers=message.headers)
-                except nats.errors.Error:
-                    unsent.append(message)  # disconnected and its buffer full: send again later
-                else:
-                    acks[ack] = message
-            if acks:
-                done, late = await asyncio.wait(acks, timeout=ACK_TIMEOUT_SECONDS)
-                for late_ack in late:
-                    late_ack.cancel()
-                refused = [ack for ack in done if ack.cancelled() or ack.exception() is not None]
-                failed = [acks[ack] for ack in (*late, *refused)]
-                if any(
-                    not ack.cancelled() and isinstance(ack.exception(), nats.js.errors.NoStreamResponseError)
-                    for ack in refused
-                ):
-                    # No stream takes the subject any more (deleted by an operator): make it again.
-                    with contextlib.suppress(nats.errors.Error):
-                        await ensure_stream(self._js, self._stream, self._subject_prefix)
-            else:
-                failed = []
-            self.published += len(pending) - len(failed) - len(unsent)
-            pending = unsent + failed
-            if pending:
-                log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(pending))
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, MAX_RETRY_PAUSE_SECONDS)
+        with contextlib.suppress(nats.errors.Error):
+            await ensure_stream(self._js, self._stream, self._subject_prefix)
+
+    async def _send_unacked_again(self) -> None:
+        """Send again, with the same message id, the frames refused or not acknowledged in time."""
+        assert self._nc is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(RETRY_PAUSE_SECONDS)
+            if not self._nc.is_connected:
+                continue  # what is sent now waits in the client's buffer for the reconnection
+            late = loop.time() - ACK_TIMEOUT_SECONDS
+            again = [publish for publish in self._unacked.values() if publish.sent_at <= late]
+            if again:
+                log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(again))
+            for publish in again:
+                await self._send(publish)
 
 
 async def _consumer(
@@ -337,6 +366,8 @@ async def read_streams(
 
 
 __all__ = [
+    "MSG_ID_HEADER",
+    "NO_SESSION",
     "BrokerMessage",
     "FramePublisher",
     "StreamInvariantError",

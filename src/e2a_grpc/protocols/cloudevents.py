@@ -169,10 +169,17 @@ def default_source(channel: str | None) -> str:
 def event_type(record: Record, type_prefix: str) -> str:
     """``<prefix>.<method>.<req|resp|stream>`` (module docstring)."""
     if isinstance(record, E2AEnvelope):
-        name, suffix = record.method or "none", TypeSuffix.REQUEST
-    else:
-        name = record.method or record.response_kind or "none"
-        suffix = TypeSuffix.STREAM if record.is_stream else TypeSuffix.RESPONSE
+        return _type_text(type_prefix, record.method or "none", TypeSuffix.REQUEST)
+    return response_type(type_prefix, record.method, record.response_kind, record.is_stream)
+
+
+def response_type(type_prefix: str, method: str | None, response_kind: str, is_stream: bool) -> str:
+    """The ``type`` of a response's event (``event_type``), from the fields it depends on."""
+    suffix = TypeSuffix.STREAM if is_stream else TypeSuffix.RESPONSE
+    return _type_text(type_prefix, method or response_kind or "none", suffix)
+
+
+def _type_text(type_prefix: str, name: str, suffix: TypeSuffix) -> str:
     return f"{type_prefix}.{name.replace('/', '.')}.{suffix}"
 
 
@@ -202,7 +209,7 @@ def record_to_event(record: Record, *, type_prefix: str, source: str | None = No
         type=event_type(record, type_prefix),
         datacontenttype=JSON_CONTENT_TYPE,
         subject=subject,
-        time=record.timestamp if _is_time(record.timestamp) else None,
+        time=record.timestamp if is_time(record.timestamp) else None,
         extensions=extensions,
         data=record.to_json().encode(),
     )
@@ -263,7 +270,7 @@ def check_event(event: CloudEvent) -> None:
         value = getattr(event, name)
         if not isinstance(value, str) or not value:
             raise E2AValueError(name, "a CloudEvent needs a non-empty string")
-    if event.time is not None and not _is_time(event.time):
+    if event.time is not None and not is_time(event.time):
         raise E2AValueError("time", f"expected an RFC 3339 timestamp, got {event.time!r}")
     for name in event.extensions:
         if not _EXTENSION_NAME.match(name) or name in _CONTEXT_ATTRIBUTES or name in ("data", "data_base64"):
@@ -446,10 +453,19 @@ def to_http_binary(event: CloudEvent) -> HttpMessage:
         if name == "datacontenttype":
             headers[_CONTENT_TYPE_HEADER] = str(value)
         else:
-            text = _header_text(value)
-            # Most values (ids, types, methods) need no encoding: skip urllib's slow path for them.
-            headers[_HTTP_PREFIX + name] = text if _HTTP_SAFE_TEXT.fullmatch(text) else quote(text, safe=_HTTP_SAFE)
+            headers[_HTTP_PREFIX + name] = http_header_value(_header_text(value))
     return HttpMessage(headers=headers, body=event.data or b"")
+
+
+def http_header_value(text: str) -> str:
+    """An attribute's text as the value of its ``ce-`` header: percent-encoded where the binding says."""
+    # Most values (ids, types, methods) need no encoding: skip urllib's slow path for them.
+    return text if _HTTP_SAFE_TEXT.fullmatch(text) else quote(text, safe=_HTTP_SAFE)
+
+
+def is_http_safe(text: str) -> bool:
+    """Whether ``text`` is its own ``ce-`` header value (``http_header_value`` leaves it as it is)."""
+    return _HTTP_SAFE_TEXT.fullmatch(text) is not None
 
 
 def _event_from_headers(attributes: dict[str, str], content_type: str | None, data: bytes | None) -> CloudEvent:
@@ -542,7 +558,7 @@ def _attribute_value(name: str, value: AttributeValue) -> _PbValue:
     return _PbValue(ce_string=value)
 
 
-def _is_time(text: str | None) -> bool:
+def is_time(text: str | None) -> bool:
     """An RFC 3339 timestamp that a Timestamp attribute can hold (no leap second, year 1-9999)."""
     if text is None or not _RFC3339.match(text):
         return False
