@@ -30,8 +30,8 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck, StorageType, StreamConfig
 
-from e2a.v1 import agent_service_pb2
 from e2a_grpc.broker.assembly import StreamAssembler
+from e2a_grpc.chat.frames import frame_record
 from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import E2AResponse
@@ -219,7 +219,7 @@ class FramePublisher:
     def _message(self, frame: bytes) -> BrokerMessage:
         # Parsed here, in the publisher's task, so Chat's own path never decodes its frames.
         return frame_message(
-            E2AResponse.from_proto(agent_service_pb2.ChatResponse.FromString(frame).response),
+            frame_record(frame),
             subject_prefix=self._subject_prefix,
             type_prefix=self._type_prefix,
             source=self._source,
