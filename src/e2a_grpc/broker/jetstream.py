@@ -330,7 +330,7 @@ async def read_streams(
                     yield frame
                 with contextlib.suppress(nats.errors.Error):
                     await message.ack()  # an ack lost to a disconnect means a redelivery, which is dropped
-                if streams is not None and len(assembler.finished) >= streams:
+                if streams is not None and assembler.finished_count >= streams:
                     return
     finally:
         await nc.close()
