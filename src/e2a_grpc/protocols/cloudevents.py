@@ -46,13 +46,13 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 from urllib.parse import quote, unquote
 
-from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from e2a.cloudevents.v1 import cloudevents_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.errors import E2AFieldError, E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.model.proto import parse
 
 SPEC_VERSION: Final = "1.0"
 JSON_CONTENT_TYPE: Final = "application/json"
@@ -692,9 +692,9 @@ def decode(data: bytes, form: Format) -> list[CloudEvent]:
     """The events ``encode`` wrote (or a peer did) in ``form``: one JSON document per line, or a single
     document over several lines; errors name the event and attribute."""
     if form is Format.PROTOBUF:
-        return [from_protobuf(_parse_protobuf(cloudevents_pb2.CloudEvent, data))]
+        return [from_protobuf(parse(cloudevents_pb2.CloudEvent, data))]
     if form is Format.PROTOBUF_BATCH:
-        return from_protobuf_batch(_parse_protobuf(cloudevents_pb2.CloudEventBatch, data))
+        return from_protobuf_batch(parse(cloudevents_pb2.CloudEventBatch, data))
     text = _utf8(data, "$")
     if form in (Format.STRUCTURED, Format.BATCH) and text.lstrip().startswith("["):
         return from_batch_json(text)
@@ -740,12 +740,3 @@ def _decode_line(line: str, form: Format) -> CloudEvent:
         None if value is None else value.encode(),
         None if key is None else key.encode(),
     )
-
-
-def _parse_protobuf(message_type: Any, data: bytes) -> Any:
-    message = message_type()
-    try:
-        message.ParseFromString(data)
-    except DecodeError as exc:
-        raise E2AValueError("$", f"not a {message_type.DESCRIPTOR.full_name} protobuf message ({exc})") from None
-    return message
