@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
+from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
 from e2a_grpc.grpc.server import E2AServer, ListenError
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
@@ -33,13 +34,9 @@ from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
 log = logging.getLogger("e2a_grpc.a2a_server")
 
 
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
 def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, grpc_port: int | None) -> AgentCard:
     """The agent card: name, skills and modes from the settings, an interface per transport served."""
-    host = _url_host(settings.host)
+    host = url_host(settings.host)
     interfaces = [
         AgentInterface(
             url=f"http://{host}:{http_port}/",
@@ -76,7 +73,7 @@ def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, 
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:
-    bind_host = host[1:-1] if host.startswith("[") else host
+    bind_host = unbracketed_host(host)
     family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on connections of a socket that says it is TCP,
     # and without it a response written in two parts waits for the client's delayed ACK (~40 ms).
@@ -156,7 +153,7 @@ class A2AServer:
         log.info(
             "A2A agent %r on http://%s:%d (card %s, JSON-RPC /, HTTP+JSON %s)%s, task store %s",
             self.card.name,
-            _url_host(self.settings.host),
+            url_host(self.settings.host),
             self.port,
             A2A_CARD_PATH,
             A2A_REST_PATH,

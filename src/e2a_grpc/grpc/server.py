@@ -24,6 +24,7 @@ from e2a.v1 import (
     conversion_service_pb2,
     conversion_service_pb2_grpc,
 )
+from e2a_grpc.address import unbracketed_host
 from e2a_grpc.backends import make_backend
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
@@ -61,7 +62,7 @@ def check_can_listen(host: str, port: int) -> None:
     grpc only says "Failed to bind" (and logs a line of its own); binding probe sockets first gives
     the reason. They set SO_REUSEADDR as grpc does, so connections in TIME_WAIT do not count.
     """
-    bind_host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    bind_host = unbracketed_host(host)
     try:
         addresses = socket.getaddrinfo(bind_host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
