@@ -413,14 +413,6 @@ def from_batch_json(text: str | bytes) -> list[CloudEvent]:
     return events
 
 
-def from_json(text: str | bytes) -> list[CloudEvent]:
-    """Structured (one event) or batched JSON, told apart by the text's first character."""
-    stripped = text.lstrip()
-    if stripped[:1] in ("[", b"["):
-        return from_batch_json(text)
-    return [from_structured_json(text)]
-
-
 def _utf8(data: bytes, field_path: str) -> str:
     try:
         return data.decode()
