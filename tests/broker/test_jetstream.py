@@ -131,6 +131,21 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
 
 
 @in_module_loop
+async def test_a_frame_over_the_brokers_max_payload_holds_back_no_later_frame(
+    broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Within the prompt limit, but a frame echoing it (each '"' escaped) is over NATS's 1 MiB default.
+    too_big = E2AEnvelope(method="chat.send", request_id="too-big", is_stream=True, params={"text": '"' * 600_000})
+    assert len(await _chat(channel, too_big)) == 2
+    sent = await _chat(channel, _request("after-too-big", 5))
+    assert await _subscribe(broker, "after-too-big") == sent
+    assert server.server.publisher is not None
+    await server.server.publisher.flush()
+    assert await _stored(broker, "too-big") == 0
+    assert sum("over the NATS server's max_payload" in record.message for record in caplog.records) == 2
+
+
+@in_module_loop
 async def test_a_stream_deleted_under_the_publisher_is_made_again(
     broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel
 ) -> None:

@@ -226,7 +226,7 @@ class FramePublisher:
         )
 
     async def _publish(self, frames: list[bytes]) -> None:
-        assert self._js is not None
+        assert self._js is not None and self._nc is not None
         pending = []
         for number, frame in enumerate(frames):
             try:
@@ -237,9 +237,21 @@ class FramePublisher:
         while pending:
             acks: dict[asyncio.Future[PubAck], BrokerMessage] = {}
             unsent: list[BrokerMessage] = []
+            too_big = 0
             for message in pending:
                 try:
+                    # Checked first too: nats-py keeps a publish slot for a publish_async it then refuses.
+                    if len(message.payload) > self._nc.max_payload:
+                        raise nats.errors.MaxPayloadError
                     ack = await self._js.publish_async(message.subject, message.payload, headers=message.headers)
+                except nats.errors.MaxPayloadError:
+                    # No retry can publish it, and retrying would hold back every frame after it.
+                    log.error(
+                        "Chat frame %s (%d bytes) is over the NATS server's max_payload; not published",
+                        message.headers[MSG_ID_HEADER],
+                        len(message.payload),
+                    )
+                    too_big += 1
                 except nats.errors.Error:
                     unsent.append(message)  # disconnected and its buffer full: send again later
                 else:
@@ -259,7 +271,7 @@ class FramePublisher:
                         await ensure_stream(self._js, self._stream, self._subject_prefix)
             else:
                 failed = []
-            self.published += len(pending) - len(failed) - len(unsent)
+            self.published += len(pending) - len(failed) - len(unsent) - too_big
             pending = unsent + failed
             if pending:
                 log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(pending))
