@@ -333,6 +333,12 @@ class ServerSettings(BaseSettings):
             raise ValueError(
                 f"--a2a-grpc-port needs --a2a-port (or {env_var('a2a_port')}): the agent card is served there"
             )
+        if self.a2a_port is not None and (self.token is not None or self.tls_cert is not None):
+            # The A2A transports would serve the same backend in plaintext to anyone: refuse, not expose.
+            raise ValueError(
+                "--a2a-port serves A2A without TLS or bearer-token auth: it cannot be combined with --token, "
+                "--token-file or --tls-cert"
+            )
         if self.a2a_sqlite_path is not None and self.a2a_postgres_url:
             raise ValueError("--a2a-sqlite-path and --a2a-postgres-url name two task stores: give one")
         if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
