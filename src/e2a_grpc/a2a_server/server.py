@@ -28,7 +28,7 @@ from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
-from e2a_grpc.grpc.server import E2AServer, ListenError
+from e2a_grpc.grpc.server import E2AServer, ListenError, server_options
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
 
 log = logging.getLogger("e2a_grpc.a2a_server")
@@ -103,7 +103,7 @@ class A2AServer:
         self.grpc_port: int | None = None
         self._grpc: grpc.aio.Server | None = None
         if settings.a2a_grpc_port is not None:
-            self._grpc = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+            self._grpc = grpc.aio.server(options=server_options(settings))
             address = f"{settings.host}:{settings.a2a_grpc_port}"
             try:
                 self.grpc_port = self._grpc.add_insecure_port(address)

@@ -83,6 +83,17 @@ def check_can_listen(host: str, port: int) -> None:
         raise ListenError(f"cannot listen on {host}:{port}: {reason}")
 
 
+def server_options(config: ServerSettings, *, reuse_port: bool = False) -> list[tuple[str, int]]:
+    """The options of a grpc server of this process: message size limits, port sharing."""
+    return [
+        ("grpc.max_receive_message_length", config.max_message_bytes),
+        ("grpc.max_send_message_length", config.max_message_bytes),
+        # grpc's default lets a second server bind the same port and take half the connections:
+        # only the workers of one `serve --workers N` share it.
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
+    ]
+
+
 class E2AServer:
     """A started server and what is needed to stop it gracefully."""
 
@@ -96,13 +107,7 @@ class E2AServer:
         self.config = config
         if config.port and not reuse_port:  # port 0 is never taken
             check_can_listen(config.host, config.port)
-        options = [
-            ("grpc.max_receive_message_length", config.max_message_bytes),
-            ("grpc.max_send_message_length", config.max_message_bytes),
-            # grpc's default lets a second server bind the same port and take half the connections:
-            # only the workers of one `serve --workers N` share it.
-            ("grpc.so_reuseport", 1 if reuse_port else 0),
-        ]
+        options = server_options(config, reuse_port=reuse_port)
         self.calls = InFlightCalls()
         # Authentication first: a caller without a valid token never gets its request parsed.
         interceptors: list[grpc.aio.ServerInterceptor] = [RequestParsingInterceptor(SERVICE_NAMES, self.calls)]
