@@ -10,6 +10,7 @@ from pathlib import Path
 
 import grpc
 import nats
+import nats.js.errors
 import pytest
 import pytest_asyncio
 
@@ -143,6 +144,19 @@ async def test_a_frame_over_the_brokers_max_payload_holds_back_no_later_frame(
     await server.server.publisher.flush()
     assert await _stored(broker, "too-big") == 0
     assert sum("over the NATS server's max_payload" in record.message for record in caplog.records) == 2
+
+
+@in_module_loop
+async def test_a_publisher_that_cannot_make_its_stream_fails_to_start_and_disconnects(
+    broker: NatsServer, server: InProcessServer
+) -> None:
+    # The server's stream already takes these subjects: a second stream over them is refused.
+    publisher = jetstream.FramePublisher(
+        broker.url, stream="OVERLAPPING", subject_prefix=PREFIX, type_prefix="io.e2a", source=None, queue_size=1
+    )
+    with pytest.raises(nats.js.errors.NotFoundError):
+        await publisher.start()
+    assert publisher._nc is not None and publisher._nc.is_closed
 
 
 @in_module_loop

@@ -179,7 +179,11 @@ class FramePublisher:
         """Connect and make sure the stream exists; raises if the broker cannot be reached now."""
         self._nc = await connect(self._url)
         self._js = self._nc.jetstream()
-        await ensure_stream(self._js, self._stream, self._subject_prefix)
+        try:
+            await ensure_stream(self._js, self._stream, self._subject_prefix)
+        except BaseException:
+            await self._nc.close()  # it would otherwise go on reconnecting for ever
+            raise
         self._worker = asyncio.create_task(self._run(), name="e2a-nats-publisher")
         log.info("publishing Chat frames to %s (stream %s)", self._url, self._stream)
 
