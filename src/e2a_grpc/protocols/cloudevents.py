@@ -552,8 +552,11 @@ def _parse_time(text: str) -> datetime:
         raise E2AValueError("time", f"expected an RFC 3339 timestamp, got {text!r} ({exc})") from None
 
 
-def _format_time(timestamp: Timestamp) -> str:
-    moment = timestamp.ToDatetime(tzinfo=UTC)
+def _format_time(name: str, timestamp: Timestamp) -> str:
+    try:
+        moment = timestamp.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError) as exc:  # seconds or nanos out of the Timestamp's range
+        raise E2AValueError(f"attributes.{name}", f"not a valid timestamp: {exc}") from None
     return moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds").replace("+00:00", "Z")
 
 
@@ -581,7 +584,7 @@ def _from_attribute_value(name: str, value: _PbValue) -> AttributeValue:
     if kind is None:
         raise E2AValueError(f"attributes.{name}", "no value is set")
     if kind == "ce_timestamp":
-        return _format_time(value.ce_timestamp)
+        return _format_time(name, value.ce_timestamp)
     result: AttributeValue = getattr(value, kind)
     return result
 
