@@ -11,7 +11,6 @@ import asyncio
 import gc
 import importlib.metadata
 import logging
-import signal
 import socket
 
 import grpc
@@ -182,13 +181,7 @@ async def serve_with_a2a(settings: ServerSettings) -> None:
     front = A2AServer(settings, e2a.chat.backend)
     await front.start()
     await e2a.start()
-    gc.collect()
+    gc.collect()  # as grpc/server.serve does
     gc.freeze()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    log.info("shutting down the A2A server")
-    await front.stop()  # first: its turns use the backend the E2A server closes
-    await e2a.stop()
+    # The A2A server first: its turns use the backend the E2A server closes.
+    await e2a.stop_when_signalled(first=front.stop)

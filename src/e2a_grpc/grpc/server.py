@@ -10,7 +10,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import grpc
@@ -203,14 +203,16 @@ class E2AServer:
         await self.start()
         await self.stop_when_signalled()
 
-    async def stop_when_signalled(self) -> None:
-        """Serve until SIGTERM or SIGINT, then stop gracefully."""
+    async def stop_when_signalled(self, *, first: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Serve until SIGTERM or SIGINT, then stop gracefully (after awaiting ``first``, if given)."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
         log.info("shutting down (grace %.1f s)", self.config.grace_seconds)
+        if first is not None:
+            await first()
         await self.stop()
 
     async def stop(self) -> None:
