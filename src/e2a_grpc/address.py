@@ -9,6 +9,16 @@ DEFAULT_PORT = 50051
 _SCHEMES = {"http": False, "https": True}
 
 
+def unbracketed_host(host: str) -> str:
+    """A host as sockets take it: an IPv6 address without the brackets of ``--host [::1]``."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def url_host(host: str) -> str:
+    """A host as a URL or a gRPC target writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 @dataclass(frozen=True)
 class ServerAddress:
     """A parsed server address; ``tls`` is set by an ``https://`` address."""
@@ -20,8 +30,7 @@ class ServerAddress:
     @property
     def target(self) -> str:
         """``host:port`` as gRPC dials it (an IPv6 host in brackets)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return f"{url_host(self.host)}:{self.port}"
 
 
 def parse_server_address(text: str) -> ServerAddress:

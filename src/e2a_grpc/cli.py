@@ -438,7 +438,10 @@ def _run_from_cloudevents(args: argparse.Namespace) -> int:
         with _connect(args) as client:
             records = client.from_cloudevents(events)
     else:
-        records = cloudevents.events_to_records(events) if len(events) > 1 else [cloudevents.event_to_record(events[0])]
+        # A batch (possibly empty: to-cloudevents writes one for []) has its errors name the event.
+        records = (
+            cloudevents.events_to_records(events) if len(events) != 1 else [cloudevents.event_to_record(events[0])]
+        )
     several = len(records) > 1 or form in (cloudevents.Format.BATCH, cloudevents.Format.PROTOBUF_BATCH)
     # The records' own wire JSON, joined: an array is one level deeper than the records in it.
     texts = [record.to_json() for record in records]

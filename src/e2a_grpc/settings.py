@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
@@ -304,8 +304,9 @@ class ServerSettings(BaseSettings):
 
     @field_validator("a2a_input_modes", "a2a_output_modes", "a2a_skills")
     @classmethod
-    def _not_empty_list(cls, text: str) -> str:
-        if not _comma_list(text.replace(";", ",")):
+    def _not_empty_list(cls, text: str, info: ValidationInfo) -> str:
+        entries = _skill_entries(text) if info.field_name == "a2a_skills" else _comma_list(text)
+        if not entries:
             raise ValueError("needs at least one entry")
         return text
 
@@ -332,6 +333,12 @@ class ServerSettings(BaseSettings):
         if self.a2a_grpc_port is not None and self.a2a_port is None:
             raise ValueError(
                 f"--a2a-grpc-port needs --a2a-port (or {env_var('a2a_port')}): the agent card is served there"
+            )
+        if self.a2a_port is not None and (self.token is not None or self.tls_cert is not None):
+            # The A2A transports would serve the same backend in plaintext to anyone: refuse, not expose.
+            raise ValueError(
+                "--a2a-port serves A2A without TLS or bearer-token auth: it cannot be combined with --token, "
+                "--token-file or --tls-cert"
             )
         if self.a2a_sqlite_path is not None and self.a2a_postgres_url:
             raise ValueError("--a2a-sqlite-path and --a2a-postgres-url name two task stores: give one")
@@ -394,12 +401,17 @@ class ServerSettings(BaseSettings):
     @property
     def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:
         """The A2A server's skills as (id, description) pairs."""
-        entries = []
-        for entry in self.a2a_skills.split(";"):
-            skill_id, _, description = entry.partition(":")
-            if skill_id.strip():
-                entries.append((skill_id.strip(), description.strip() or skill_id.strip()))
-        return tuple(entries)
+        return _skill_entries(self.a2a_skills)
+
+
+def _skill_entries(text: str) -> tuple[tuple[str, str], ...]:
+    """'id: description' entries separated by ';' (an entry without an id is skipped)."""
+    entries = []
+    for entry in text.split(";"):
+        skill_id, _, description = entry.partition(":")
+        if skill_id.strip():
+            entries.append((skill_id.strip(), description.strip() or skill_id.strip()))
+    return tuple(entries)
 
 
 def _comma_list(text: str) -> tuple[str, ...]:

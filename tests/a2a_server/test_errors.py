@@ -7,8 +7,10 @@ import asyncio
 import uuid
 from typing import Any
 
+import grpc
 import httpx
 import pytest
+from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, TaskState
 from a2a.utils.errors import (
     JSON_RPC_ERROR_CODE_MAP,
@@ -182,3 +184,16 @@ async def test_a_backend_error_fails_the_task_with_the_e2a_code(transport: str) 
     assert final.status.state == TaskState.TASK_STATE_FAILED
     assert final.status.message.parts[0].text == "the agent exited"
     assert json_format.MessageToDict(final.metadata)["e2a_error"]["code"] == ErrorCode.AGENT_CRASHED
+
+
+@pytest.mark.asyncio
+async def test_the_grpc_transport_keeps_to_max_message_bytes() -> None:
+    request = send_request(user_message("x" * 100_000))
+    async with (
+        a2a_server(max_message_bytes=64 * 1024) as server,
+        grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel,
+    ):
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.SendMessage(request, timeout=TIMEOUT)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
 import nats
+import nats.js.errors
 import pytest
 import pytest_asyncio
 
@@ -128,6 +130,56 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
     go_on.set()
     await reader
     assert [frame.to_json() for frame in seen] == sent
+
+
+@in_module_loop
+async def test_a_frame_over_the_brokers_max_payload_holds_back_no_later_frame(
+    broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Within the prompt limit, but a frame echoing it (each '"' escaped) is over NATS's 1 MiB default.
+    too_big = E2AEnvelope(method="chat.send", request_id="too-big", is_stream=True, params={"text": '"' * 600_000})
+    assert len(await _chat(channel, too_big)) == 2
+    sent = await _chat(channel, _request("after-too-big", 5))
+    assert await _subscribe(broker, "after-too-big") == sent
+    assert server.server.publisher is not None
+    await server.server.publisher.flush()
+    assert await _stored(broker, "too-big") == 0
+    assert sum("over the NATS server's max_payload" in record.message for record in caplog.records) == 2
+
+
+@in_module_loop
+async def test_a_frame_the_stream_refuses_for_good_holds_back_no_later_frame(
+    broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await nats.connect(broker.url)
+    js = nc.jetstream()
+    config = (await js.stream_info(STREAM)).config
+    try:
+        # Under NATS's max_payload, so sent, and refused by the stream with a 400 (message size).
+        await js.update_stream(replace(config, max_msg_size=4096))
+        refused = await _chat(channel, _request("refused-for-good", 2000))
+        sent = await _chat(channel, _request("after-refused", 5))
+        assert await _subscribe(broker, "after-refused") == sent
+        assert server.server.publisher is not None
+        await server.server.publisher.flush()  # returns: the refused frame no longer waits for an ack
+    finally:
+        await js.update_stream(config)
+        await nc.close()
+    assert await _stored(broker, "refused-for-good") == len(refused) - 1  # all but the final frame (the whole text)
+    assert sum("refused Chat frame" in record.message for record in caplog.records) == 1
+
+
+@in_module_loop
+async def test_a_publisher_that_cannot_make_its_stream_fails_to_start_and_disconnects(
+    broker: NatsServer, server: InProcessServer
+) -> None:
+    # The server's stream already takes these subjects: a second stream over them is refused.
+    publisher = jetstream.FramePublisher(
+        broker.url, stream="OVERLAPPING", subject_prefix=PREFIX, type_prefix="io.e2a", source=None, queue_size=1
+    )
+    with pytest.raises(nats.js.errors.NotFoundError):
+        await publisher.start()
+    assert publisher._nc is not None and publisher._nc.is_closed
 
 
 @in_module_loop

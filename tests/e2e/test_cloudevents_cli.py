@@ -55,6 +55,16 @@ def test_the_server_gives_what_the_offline_conversion_gives(server_address: str)
     assert json.loads(back.stdout)["params"] == {"n": 2**70}
 
 
+@pytest.mark.parametrize("form", [str(ce.Format.BATCH), str(ce.Format.PROTOBUF_BATCH)])
+def test_an_empty_batch_round_trips_to_an_empty_array(form: str, server_address: str) -> None:
+    written = run_bytes("convert", "to-cloudevents", "--format", form, stdin=b"[]")
+    assert written.returncode == 0, written.stderr
+    for extra in ((), ("--server", server_address)):
+        read = run_bytes("convert", "from-cloudevents", "--format", form, *extra, stdin=written.stdout)
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout) == []
+
+
 def test_a_contradicting_attribute_exits_2_naming_it(server_address: str) -> None:
     frame = json.dumps({"response_id": "f", "request_id": "r", "sequence": 3, "response_kind": "e2a.chunk"})
     event = run("convert", "to-cloudevents", stdin=frame).stdout.replace('"seq":3', '"seq":4')

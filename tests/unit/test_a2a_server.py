@@ -80,6 +80,9 @@ def test_the_turn_is_the_request_and_the_context_the_session() -> None:
         ({"a2a_grpc_port": 1}, "--a2a-grpc-port needs --a2a-port"),
         ({"a2a_port": 1, "a2a_sqlite_path": "t.db", "a2a_postgres_url": "postgresql+asyncpg://h/d"}, "two task stores"),
         ({"a2a_output_modes": " , "}, "at least one"),
+        ({"a2a_skills": ": a description without an id;"}, "at least one"),
+        ({"a2a_port": 1, "token": "secret"}, "without TLS or bearer-token auth"),
+        ({"a2a_port": 1, "tls_cert": "c.pem", "tls_key": "k.pem"}, "without TLS or bearer-token auth"),
     ],
 )
 def test_settings_refuse_what_cannot_be_served(fields: dict[str, object], message: str) -> None:

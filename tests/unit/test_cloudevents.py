@@ -197,6 +197,16 @@ def test_protobuf_data_that_is_a_message_is_refused() -> None:
     assert caught.value.field == "proto_data"
 
 
+@pytest.mark.parametrize(("seconds", "nanos"), [(2**62, 0), (0, -1), (-(2**40), 0)])
+def test_a_timestamp_out_of_range_is_refused_naming_the_attribute(seconds: int, nanos: int) -> None:
+    message = ce.to_protobuf(ce.record_to_event(E2AEnvelope(method="m"), type_prefix="p"))
+    message.attributes["time"].ce_timestamp.seconds = seconds
+    message.attributes["time"].ce_timestamp.nanos = nanos
+    with pytest.raises(E2AFieldError) as caught:
+        ce.from_protobuf(message)
+    assert caught.value.field == "attributes.time"
+
+
 @pytest.mark.parametrize("form", list(ce.Format))
 def test_the_byte_forms_round_trip(form: ce.Format) -> None:
     records = list(conformance_records()[:5])

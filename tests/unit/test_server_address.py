@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2a_grpc.address import ServerAddress, parse_server_address
+from e2a_grpc.address import ServerAddress, parse_server_address, unbracketed_host, url_host
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,17 @@ def test_the_target_puts_ipv6_hosts_in_brackets() -> None:
 def test_bad_addresses_say_what_is_wrong(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         parse_server_address(text)
+
+
+@pytest.mark.parametrize(
+    ("host", "bind", "url"),
+    [
+        ("127.0.0.1", "127.0.0.1", "127.0.0.1"),
+        ("localhost", "localhost", "localhost"),
+        ("::1", "::1", "[::1]"),
+        ("[::1]", "::1", "[::1]"),
+    ],
+)
+def test_a_host_is_bound_without_brackets_and_written_with_them(host: str, bind: str, url: str) -> None:
+    assert unbracketed_host(host) == bind
+    assert url_host(host) == url

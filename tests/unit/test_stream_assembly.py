@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from e2a_grpc.broker import assembly
 from e2a_grpc.broker.assembly import StreamAssembler
 from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.model import E2AResponse
@@ -46,6 +47,16 @@ def test_any_order_with_redeliveries_gives_each_stream_once_in_order(data: st.Da
             released[ready.request_id].append(ready.sequence)
     assert released == {name: list(range(len(frames))) for name, frames in streams.items()}
     assert sorted(assembler.finished) == ["a", "b"] and assembler.open_streams == 0
+    assert assembler.finished_count == 2
+
+
+def test_finished_streams_are_counted_but_only_the_last_ones_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(assembly, "REMEMBERED_FINISHED_STREAMS", 2)
+    assembler = StreamAssembler()
+    for name in ("a", "b", "c"):
+        for frame in _frames(name, 1):
+            assembler.add(frame)
+    assert assembler.finished_count == 3 and assembler.finished == ["b", "c"]
 
 
 def test_two_different_frames_with_one_sequence_are_refused() -> None:

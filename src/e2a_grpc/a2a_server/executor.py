@@ -37,11 +37,10 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf import json_format
 
-from e2a.v1.agent_service_pb2 import ChatResponse
 from e2a_grpc import conversion, jsontext
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete
-from e2a_grpc.chat.frames import FrameBuilder, UtcClock
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.chat.requests import prompt_size_bytes
 from e2a_grpc.errors import E2AFieldError, E2AValueError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind
@@ -238,7 +237,7 @@ class BackendExecutor(AgentExecutor):
                         )
                         break
                     frame = frames.for_event(event)
-                    await publisher.publish(_record(frame))
+                    await publisher.publish(frame_record(frame))
                     if frames.finished:
                         return
                 else:
@@ -259,12 +258,7 @@ class BackendExecutor(AgentExecutor):
             final = frames.error(ErrorCode.INTERNAL, "the agent backend failed; see the server log")
         finally:
             await events.aclose()
-        await publisher.publish(_record(final))
-
-
-def _record(frame: bytes) -> E2AResponse:
-    """The E2A record of a serialized Chat frame (``FrameBuilder`` writes frames as bytes)."""
-    return E2AResponse.from_proto(ChatResponse.FromString(frame).response)
+        await publisher.publish(frame_record(final))
 
 
 class _Publisher:

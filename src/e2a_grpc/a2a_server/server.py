@@ -11,7 +11,6 @@ import asyncio
 import gc
 import importlib.metadata
 import logging
-import signal
 import socket
 
 import grpc
@@ -26,20 +25,17 @@ from starlette.applications import Starlette
 from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
+from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
-from e2a_grpc.grpc.server import E2AServer, ListenError
+from e2a_grpc.grpc.server import E2AServer, ListenError, server_options
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
 
 log = logging.getLogger("e2a_grpc.a2a_server")
 
 
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
 def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, grpc_port: int | None) -> AgentCard:
     """The agent card: name, skills and modes from the settings, an interface per transport served."""
-    host = _url_host(settings.host)
+    host = url_host(settings.host)
     interfaces = [
         AgentInterface(
             url=f"http://{host}:{http_port}/",
@@ -76,7 +72,7 @@ def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, 
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:
-    bind_host = host[1:-1] if host.startswith("[") else host
+    bind_host = unbracketed_host(host)
     family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on connections of a socket that says it is TCP,
     # and without it a response written in two parts waits for the client's delayed ACK (~40 ms).
@@ -106,7 +102,7 @@ class A2AServer:
         self.grpc_port: int | None = None
         self._grpc: grpc.aio.Server | None = None
         if settings.a2a_grpc_port is not None:
-            self._grpc = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+            self._grpc = grpc.aio.server(options=server_options(settings))
             address = f"{settings.host}:{settings.a2a_grpc_port}"
             try:
                 self.grpc_port = self._grpc.add_insecure_port(address)
@@ -156,7 +152,7 @@ class A2AServer:
         log.info(
             "A2A agent %r on http://%s:%d (card %s, JSON-RPC /, HTTP+JSON %s)%s, task store %s",
             self.card.name,
-            _url_host(self.settings.host),
+            url_host(self.settings.host),
             self.port,
             A2A_CARD_PATH,
             A2A_REST_PATH,
@@ -185,13 +181,7 @@ async def serve_with_a2a(settings: ServerSettings) -> None:
     front = A2AServer(settings, e2a.chat.backend)
     await front.start()
     await e2a.start()
-    gc.collect()
+    gc.collect()  # as grpc/server.serve does
     gc.freeze()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    log.info("shutting down the A2A server")
-    await front.stop()  # first: its turns use the backend the E2A server closes
-    await e2a.stop()
+    # The A2A server first: its turns use the backend the E2A server closes.
+    await e2a.stop_when_signalled(first=front.stop)

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 from a2a.server.cluster import TaskEventStream, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore, TaskStore
-from a2a.types.a2a_pb2 import ListTasksRequest, TaskState
+from a2a.types.a2a_pb2 import ListTasksRequest
 
+from e2a_grpc.a2a_server.executor import TERMINAL_STATES
 from e2a_grpc.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -28,13 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Ended tasks, which the TTL clean-up deletes.
-_ENDED_STATES = (
-    TaskState.TASK_STATE_COMPLETED,
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_CANCELED,
-    TaskState.TASK_STATE_REJECTED,
-)
 _PAGE_SIZE = 100  # the largest page A2A's ListTasks allows
 
 
@@ -79,7 +73,7 @@ async def delete_ended_tasks(store: TaskStore | VersionedTaskStore, older_than_s
     cutoff = time.time() - older_than_seconds
     context = ServerCallContext()
     deleted = 0
-    for state in _ENDED_STATES:
+    for state in sorted(TERMINAL_STATES):  # the ended tasks
         expired: list[str] = []
         page_token = ""
         while True:

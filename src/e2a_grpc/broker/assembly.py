@@ -37,10 +37,11 @@ class StreamAssembler:
 
     def __init__(self, max_waiting_frames: int = 100_000) -> None:
         self._streams: dict[str, _Stream] = {}
+        #: The request ids of the last ``REMEMBERED_FINISHED_STREAMS`` finished streams, oldest first.
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._max_waiting = max_waiting_frames
-        #: The finished streams' request ids, in the order they finished.
-        self.finished: list[str] = []
+        #: How many streams have finished (a reader that runs for ever keeps no list of them).
+        self.finished_count = 0
 
     def add(self, frame: E2AResponse) -> list[E2AResponse]:
         request_id = frame.request_id
@@ -85,7 +86,12 @@ class StreamAssembler:
         self._finished[request_id] = None
         if len(self._finished) > REMEMBERED_FINISHED_STREAMS:
             self._finished.popitem(last=False)
-        self.finished.append(request_id)
+        self.finished_count += 1
+
+    @property
+    def finished(self) -> list[str]:
+        """The request ids of the streams that finished last (up to ``REMEMBERED_FINISHED_STREAMS``), oldest first."""
+        return list(self._finished)
 
     @property
     def open_streams(self) -> int:

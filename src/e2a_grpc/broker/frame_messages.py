@@ -27,6 +27,7 @@ import orjson
 
 from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
+from e2a_grpc.chat.frames import frame_record
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AResponse
 from e2a_grpc.protocols import cloudevents
@@ -245,7 +246,6 @@ class FrameMessages:
         )
 
     def _general(self, frame: bytes) -> BrokerMessage:
-        record = E2AResponse.from_proto(agent_service_pb2.ChatResponse.FromString(frame).response)
         return frame_message(
-            record, subject_prefix=self._subject_prefix, type_prefix=self._type_prefix, source=self._source
+            frame_record(frame), subject_prefix=self._subject_prefix, type_prefix=self._type_prefix, source=self._source
         )

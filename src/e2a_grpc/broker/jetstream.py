@@ -130,6 +130,15 @@ async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str) ->
             await js.stream_info(name)  # another server created it first; anything else fails here
 
 
+def _is_permanent_refusal(answer: object) -> bool:
+    """Whether a JetStream publish reply refuses the message itself (a 4xx error: bad request,
+    message too large, ...) rather than for now (503: no leader, storage unavailable, ...)."""
+    if not isinstance(answer, dict) or not isinstance(error := answer.get("error"), dict):
+        return False
+    code = error.get("code")
+    return isinstance(code, int) and 400 <= code < 500
+
+
 class _Publish:
     """A frame's message on its way: the reply subject its ack comes to, and when it was last sent."""
 
@@ -180,7 +189,11 @@ class FramePublisher:
         """Connect and make sure the stream exists; raises if the broker cannot be reached now."""
         self._nc = await connect(self._url)
         self._js = self._nc.jetstream()
-        await ensure_stream(self._js, self._stream, self._subject_prefix)
+        try:
+            await ensure_stream(self._js, self._stream, self._subject_prefix)
+        except BaseException:
+            await self._nc.close()  # it would otherwise go on reconnecting for ever
+            raise
         self._inbox = self._nc.new_inbox()
         await self._nc.subscribe(f"{self._inbox}.*", cb=self._on_reply)
         self._tasks = [
@@ -236,6 +249,16 @@ class FramePublisher:
             log.exception("cannot build the CloudEvent of a Chat frame; not published")
             self._queue.task_done()
             return
+        assert self._nc is not None
+        if len(message.payload) > self._nc.max_payload:
+            # No retry can publish it, and retrying would hold a window slot for ever.
+            log.error(
+                "Chat frame %s (%d bytes) is over the NATS server's max_payload; not published",
+                message.headers[MSG_ID_HEADER],
+                len(message.payload),
+            )
+            self._queue.task_done()
+            return
         self._published_so_far += 1
         publish = _Publish(message, f"{self._inbox}.{self._published_so_far}")
         self._unacked[publish.reply] = publish
@@ -266,12 +289,25 @@ class FramePublisher:
             answer = orjson.loads(reply.data)
         except orjson.JSONDecodeError:
             answer = None
-        if not isinstance(answer, dict) or "error" in answer or "seq" not in answer:
+        if isinstance(answer, dict) and "seq" in answer and "error" not in answer:
+            self.published += 1  # stored (or a duplicate of one stored): it counts
+            self._settle(publish)
+        elif _is_permanent_refusal(answer):
+            # Refused for what the frame is (its size over the stream's max_msg_size, ...): no retry
+            # can store it, and retrying would hold a window slot for ever.
+            log.error(
+                "NATS refused Chat frame %s for good (%s); not published",
+                publish.message.headers[MSG_ID_HEADER],
+                answer["error"].get("description", answer["error"]),
+            )
+            self._settle(publish)
+        else:
             log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
             publish.retry_soon()
-            return
-        del self._unacked[reply.subject]  # stored (or a duplicate of one stored): it counts
-        self.published += 1
+
+    def _settle(self, publish: _Publish) -> None:
+        """Done with a frame: stored, or refused for good."""
+        del self._unacked[publish.reply]
         self._queue.task_done()
         self._window_open.set()
 

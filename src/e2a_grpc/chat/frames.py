@@ -30,10 +30,10 @@ from typing import Any
 
 import orjson
 
-from e2a.v1 import e2a_pb2
+from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Passthrough
-from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, ResponseStatus
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
 from e2a_grpc.model.proto import to_proto_jsonrpc_id
 
@@ -62,7 +62,7 @@ class UtcClock:
 
 
 class FrameBuilder:
-    """The frames of one stream, in order, as ``ChatResponse`` messages."""
+    """The frames of one stream, in order, each as its serialized ``ChatResponse``."""
 
     def __init__(
         self, envelope: E2AEnvelope, backend: BackendInfo, clock: UtcClock, *, log_frames: bool = False
@@ -216,6 +216,11 @@ class FrameBuilder:
         self.final_code = str(code)
         kind = ResponseKind.E2A_ERROR
         return self._frame(_json_bytes(body), _kind_fields(kind, ResponseStatus.FAILED, final=True), kind, final=True)
+
+
+def frame_record(frame: bytes) -> E2AResponse:
+    """The E2A record of a frame as ``FrameBuilder`` serialized it (a ``ChatResponse``)."""
+    return E2AResponse.from_proto(agent_service_pb2.ChatResponse.FromString(frame).response)
 
 
 def _json_bytes(value: Any) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -113,12 +113,7 @@ class ConversionClient:
 
     def from_acp(self, acp_json: str, *, channel: str | None = None) -> list[E2AEnvelope | E2AResponse]:
         reply = self._call(self._stub.FromACP, pb.FromACPRequest(json=acp_json, channel=channel))
-        return [
-            E2AEnvelope.from_proto(record.envelope)
-            if record.WhichOneof("record") == "envelope"
-            else E2AResponse.from_proto(record.response)
-            for record in reply.records
-        ]
+        return _records_of(reply.records)
 
     def to_a2a_stream_json(self, response_json: str, *, project_native_kinds: bool = False) -> str | NotApplicable:
         request = pb.ToA2AStreamRequest(response_json=response_json, project_native_kinds=project_native_kinds)
@@ -151,13 +146,17 @@ class ConversionClient:
     def from_cloudevents(self, events: Sequence[cloudevents.CloudEvent]) -> list[E2AEnvelope | E2AResponse]:
         """The record each event carries (FromCloudEvents), in order."""
         request = pb.FromCloudEventsRequest(batch=pb.CloudEventBatch(events=map(cloudevents.to_protobuf, events)))
-        reply = self._call(self._stub.FromCloudEvents, request)
-        return [
-            E2AEnvelope.from_proto(record.envelope)
-            if record.WhichOneof("record") == "envelope"
-            else E2AResponse.from_proto(record.response)
-            for record in reply.records
-        ]
+        return _records_of(self._call(self._stub.FromCloudEvents, request).records)
+
+
+def _records_of(messages: Iterable[pb.FromACPRecord | pb.CloudEventsRecord]) -> list[E2AEnvelope | E2AResponse]:
+    """The records of a reply's messages whose ``record`` oneof holds an ``envelope`` or a ``response``."""
+    return [
+        E2AEnvelope.from_proto(message.envelope)
+        if message.WhichOneof("record") == "envelope"
+        else E2AResponse.from_proto(message.response)
+        for message in messages
+    ]
 
 
 def _text_or_not_applicable(reply: pb.ToACPResponse | pb.ToA2AStreamResponse, field: str) -> str | NotApplicable:

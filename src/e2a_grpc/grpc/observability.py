@@ -25,6 +25,7 @@ import grpc
 from google.protobuf import descriptor_pool
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from e2a_grpc.address import unbracketed_host
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
 
 _CALL_LABELS = ("grpc_service", "grpc_method", "grpc_type")
@@ -90,7 +91,7 @@ class MetricsHttpServer:
     """``/metrics`` of a registry over HTTP, served from a thread (prometheus_client's own server)."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
-        bind_host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        bind_host = unbracketed_host(host)
         self._server: WSGIServer
         self._thread: Thread
         self._server, self._thread = start_http_server(port, addr=bind_host, registry=registry)

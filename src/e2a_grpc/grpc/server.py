@@ -10,7 +10,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import grpc
@@ -24,6 +24,7 @@ from e2a.v1 import (
     conversion_service_pb2,
     conversion_service_pb2_grpc,
 )
+from e2a_grpc.address import unbracketed_host
 from e2a_grpc.backends import make_backend
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
@@ -61,7 +62,7 @@ def check_can_listen(host: str, port: int) -> None:
     grpc only says "Failed to bind" (and logs a line of its own); binding probe sockets first gives
     the reason. They set SO_REUSEADDR as grpc does, so connections in TIME_WAIT do not count.
     """
-    bind_host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    bind_host = unbracketed_host(host)
     try:
         addresses = socket.getaddrinfo(bind_host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
@@ -82,6 +83,17 @@ def check_can_listen(host: str, port: int) -> None:
         raise ListenError(f"cannot listen on {host}:{port}: {reason}")
 
 
+def server_options(config: ServerSettings, *, reuse_port: bool = False) -> list[tuple[str, int]]:
+    """The options of a grpc server of this process: message size limits, port sharing."""
+    return [
+        ("grpc.max_receive_message_length", config.max_message_bytes),
+        ("grpc.max_send_message_length", config.max_message_bytes),
+        # grpc's default lets a second server bind the same port and take half the connections:
+        # only the workers of one `serve --workers N` share it.
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
+    ]
+
+
 class E2AServer:
     """A started server and what is needed to stop it gracefully."""
 
@@ -95,13 +107,7 @@ class E2AServer:
         self.config = config
         if config.port and not reuse_port:  # port 0 is never taken
             check_can_listen(config.host, config.port)
-        options = [
-            ("grpc.max_receive_message_length", config.max_message_bytes),
-            ("grpc.max_send_message_length", config.max_message_bytes),
-            # grpc's default lets a second server bind the same port and take half the connections:
-            # only the workers of one `serve --workers N` share it.
-            ("grpc.so_reuseport", 1 if reuse_port else 0),
-        ]
+        options = server_options(config, reuse_port=reuse_port)
         self.calls = InFlightCalls()
         # Authentication first: a caller without a valid token never gets its request parsed.
         interceptors: list[grpc.aio.ServerInterceptor] = [RequestParsingInterceptor(SERVICE_NAMES, self.calls)]
@@ -197,14 +203,16 @@ class E2AServer:
         await self.start()
         await self.stop_when_signalled()
 
-    async def stop_when_signalled(self) -> None:
-        """Serve until SIGTERM or SIGINT, then stop gracefully."""
+    async def stop_when_signalled(self, *, first: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Serve until SIGTERM or SIGINT, then stop gracefully (after awaiting ``first``, if given)."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
         log.info("shutting down (grace %.1f s)", self.config.grace_seconds)
+        if first is not None:
+            await first()
         await self.stop()
 
     async def stop(self) -> None:

@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection
 from types import FrameType
 from typing import Any
 
+from e2a_grpc.address import unbracketed_host
 from e2a_grpc.grpc.server import ListenError, check_can_listen, serve
 from e2a_grpc.settings import ServerSettings
 
@@ -76,7 +77,7 @@ def reserved_port(host: str, port: int) -> Iterator[int]:
     """
     if port:
         check_can_listen(host, port)
-    bind_host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    bind_host = unbracketed_host(host)
     try:
         family, kind, protocol, _, address = socket.getaddrinfo(
             bind_host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE

@@ -46,13 +46,13 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 from urllib.parse import quote, unquote
 
-from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from e2a.cloudevents.v1 import cloudevents_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.errors import E2AFieldError, E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.model.proto import parse
 
 SPEC_VERSION: Final = "1.0"
 JSON_CONTENT_TYPE: Final = "application/json"
@@ -420,14 +420,6 @@ def from_batch_json(text: str | bytes) -> list[CloudEvent]:
     return events
 
 
-def from_json(text: str | bytes) -> list[CloudEvent]:
-    """Structured (one event) or batched JSON, told apart by the text's first character."""
-    stripped = text.lstrip()
-    if stripped[:1] in ("[", b"["):
-        return from_batch_json(text)
-    return [from_structured_json(text)]
-
-
 def _utf8(data: bytes, field_path: str) -> str:
     try:
         return data.decode()
@@ -576,8 +568,11 @@ def _parse_time(text: str) -> datetime:
         raise E2AValueError("time", f"expected an RFC 3339 timestamp, got {text!r} ({exc})") from None
 
 
-def _format_time(timestamp: Timestamp) -> str:
-    moment = timestamp.ToDatetime(tzinfo=UTC)
+def _format_time(name: str, timestamp: Timestamp) -> str:
+    try:
+        moment = timestamp.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError) as exc:  # seconds or nanos out of the Timestamp's range
+        raise E2AValueError(f"attributes.{name}", f"not a valid timestamp: {exc}") from None
     return moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds").replace("+00:00", "Z")
 
 
@@ -605,7 +600,7 @@ def _from_attribute_value(name: str, value: _PbValue) -> AttributeValue:
     if kind is None:
         raise E2AValueError(f"attributes.{name}", "no value is set")
     if kind == "ce_timestamp":
-        return _format_time(value.ce_timestamp)
+        return _format_time(name, value.ce_timestamp)
     result: AttributeValue = getattr(value, kind)
     return result
 
@@ -708,9 +703,9 @@ def decode(data: bytes, form: Format) -> list[CloudEvent]:
     """The events ``encode`` wrote (or a peer did) in ``form``: one JSON document per line, or a single
     document over several lines; errors name the event and attribute."""
     if form is Format.PROTOBUF:
-        return [from_protobuf(_parse_protobuf(cloudevents_pb2.CloudEvent, data))]
+        return [from_protobuf(parse(cloudevents_pb2.CloudEvent, data))]
     if form is Format.PROTOBUF_BATCH:
-        return from_protobuf_batch(_parse_protobuf(cloudevents_pb2.CloudEventBatch, data))
+        return from_protobuf_batch(parse(cloudevents_pb2.CloudEventBatch, data))
     text = _utf8(data, "$")
     if form in (Format.STRUCTURED, Format.BATCH) and text.lstrip().startswith("["):
         return from_batch_json(text)
@@ -756,12 +751,3 @@ def _decode_line(line: str, form: Format) -> CloudEvent:
         None if value is None else value.encode(),
         None if key is None else key.encode(),
     )
-
-
-def _parse_protobuf(message_type: Any, data: bytes) -> Any:
-    message = message_type()
-    try:
-        message.ParseFromString(data)
-    except DecodeError as exc:
-        raise E2AValueError("$", f"not a {message_type.DESCRIPTOR.full_name} protobuf message ({exc})") from None
-    return message
