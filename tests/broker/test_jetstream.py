@@ -174,8 +174,8 @@ async def test_a_publisher_that_cannot_make_its_stream_fails_to_start_and_discon
     broker: NatsServer, server: InProcessServer
 ) -> None:
     # The server's stream already takes these subjects: a second stream over them is refused.
-    publisher = jetstream.FramePublisher(
-        broker.url, stream="OVERLAPPING", subject_prefix=PREFIX, type_prefix="io.e2a", source=None, queue_size=1
+    publisher = jetstream.FramePublisher.from_settings(
+        ServerSettings(publish_nats=broker.url, nats_stream="OVERLAPPING", nats_publish_queue=1)
     )
     with pytest.raises(nats.js.errors.NotFoundError):
         await publisher.start()

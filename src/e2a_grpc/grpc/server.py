@@ -139,14 +139,7 @@ class E2AServer:
         if config.publish_nats:
             from e2a_grpc.broker.jetstream import FramePublisher
 
-            self.publisher = FramePublisher(
-                config.publish_nats,
-                stream=config.nats_stream,
-                subject_prefix=config.nats_subject_prefix,
-                type_prefix=config.cloudevents_type_prefix,
-                source=config.cloudevents_source,
-                queue_size=config.nats_publish_queue,
-            )
+            self.publisher = FramePublisher.from_settings(config)
         self.chat = ChatServicer(
             make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
         )

@@ -122,3 +122,8 @@ class ErrorCode(StrEnum):
     STREAM_FRAME_LIMIT = "stream_frame_limit"
     #: The stream ran longer than the server's ``chat_max_stream_seconds``; the agent was stopped.
     STREAM_TIME_LIMIT = "stream_time_limit"
+    #: The client cancelled the call; the agent was stopped. Only a copy of the stream (``serve
+    #: --publish-nats``) ends with it: the client is gone.
+    CLIENT_CANCELLED = "client_cancelled"
+    #: The call's deadline passed; the agent was stopped. As ``client_cancelled``, in a copy only.
+    DEADLINE_EXCEEDED = "deadline_exceeded"
