@@ -22,7 +22,7 @@ from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import FAKE_INFO
-from tests.support.nats_server import NatsServer, running_nats_server
+from tests.support.nats_server import NatsServer, running_nats_server, stored_messages
 
 pytestmark = pytest.mark.timeout(120)
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -68,14 +68,7 @@ async def _subscribe(broker: NatsServer, request_id: str, idle_timeout: float = 
 
 async def _stored(broker: NatsServer, request_id: str) -> int:
     """How many messages the stream holds for one request (de-duplicated by the broker)."""
-    nc = await nats.connect(broker.url)
-    try:
-        info = await nc.jetstream().stream_info(
-            STREAM, subjects_filter=jetstream.streams_filter(PREFIX, request_id=request_id)
-        )
-        return sum((info.state.subjects or {}).values())
-    finally:
-        await nc.close()
+    return await stored_messages(broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id=request_id))
 
 
 @in_module_loop
