@@ -19,6 +19,7 @@ from e2a_grpc.broker import jetstream
 from e2a_grpc.chat.events import Complete, Delta, Event
 from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
+from e2a_grpc.protocols import cloudevents
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import FAKE_INFO
@@ -273,3 +274,44 @@ async def test_a_subscriber_rebuilds_a_stream_stored_out_of_order_and_twice(brok
     await _store_shuffled_with_copies(broker, frames)
     assert await _stored(broker, "shuffled") == len(frames) + len(frames) // 2 + 1 + 3
     assert await _subscribe(broker, "shuffled") == [frame.to_json() for frame in frames]
+
+
+async def _publish_foreign_messages(broker: NatsServer, subject: str) -> int:
+    """Messages another publisher puts on the frames' subjects: none is a frame of a Chat stream."""
+    request = cloudevents.to_http_binary(
+        cloudevents.record_to_event(_request("foreign-request", 1), type_prefix="io.e2a")
+    )
+    response_without_request = cloudevents.to_http_binary(
+        cloudevents.record_to_event(E2AResponse(response_id="r-1", is_final=True), type_prefix="io.e2a")
+    )
+    messages: list[tuple[bytes, dict[str, str] | None]] = [
+        (b"not a CloudEvent", None),
+        (b"{not json", {**response_without_request.headers}),
+        (request.body, request.headers),  # an E2A request: a Chat stream carries responses
+        (response_without_request.body, response_without_request.headers),  # a response of no request
+    ]
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+        for payload, headers in messages:
+            await js.publish(subject, payload, headers=headers)
+    finally:
+        await nc.close()
+    return len(messages)
+
+
+@in_module_loop
+async def test_a_subscriber_skips_messages_that_are_not_frames_and_reads_on(
+    broker: NatsServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    foreign_subject = jetstream.frame_subject(PREFIX, "shared", "intruder")
+    foreign = await _publish_foreign_messages(broker, foreign_subject)
+    sent = await _chat(channel, _request("after-foreign", 5, session_id="shared"))
+    frames = jetstream.read_streams(
+        broker.url, stream=STREAM, subject_prefix=PREFIX, session_id="shared", idle_timeout=20.0
+    )
+    assert [frame.to_json() async for frame in frames] == sent
+    skipped = [record.getMessage() for record in caplog.records if "skipped message" in record.getMessage()]
+    assert len(skipped) == foreign
+    assert all(f"on {foreign_subject}: not a frame of a Chat stream" in message for message in skipped)
+    assert "mcptype" in skipped[2] and "no request_id" in skipped[3]

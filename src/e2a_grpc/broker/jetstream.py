@@ -77,6 +77,8 @@ REFUSED_RETRY_SECONDS = 1.0
 #: How often unacknowledged frames are looked at, to send again those whose time came; a reader's
 #: pause before it resumes after losing the broker.
 RETRY_PAUSE_SECONDS = 0.2
+#: What nats-py's publish raises for the message itself (not for the connection's state).
+_UNSENDABLE = (nats.errors.BadSubjectError, nats.errors.BadHeaderError, nats.errors.MaxPayloadError)
 #: The status header of the reply a publish gets when no stream takes its subject.
 _NO_RESPONDERS = "503"
 #: Messages asked for per fetch by a reader.
@@ -112,8 +114,9 @@ def _stream_frame(msg: Msg) -> E2AResponse | None:
             return frame
         problem = "the frame has no request_id"
     log.warning(
-        "skipped message %d on %s: not a frame of a Chat stream (%s)",
+        "skipped message %d of stream %s on %s: not a frame of a Chat stream (%s)",
         msg.metadata.sequence.stream,
+        msg.metadata.stream,
         msg.subject,
         problem,
     )
@@ -286,12 +289,12 @@ class FramePublisher:
                 self._queue.qsize() + len(self._batch) + len(self._unacked),
             )
         if self.failed:
-            log.error("%d Chat frames were not published to NATS: the publisher had failed", self.dropped)
-        for task in (*self._tasks, self._making_stream):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            log.error("the NATS publisher had failed: %d Chat frames in all were not published", self.dropped)
+        tasks = [task for task in (*self._tasks, self._making_stream) if task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)  # a task that failed was logged then
         if self._nc is not None:
             await self._nc.close()
 
@@ -343,12 +346,14 @@ class FramePublisher:
         message = publish.message
         try:
             await self._nc.publish(message.subject, message.payload, reply=publish.reply, headers=message.headers)
+        except _UNSENDABLE as exc:  # the message itself: sending it again would meet the same refusal
+            log.error("NATS cannot take Chat frame %s (%r); not published", publish.frame_id, exc)
+            self._drop(publish)
         except nats.errors.Error:
             self._retry_soon(publish)  # disconnected and the client's buffer full, or closed: send it again later
         except Exception:  # not the broker's doing: a bug, which sending it again would meet again
             log.exception("cannot publish Chat frame %s to NATS; not published", publish.frame_id)
-            self._settle(publish)
-            self.dropped += 1
+            self._drop(publish)
         else:
             publish.sent_at = asyncio.get_running_loop().time()
 
@@ -366,8 +371,7 @@ class FramePublisher:
         except Exception:  # a bug: nats-py would pass it to the error callback, and the frame wait for ever
             log.exception("cannot read NATS's answer to Chat frame %s; the frame is dropped", publish.frame_id)
             if reply.subject in self._unacked:
-                self._settle(publish)
-                self.dropped += 1
+                self._drop(publish)
 
     def _answered(self, publish: _Publish, reply: Msg) -> None:
         if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
@@ -391,17 +395,21 @@ class FramePublisher:
                 publish.frame_id,
                 answer["error"].get("description", answer["error"]),
             )
-            self._settle(publish)
-            self.dropped += 1
+            self._drop(publish)
         else:
             log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
             self._retry_soon(publish)
 
     def _settle(self, publish: _Publish) -> None:
-        """Done with a frame: stored, or refused for good."""
+        """Done with a frame: stored, or given up on."""
         del self._unacked[publish.reply]
         self._queue.task_done()
         self._window_open.set()
+
+    def _drop(self, publish: _Publish) -> None:
+        """Give up on a frame sent (or about to be): it will not be sent again."""
+        self._settle(publish)
+        self.dropped += 1
 
     def _give_up(self, frames: int = 1) -> None:
         """Done with frames taken from the queue and never sent."""
