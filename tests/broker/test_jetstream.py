@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import nats
@@ -315,3 +316,35 @@ async def test_a_subscriber_skips_messages_that_are_not_frames_and_reads_on(
     assert len(skipped) == foreign
     assert all(f"on {foreign_subject}: not a frame of a Chat stream" in message for message in skipped)
     assert "mcptype" in skipped[2] and "no request_id" in skipped[3]
+
+
+class _WindowWatch(jetstream.FramePublisher):
+    """Records the most frames ever sent and not yet acknowledged."""
+
+    most_unacked = 0
+
+    async def _send(self, publish: Any) -> None:
+        self.most_unacked = max(self.most_unacked, len(self._unacked))
+        await super()._send(publish)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("window", [1, 4])
+async def test_the_publish_window_setting_bounds_the_frames_awaiting_their_ack(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    monkeypatch.setattr(jetstream, "FramePublisher", _WindowWatch)  # what serve --publish-nats starts
+    request_id = f"window-{window}"
+    async with (
+        in_process_server(
+            publish_nats=broker.url, nats_publish_window=window, nats_publish_linger_seconds=0
+        ) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        sent = await _chat(channel, _request(request_id, 60))
+        publisher = running.server.publisher
+        assert isinstance(publisher, _WindowWatch)
+        await publisher.flush()
+        assert 1 <= publisher.most_unacked <= window
+        assert publisher.published == len(sent)
+    assert await _subscribe(broker, request_id) == sent
