@@ -190,10 +190,12 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 self._streams.discard(stream)
                 await events.aclose()
         except _ClientStalled:
-            await self._end_published_stream(frames, stream, *self._stalled_ending())
+            if self._frame_sink is not None:
+                await self._end_published_stream(self._frame_sink, frames, stream, *self._stalled_ending())
             await self._abort_stalled(context)  # the backend is stopped by now
         except BaseException as exc:
-            await self._end_published_stream(frames, stream, *self._call_ending(context, exc))
+            if self._frame_sink is not None:
+                await self._end_published_stream(self._frame_sink, frames, stream, *self._call_ending(context, exc))
             raise
 
     async def _stream_frames(
@@ -340,19 +342,23 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             ErrorCode.STREAM_TIME_LIMIT, self._time_limit_message(), {"max_stream_seconds": self._max_stream_seconds}
         )
 
+    @staticmethod
     async def _end_published_stream(
-        self, frames: FrameBuilder, stream: _Stream, code: ErrorCode, message: str, details: dict[str, Any]
+        sink: FrameSink,
+        frames: FrameBuilder,
+        stream: _Stream,
+        code: ErrorCode,
+        message: str,
+        details: dict[str, Any],
     ) -> None:
         """End the frame sink's copy of a stream whose call ended without its final frame: the frame
         built last, if the sink does not have it yet, then (unless that was the final one) a final
         ``e2a.error`` frame for the sink alone. The client, gone or getting a status, gets neither."""
-        if self._frame_sink is None:
-            return
         if stream.unpublished is not None:
-            await self._frame_sink.put(stream.unpublished)
+            await sink.put(stream.unpublished)
             stream.unpublished = None
         if not frames.finished:
-            await self._frame_sink.put(frames.error(code, message, details))
+            await sink.put(frames.error(code, message, details))
 
     def _call_ending(
         self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], exc: BaseException
