@@ -515,6 +515,6 @@ class SubscribeSettings(BaseSettings):
     nats_idle_timeout_seconds: float | None = Field(
         default=None,
         gt=0,
-        description="NATS: give up after this many seconds without a message on the subjects read (as a "
-        "timeout; --timeout is the same option); default: wait for ever",
+        description="NATS: give up after this many seconds without a message on the subjects read (--timeout "
+        "for short); default: wait for ever",
     )

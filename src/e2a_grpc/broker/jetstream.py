@@ -370,8 +370,7 @@ class FramePublisher:
             self._answered(publish, reply)
         except Exception:  # a bug: nats-py would pass it to the error callback, and the frame wait for ever
             log.exception("cannot read NATS's answer to Chat frame %s; the frame is dropped", publish.frame_id)
-            if reply.subject in self._unacked:
-                self._drop(publish)
+            self._drop(publish)
 
     def _answered(self, publish: _Publish, reply: Msg) -> None:
         if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
@@ -400,16 +399,19 @@ class FramePublisher:
             log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
             self._retry_soon(publish)
 
-    def _settle(self, publish: _Publish) -> None:
-        """Done with a frame: stored, or given up on."""
-        del self._unacked[publish.reply]
+    def _settle(self, publish: _Publish) -> bool:
+        """Done with a frame: stored, or given up on. False if it was done with already (its ack
+        came while it was being sent again)."""
+        if self._unacked.pop(publish.reply, None) is None:
+            return False
         self._queue.task_done()
         self._window_open.set()
+        return True
 
     def _drop(self, publish: _Publish) -> None:
         """Give up on a frame sent (or about to be): it will not be sent again."""
-        self._settle(publish)
-        self.dropped += 1
+        if self._settle(publish):
+            self.dropped += 1
 
     def _give_up(self, frames: int = 1) -> None:
         """Done with frames taken from the queue and never sent."""
@@ -435,7 +437,7 @@ class FramePublisher:
             if again:
                 log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(again))
             for publish in again:
-                if publish.reply in self._unacked:  # not settled by a bug while the others were sent
+                if publish.reply in self._unacked:  # not acknowledged while the others were sent
                     await self._send(publish)
 
     def _on_task_done(self, task: asyncio.Task[None]) -> None:
