@@ -5,6 +5,7 @@ backend, and subscribers rebuilding the streams with ``read_streams``."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 import pytest_asyncio
 
 from e2a_grpc.broker import jetstream
+from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA
 from e2a_grpc.chat.events import Complete, Delta, Event
 from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
@@ -128,22 +130,26 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
 
 
 @in_module_loop
-async def test_a_frame_over_the_brokers_max_payload_holds_back_no_later_frame(
+async def test_a_frame_over_the_brokers_max_payload_has_a_stand_in_and_holds_back_no_later_frame(
     broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Within the prompt limit, but a frame echoing it (each '"' escaped) is over NATS's 1 MiB default.
     too_big = E2AEnvelope(method="chat.send", request_id="too-big", is_stream=True, params={"text": '"' * 600_000})
-    assert len(await _chat(channel, too_big)) == 2
-    sent = await _chat(channel, _request("after-too-big", 5))
-    assert await _subscribe(broker, "after-too-big") == sent
-    assert server.server.publisher is not None
-    await server.server.publisher.flush()
-    assert await _stored(broker, "too-big") == 0
+    sent = [json.loads(frame) for frame in await _chat(channel, too_big)]
+    assert len(sent) == 2
+    after = await _chat(channel, _request("after-too-big", 5))
+    assert await _subscribe(broker, "after-too-big") == after
+    chunk, final = [json.loads(frame) for frame in await _subscribe(broker, "too-big")]  # whole, and it ends
+    assert [chunk["response_id"], final["response_id"]] == [frame["response_id"] for frame in sent]
+    assert (chunk["sequence"], chunk["response_kind"], chunk["body"]["delta_kind"]) == (0, "e2a.chunk", "custom")
+    assert "over the NATS server's max_payload" in chunk["body"]["delta"][NOT_PUBLISHED_DELTA]["reason"]
+    assert (final["is_final"], final["status"], final["body"]["code"]) == (True, "failed", "frame_not_published")
+    assert final["body"]["details"]["response_kind"] == "e2a.complete"
     assert sum("over the NATS server's max_payload" in record.message for record in caplog.records) == 2
 
 
 @in_module_loop
-async def test_a_frame_the_stream_refuses_for_good_holds_back_no_later_frame(
+async def test_a_frame_the_stream_refuses_for_good_has_a_stand_in_and_holds_back_no_later_frame(
     broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
     nc = await nats.connect(broker.url)
@@ -160,7 +166,14 @@ async def test_a_frame_the_stream_refuses_for_good_holds_back_no_later_frame(
     finally:
         await js.update_stream(config)
         await nc.close()
-    assert await _stored(broker, "refused-for-good") == len(refused) - 1  # all but the final frame (the whole text)
+    published = await _subscribe(broker, "refused-for-good")
+    assert published[:-1] == refused[:-1]  # every chunk; the final frame (the whole text) has a stand-in
+    final = json.loads(published[-1])
+    assert (final["response_id"], final["body"]["code"]) == (
+        json.loads(refused[-1])["response_id"],
+        "frame_not_published",
+    )
+    assert "the stream refused it" in final["body"]["details"]["reason"]
     assert sum("refused Chat frame" in record.message for record in caplog.records) == 1
 
 

@@ -12,10 +12,12 @@ broker unless the queue is full. Its tuning (queue, window, ack timeout, linger)
 ``nats_publish_*`` / ``nats_ack_timeout_seconds`` settings. Each frame's message is written by
 ``FrameMessages`` (frame_messages.py), the fast form of the general mapping ``frame_message``.
 
-Frames the publisher cannot publish at all are given up on, logged (and counted in ``dropped``),
-so that they hold back no later frame: a frame over the server's max_payload, one the stream
-refuses for good (a 4xx answer), and one whose handling hits a bug (building its message, sending
-it, reading its answer: logged with the traceback). A failure of a publisher task itself, outside
+A frame the broker cannot take (over the server's max_payload, refused by the stream for good: a
+4xx answer) is logged and published as its stand-in (``stand_in_frame``: same sequence and response
+id, a final ``frame_not_published`` error for a final frame), so that it holds back no later frame
+and the broker's copy of its stream has no gap; one whose handling hits a bug (building its message,
+sending it, reading its answer) is logged with the traceback and given up on (counted in
+``dropped``): the same bug could meet its stand-in. A failure of a publisher task itself, outside
 the handling of one frame, is a bug in the publisher's own bookkeeping: rather than run on with it
 (a restarted loop could resend, reorder or lose frames without saying so, or fail again at once for
 ever), the publisher stops (``failed``): the failure is logged with its traceback at ERROR, every
@@ -57,6 +59,7 @@ from e2a_grpc.broker.frame_messages import (
     FrameMessages,
     frame_message,
     frame_subject,
+    stand_in_frame,
     subject_token,
 )
 from e2a_grpc.chat.invariants import StreamInvariantError
@@ -177,12 +180,15 @@ def _is_permanent_refusal(answer: object) -> bool:
 class _Publish:
     """A frame's message on its way: the reply subject its ack comes to, and when it was last sent."""
 
-    __slots__ = ("message", "reply", "sent_at")
+    __slots__ = ("frame", "message", "reply", "sent_at", "stand_in")
 
-    def __init__(self, message: BrokerMessage, reply: str) -> None:
+    def __init__(self, frame: bytes, message: BrokerMessage) -> None:
+        self.frame = frame
         self.message = message
-        self.reply = reply
+        self.reply = ""  # until it is registered
         self.sent_at = -math.inf  # not sent yet
+        #: ``message`` is a stand-in for the frame, which the broker cannot take.
+        self.stand_in = False
 
     @property
     def frame_id(self) -> str:
@@ -231,6 +237,8 @@ class FramePublisher:
         #: Frames given up on: refused for good, too large, failed on a bug, or handed over after a
         #: publisher task failed.
         self.dropped = 0
+        #: Frames the broker could not take (too large, refused), published as stand-ins.
+        self.stood_in = 0
         #: A task of the publisher failed: it publishes nothing more (see the module docstring).
         self.failed = False
 
@@ -316,30 +324,56 @@ class FramePublisher:
         """Publish the batch's first frame. It leaves the batch only for ``_unacked`` or to be given
         up on, so that a failure of the task anywhere leaves no frame unaccounted for."""
         batch = self._batch
+        frame = batch[0]
         try:
             # Built here, in the publisher's task, so Chat's own path never decodes its frames.
-            message = self._messages.message(batch[0])
+            publish = _Publish(frame, self._messages.message(frame))
         except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
             log.exception("cannot build the CloudEvent of a Chat frame; not published")
             batch.popleft()
             self._give_up()
             return
         assert self._nc is not None
-        if len(message.payload) > self._nc.max_payload:
+        max_payload = self._nc.max_payload
+        if (size := len(publish.message.payload)) > max_payload:
             # No retry can publish it, and retrying would hold a window slot for ever.
-            log.error(
-                "Chat frame %s (%d bytes) is over the NATS server's max_payload; not published",
-                message.headers[MSG_ID_HEADER],
-                len(message.payload),
-            )
-            batch.popleft()
-            self._give_up()
-            return
+            reason = f"{size} bytes, over the NATS server's max_payload of {max_payload}"
+            if not self._stand_in_for(publish, reason) or len(publish.message.payload) > max_payload:
+                log.error("Chat frame %s is %s; not published", publish.frame_id, reason)
+                batch.popleft()
+                self._give_up()
+                return
+            log.error("Chat frame %s is %s; a stand-in is published in its place", publish.frame_id, reason)
         self._published_so_far += 1
-        publish = _Publish(message, f"{self._inbox}.{self._published_so_far}")
+        publish.reply = f"{self._inbox}.{self._published_so_far}"
         batch.popleft()
         self._unacked[publish.reply] = publish
         await self._send(publish)
+
+    def _stand_in_for(self, publish: _Publish, reason: str) -> bool:
+        """Have a stand-in (``stand_in_frame``) published in the place of a frame the broker cannot
+        take, so that the broker's copy of its stream has no gap and ends; False when it is a stand-in
+        already, or none can be written (a bug, logged)."""
+        if publish.stand_in:
+            return False
+        try:
+            publish.message = self._messages.message(stand_in_frame(publish.frame, reason))
+        except Exception:
+            log.exception("cannot write a stand-in for Chat frame %s", publish.frame_id)
+            return False
+        publish.stand_in = True
+        self.stood_in += 1
+        return True
+
+    def _send_stand_in_soon(self, publish: _Publish) -> None:
+        """A frame sent and refused is sent again as its stand-in, under a reply subject of its own
+        (an answer to the frame that comes late is not taken for the stand-in's)."""
+        if self._unacked.pop(publish.reply, None) is None:
+            return  # acknowledged meanwhile: an earlier copy was stored after all
+        self._published_so_far += 1
+        publish.reply = f"{self._inbox}.{self._published_so_far}"
+        self._unacked[publish.reply] = publish
+        publish.sent_at = -math.inf  # due at once
 
     async def _send(self, publish: _Publish) -> None:
         assert self._nc is not None
@@ -347,8 +381,14 @@ class FramePublisher:
         try:
             await self._nc.publish(message.subject, message.payload, reply=publish.reply, headers=message.headers)
         except _UNSENDABLE as exc:  # the message itself: sending it again would meet the same refusal
-            log.error("NATS cannot take Chat frame %s (%r); not published", publish.frame_id, exc)
-            self._drop(publish)
+            if self._stand_in_for(publish, f"the NATS client refused it: {exc!r}"):
+                log.error(
+                    "NATS cannot take Chat frame %s (%r); a stand-in is published in its place", publish.frame_id, exc
+                )
+                self._send_stand_in_soon(publish)
+            else:
+                log.error("NATS cannot take Chat frame %s (%r); not published", publish.frame_id, exc)
+                self._drop(publish)
         except nats.errors.Error:
             self._retry_soon(publish)  # disconnected and the client's buffer full, or closed: send it again later
         except Exception:  # not the broker's doing: a bug, which sending it again would meet again
@@ -389,12 +429,15 @@ class FramePublisher:
         elif _is_permanent_refusal(answer):
             # Refused for what the frame is (its size over the stream's max_msg_size, ...): no retry
             # can store it, and retrying would hold a window slot for ever.
-            log.error(
-                "NATS refused Chat frame %s for good (%s); not published",
-                publish.frame_id,
-                answer["error"].get("description", answer["error"]),
-            )
-            self._drop(publish)
+            description = answer["error"].get("description", answer["error"])
+            if self._stand_in_for(publish, f"the stream refused it: {description}"):
+                log.error(
+                    "NATS refused Chat frame %s for good (%s); a stand-in is published", publish.frame_id, description
+                )
+                self._send_stand_in_soon(publish)
+            else:
+                log.error("NATS refused Chat frame %s for good (%s); not published", publish.frame_id, description)
+                self._drop(publish)
         else:
             log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
             self._retry_soon(publish)
@@ -434,8 +477,8 @@ class FramePublisher:
                 continue  # what is sent now waits in the client's buffer for the reconnection
             late = loop.time() - self._ack_timeout
             again = [publish for publish in self._unacked.values() if publish.sent_at <= late]
-            if again:
-                log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(again))
+            if unacknowledged := sum(publish.sent_at > -math.inf for publish in again):  # not new stand-ins
+                log.warning("NATS did not acknowledge %d Chat frames; publishing them again", unacknowledged)
             for publish in again:
                 if publish.reply in self._unacked:  # not acknowledged while the others were sent
                     await self._send(publish)

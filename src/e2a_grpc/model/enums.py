@@ -127,3 +127,6 @@ class ErrorCode(StrEnum):
     CLIENT_CANCELLED = "client_cancelled"
     #: The call's deadline passed; the agent was stopped. As ``client_cancelled``, in a copy only.
     DEADLINE_EXCEEDED = "deadline_exceeded"
+    #: The stream's final frame could not be published to the broker (too large, refused); this frame
+    #: stands in for it in the broker's copy of the stream only.
+    FRAME_NOT_PUBLISHED = "frame_not_published"
