@@ -541,10 +541,14 @@ def _add_subscribe(commands: Any) -> None:
         "--streams", type=int, default=1, help="end after this many streams ended (0: never) (default: %(default)s)"
     )
     parser.add_argument("--json", action="store_true", help="print each frame as a line of E2A wire JSON")
-    parser.add_argument(
-        "--timeout", type=float, help=f"give up after this many seconds without a frame (exit {EXIT_TIMEOUT})"
-    )
     _add_setting_options(parser, SubscribeSettings, *SubscribeSettings.model_fields)
+    # The short name of --nats-idle-timeout-seconds, as chat's --timeout.
+    parser.add_argument(
+        "--timeout",
+        dest="nats_idle_timeout_seconds",
+        default=argparse.SUPPRESS,
+        help=f"the same as --nats-idle-timeout-seconds (exit {EXIT_TIMEOUT} when it passes)",
+    )
     parser.set_defaults(run=_run_subscribe)
 
 
@@ -570,7 +574,7 @@ def _run_subscribe(args: argparse.Namespace) -> int:
             session_id=args.session_id,
             request_id=args.request_id,
             streams=args.streams or None,
-            idle_timeout=args.timeout,
+            idle_timeout=settings.nats_idle_timeout_seconds,
         )
         async for frame in frames:
             if args.json:

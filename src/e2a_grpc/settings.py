@@ -104,6 +104,9 @@ def _nats_subject_prefix() -> Any:
 
 #: The NATS server a subscriber reads from when none is given.
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+#: How long JetStream remembers message ids for de-duplication in the stream a server creates (its
+#: default): a frame published again within it is stored once.
+NATS_DUPLICATE_WINDOW_SECONDS = 120.0
 
 
 class ServerSettings(BaseSettings):
@@ -222,6 +225,27 @@ class ServerSettings(BaseSettings):
         ge=1,
         description="--publish-nats: frames waiting for the broker; when full (the broker is down that long), "
         "Chat streams wait for room rather than lose frames",
+    )
+    nats_publish_window: int = Field(
+        default=256,
+        ge=1,
+        le=65_536,
+        description="--publish-nats: frames published and not yet acknowledged by JetStream, at most; the "
+        "publisher waits for acks beyond that",
+    )
+    nats_ack_timeout_seconds: float = Field(
+        default=2.0,
+        ge=0.1,
+        lt=NATS_DUPLICATE_WINDOW_SECONDS,
+        description="--publish-nats: how long a frame waits for JetStream's ack before it is published again "
+        "(same Nats-Msg-Id; under the stream's duplicate window, so that it is stored once)",
+    )
+    nats_publish_linger_seconds: float = Field(
+        default=0.005,
+        ge=0,
+        le=1.0,
+        description="--publish-nats: how long frames may gather before they are sent together (one socket write "
+        "and one read of acks for them all); 0: send each at once",
     )
     a2a_port: int | None = Field(
         default=None,
@@ -478,7 +502,7 @@ class CloudEventsSettings(BaseSettings):
 
 
 class SubscribeSettings(BaseSettings):
-    """Where ``e2a-grpc subscribe`` reads Chat streams from."""
+    """Where ``e2a-grpc subscribe`` reads Chat streams from, and for how long."""
 
     model_config = _SETTINGS_CONFIG
 
@@ -488,3 +512,9 @@ class SubscribeSettings(BaseSettings):
     )
     nats_stream: str = _nats_stream()
     nats_subject_prefix: str = _nats_subject_prefix()
+    nats_idle_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="NATS: give up after this many seconds without a message on the subjects read (--timeout "
+        "for short); default: wait for ever",
+    )

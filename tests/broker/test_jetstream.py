@@ -5,9 +5,11 @@ backend, and subscribers rebuilding the streams with ``read_streams``."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import nats
@@ -16,13 +18,15 @@ import pytest
 import pytest_asyncio
 
 from e2a_grpc.broker import jetstream
+from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA
 from e2a_grpc.chat.events import Complete, Delta, Event
 from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
+from e2a_grpc.protocols import cloudevents
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import FAKE_INFO
-from tests.support.nats_server import NatsServer, running_nats_server
+from tests.support.nats_server import NatsServer, running_nats_server, stored_messages
 
 pytestmark = pytest.mark.timeout(120)
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -68,14 +72,7 @@ async def _subscribe(broker: NatsServer, request_id: str, idle_timeout: float = 
 
 async def _stored(broker: NatsServer, request_id: str) -> int:
     """How many messages the stream holds for one request (de-duplicated by the broker)."""
-    nc = await nats.connect(broker.url)
-    try:
-        info = await nc.jetstream().stream_info(
-            STREAM, subjects_filter=jetstream.streams_filter(PREFIX, request_id=request_id)
-        )
-        return sum((info.state.subjects or {}).values())
-    finally:
-        await nc.close()
+    return await stored_messages(broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id=request_id))
 
 
 @in_module_loop
@@ -133,22 +130,26 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
 
 
 @in_module_loop
-async def test_a_frame_over_the_brokers_max_payload_holds_back_no_later_frame(
+async def test_a_frame_over_the_brokers_max_payload_has_a_stand_in_and_holds_back_no_later_frame(
     broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Within the prompt limit, but a frame echoing it (each '"' escaped) is over NATS's 1 MiB default.
     too_big = E2AEnvelope(method="chat.send", request_id="too-big", is_stream=True, params={"text": '"' * 600_000})
-    assert len(await _chat(channel, too_big)) == 2
-    sent = await _chat(channel, _request("after-too-big", 5))
-    assert await _subscribe(broker, "after-too-big") == sent
-    assert server.server.publisher is not None
-    await server.server.publisher.flush()
-    assert await _stored(broker, "too-big") == 0
+    sent = [json.loads(frame) for frame in await _chat(channel, too_big)]
+    assert len(sent) == 2
+    after = await _chat(channel, _request("after-too-big", 5))
+    assert await _subscribe(broker, "after-too-big") == after
+    chunk, final = [json.loads(frame) for frame in await _subscribe(broker, "too-big")]  # whole, and it ends
+    assert [chunk["response_id"], final["response_id"]] == [frame["response_id"] for frame in sent]
+    assert (chunk["sequence"], chunk["response_kind"], chunk["body"]["delta_kind"]) == (0, "e2a.chunk", "custom")
+    assert "over the NATS server's max_payload" in chunk["body"]["delta"][NOT_PUBLISHED_DELTA]["reason"]
+    assert (final["is_final"], final["status"], final["body"]["code"]) == (True, "failed", "frame_not_published")
+    assert final["body"]["details"]["response_kind"] == "e2a.complete"
     assert sum("over the NATS server's max_payload" in record.message for record in caplog.records) == 2
 
 
 @in_module_loop
-async def test_a_frame_the_stream_refuses_for_good_holds_back_no_later_frame(
+async def test_a_frame_the_stream_refuses_for_good_has_a_stand_in_and_holds_back_no_later_frame(
     broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
     nc = await nats.connect(broker.url)
@@ -165,7 +166,14 @@ async def test_a_frame_the_stream_refuses_for_good_holds_back_no_later_frame(
     finally:
         await js.update_stream(config)
         await nc.close()
-    assert await _stored(broker, "refused-for-good") == len(refused) - 1  # all but the final frame (the whole text)
+    published = await _subscribe(broker, "refused-for-good")
+    assert published[:-1] == refused[:-1]  # every chunk; the final frame (the whole text) has a stand-in
+    final = json.loads(published[-1])
+    assert (final["response_id"], final["body"]["code"]) == (
+        json.loads(refused[-1])["response_id"],
+        "frame_not_published",
+    )
+    assert "the stream refused it" in final["body"]["details"]["reason"]
     assert sum("refused Chat frame" in record.message for record in caplog.records) == 1
 
 
@@ -174,8 +182,8 @@ async def test_a_publisher_that_cannot_make_its_stream_fails_to_start_and_discon
     broker: NatsServer, server: InProcessServer
 ) -> None:
     # The server's stream already takes these subjects: a second stream over them is refused.
-    publisher = jetstream.FramePublisher(
-        broker.url, stream="OVERLAPPING", subject_prefix=PREFIX, type_prefix="io.e2a", source=None, queue_size=1
+    publisher = jetstream.FramePublisher.from_settings(
+        ServerSettings(publish_nats=broker.url, nats_stream="OVERLAPPING", nats_publish_queue=1)
     )
     with pytest.raises(nats.js.errors.NotFoundError):
         await publisher.start()
@@ -280,3 +288,76 @@ async def test_a_subscriber_rebuilds_a_stream_stored_out_of_order_and_twice(brok
     await _store_shuffled_with_copies(broker, frames)
     assert await _stored(broker, "shuffled") == len(frames) + len(frames) // 2 + 1 + 3
     assert await _subscribe(broker, "shuffled") == [frame.to_json() for frame in frames]
+
+
+async def _publish_foreign_messages(broker: NatsServer, subject: str) -> int:
+    """Messages another publisher puts on the frames' subjects: none is a frame of a Chat stream."""
+    request = cloudevents.to_http_binary(
+        cloudevents.record_to_event(_request("foreign-request", 1), type_prefix="io.e2a")
+    )
+    response_without_request = cloudevents.to_http_binary(
+        cloudevents.record_to_event(E2AResponse(response_id="r-1", is_final=True), type_prefix="io.e2a")
+    )
+    messages: list[tuple[bytes, dict[str, str] | None]] = [
+        (b"not a CloudEvent", None),
+        (b"{not json", {**response_without_request.headers}),
+        (request.body, request.headers),  # an E2A request: a Chat stream carries responses
+        (response_without_request.body, response_without_request.headers),  # a response of no request
+    ]
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+        for payload, headers in messages:
+            await js.publish(subject, payload, headers=headers)
+    finally:
+        await nc.close()
+    return len(messages)
+
+
+@in_module_loop
+async def test_a_subscriber_skips_messages_that_are_not_frames_and_reads_on(
+    broker: NatsServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    foreign_subject = jetstream.frame_subject(PREFIX, "shared", "intruder")
+    foreign = await _publish_foreign_messages(broker, foreign_subject)
+    sent = await _chat(channel, _request("after-foreign", 5, session_id="shared"))
+    frames = jetstream.read_streams(
+        broker.url, stream=STREAM, subject_prefix=PREFIX, session_id="shared", idle_timeout=20.0
+    )
+    assert [frame.to_json() async for frame in frames] == sent
+    skipped = [record.getMessage() for record in caplog.records if "skipped message" in record.getMessage()]
+    assert len(skipped) == foreign
+    assert all(f"on {foreign_subject}: not a frame of a Chat stream" in message for message in skipped)
+    assert "mcptype" in skipped[2] and "no request_id" in skipped[3]
+
+
+class _WindowWatch(jetstream.FramePublisher):
+    """Records the most frames ever sent and not yet acknowledged."""
+
+    most_unacked = 0
+
+    async def _send(self, publish: Any) -> None:
+        self.most_unacked = max(self.most_unacked, len(self._unacked))
+        await super()._send(publish)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("window", [1, 4])
+async def test_the_publish_window_setting_bounds_the_frames_awaiting_their_ack(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    monkeypatch.setattr(jetstream, "FramePublisher", _WindowWatch)  # what serve --publish-nats starts
+    request_id = f"window-{window}"
+    async with (
+        in_process_server(
+            publish_nats=broker.url, nats_publish_window=window, nats_publish_linger_seconds=0
+        ) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        sent = await _chat(channel, _request(request_id, 60))
+        publisher = running.server.publisher
+        assert isinstance(publisher, _WindowWatch)
+        await publisher.flush()
+        assert 1 <= publisher.most_unacked <= window
+        assert publisher.published == len(sent)
+    assert await _subscribe(broker, request_id) == sent

@@ -94,6 +94,20 @@ def test_serve_publishes_and_subscribe_rebuilds_the_stream(tmp_path: Path) -> No
         assert text.stdout == "one two three\n"
 
 
+def test_subscribe_gives_up_after_its_idle_timeout_with_exit_124(tmp_path: Path) -> None:
+    with running_nats_server(tmp_path / "jetstream") as broker:
+        result = run(
+            "subscribe",
+            "--request-id",
+            "never-sent",
+            "--nats-url",
+            broker.url,
+            env={"E2A_GRPC_NATS_IDLE_TIMEOUT_SECONDS": "0.5"},
+        )
+    assert result.returncode == 124, result.stderr
+    assert "no frame for 0.5 s on e2a.frames.*.never-sent" in result.stderr
+
+
 def test_subscribe_without_a_broker_exits_4() -> None:
     result = run("subscribe", "--nats-url", "nats://127.0.0.1:1", "--timeout", "5")
     assert result.returncode == 4

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+import nats
+
 from tests.support.processes import REPO_ROOT, free_port, process_output, stop_process, wait_until
 
 #: Debian's package (in /usr/sbin, which is not on every PATH), else the build `make nats-server` pins.
@@ -67,6 +69,16 @@ class NatsServer:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+async def stored_messages(url: str, stream: str, subject_filter: str) -> int:
+    """How many messages JetStream's ``stream`` holds on the subjects of ``subject_filter``."""
+    nc = await nats.connect(url)
+    try:
+        info = await nc.jetstream().stream_info(stream, subjects_filter=subject_filter)
+        return sum((info.state.subjects or {}).values())
+    finally:
+        await nc.close()
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.chat.frames import frame_record
 from e2a_grpc.errors import E2AFieldError
-from e2a_grpc.model import E2AResponse
+from e2a_grpc.model import DeltaKind, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.protocols import cloudevents
 
 #: JetStream's de-duplication header.
@@ -85,6 +85,36 @@ def frame_message(frame: E2AResponse, *, subject_prefix: str, type_prefix: str, 
     return BrokerMessage(
         frame_subject(subject_prefix, frame.session_id, frame.request_id or event.id), headers, binary.body
     )
+
+
+#: The custom delta that stands in for a frame in progress the broker could not take (``stand_in_frame``).
+NOT_PUBLISHED_DELTA = "e2a_frame_not_published"
+
+
+def stand_in_frame(frame: bytes, reason: str) -> bytes:
+    """A small frame in place of ``frame`` (a serialized ChatResponse) that the broker cannot take
+    (over its size limits, refused): the same stream fields, response id and sequence, so that the
+    broker's copy of the stream has no gap and ends as the stream did. A final frame becomes a final
+    ``e2a.error`` ``frame_not_published``; a frame in progress an ``e2a.chunk`` whose custom delta
+    ``{"e2a_frame_not_published": {...}}`` says which frame was left out and why."""
+    chat = agent_service_pb2.ChatResponse.FromString(frame)
+    response = chat.response
+    details = {
+        "sequence": response.sequence,
+        "response_kind": response.response_kind,
+        "frame_bytes": len(frame),
+        "reason": reason,
+    }
+    body: dict[str, Any]
+    if response.is_final:
+        message = f"the stream's final frame could not be published to the broker: {reason}"
+        body = {"code": ErrorCode.FRAME_NOT_PUBLISHED, "message": message, "details": details}
+        response.status, response.response_kind = ResponseStatus.FAILED, ResponseKind.E2A_ERROR
+    else:
+        body = {"delta_kind": DeltaKind.CUSTOM, "delta": {NOT_PUBLISHED_DELTA: details}}
+        response.status, response.response_kind = ResponseStatus.IN_PROGRESS, ResponseKind.E2A_CHUNK
+    response.body = jsontext.dumps(body, "body")
+    return chat.SerializeToString()
 
 
 class HeaderText(str):

@@ -6,12 +6,31 @@ frame's ``response_id``: a frame published twice (a retry after a lost ack, a br
 stored once. The stream (file storage, so a broker restart keeps it) is created if missing.
 
 ``FramePublisher`` takes frames from the Chat servicer through a bounded queue and publishes them
-as they come, up to ``PUBLISH_WINDOW`` of them unacknowledged at a time (JetStream's acks come back
-to an inbox of its own), sending each again until the broker acknowledges it; Chat never waits for
-the broker unless the queue is full. Each frame's message is written by ``FrameMessages``
-(frame_messages.py), the fast form of the general mapping ``frame_message``. ``read_streams`` rebuilds streams from a
-consumer of its own (``StreamAssembler``), resuming after the last message it saw when the broker
-or the connection went away.
+as they come, up to a window of them unacknowledged at a time (JetStream's acks come back to an
+inbox of its own), sending each again until the broker acknowledges it; Chat never waits for the
+broker unless the queue is full. Its tuning (queue, window, ack timeout, linger) is the server's
+``nats_publish_*`` / ``nats_ack_timeout_seconds`` settings. Each frame's message is written by
+``FrameMessages`` (frame_messages.py), the fast form of the general mapping ``frame_message``.
+
+A frame the broker cannot take (over the server's max_payload, refused by the stream for good: a
+4xx answer) is logged and published as its stand-in (``stand_in_frame``: same sequence and response
+id, a final ``frame_not_published`` error for a final frame), so that it holds back no later frame
+and the broker's copy of its stream has no gap; one whose handling hits a bug (building its message,
+sending it, reading its answer) is logged with the traceback and given up on (counted in
+``dropped``): the same bug could meet its stand-in. A failure of a publisher task itself, outside
+the handling of one frame, is a bug in the publisher's own bookkeeping: rather than run on with it
+(a restarted loop could resend, reorder or lose frames without saying so, or fail again at once for
+ever), the publisher stops (``failed``): the failure is logged with its traceback at ERROR, every
+frame it held and every frame handed over later is given up on at once, so Chat streams go on and
+never wait for it, and the operator restarts the server to publish again.
+
+``read_streams`` rebuilds streams from a consumer of its own (``StreamAssembler``), resuming after
+the last message it saw when the broker or the connection went away. A message on the subjects that
+is not a frame of a Chat stream (another publisher's: not an E2A response CloudEvent, or a frame
+without a request_id) is logged and skipped, so that one foreign message does not stop the readers
+of a shared stream; frames that break a stream's invariants (``StreamInvariantError``) still end
+the read: they come from a publisher of frames that is broken, and skipping them would hand on a
+stream that is not what the agent sent.
 """
 
 from __future__ import annotations
@@ -20,6 +39,7 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections import deque
 from collections.abc import AsyncIterator
 
 import nats
@@ -39,31 +59,29 @@ from e2a_grpc.broker.frame_messages import (
     FrameMessages,
     frame_message,
     frame_subject,
+    stand_in_frame,
     subject_token,
 )
 from e2a_grpc.chat.invariants import StreamInvariantError
-from e2a_grpc.errors import E2AValueError
+from e2a_grpc.errors import E2AFieldError, E2AValueError
 from e2a_grpc.model import E2AResponse
 from e2a_grpc.protocols import cloudevents
+from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
 
 log = logging.getLogger(__name__)
 
-#: How long JetStream remembers message ids for de-duplication (its default).
-DUPLICATE_WINDOW_SECONDS = 120.0
-#: Frames published and not yet acknowledged, at most; the publisher waits for acks beyond that.
-PUBLISH_WINDOW = 256
-#: How long the publisher lets frames gather before it sends them, unless PUBLISH_BATCH are waiting:
-#: the frames sent together cost the server one socket write, and their acks one read, instead of
-#: one each (most of the cost of publishing when frames come one at a time), for this much latency.
-PUBLISH_LINGER_SECONDS = 0.005
+#: The publisher lets frames gather for its linger time (``nats_publish_linger_seconds``) before it
+#: sends them, unless this many are waiting already: the frames sent together cost the server one
+#: socket write, and their acks one read, instead of one each (most of the cost of publishing when
+#: frames come one at a time).
 PUBLISH_BATCH = 64
-#: How long a publish waits for the broker's ack before it is sent again (with the same id).
-ACK_TIMEOUT_SECONDS = 2.0
 #: How long after the broker refused a frame (or the client could not send it) it is sent again.
 REFUSED_RETRY_SECONDS = 1.0
 #: How often unacknowledged frames are looked at, to send again those whose time came; a reader's
 #: pause before it resumes after losing the broker.
 RETRY_PAUSE_SECONDS = 0.2
+#: What nats-py's publish raises for the message itself (not for the connection's state).
+_UNSENDABLE = (nats.errors.BadSubjectError, nats.errors.BadHeaderError, nats.errors.MaxPayloadError)
 #: The status header of the reply a publish gets when no stream takes its subject.
 _NO_RESPONDERS = "503"
 #: Messages asked for per fetch by a reader.
@@ -86,6 +104,26 @@ def frame_of(msg: Msg) -> E2AResponse:
     if not isinstance(record, E2AResponse):
         raise E2AValueError("mcptype", "a Chat stream carries response frames, got a request")
     return record
+
+
+def _stream_frame(msg: Msg) -> E2AResponse | None:
+    """The frame of a Chat stream a message carries, or None (logged) for a message that is none."""
+    try:
+        frame = frame_of(msg)
+    except E2AFieldError as exc:
+        problem = str(exc)
+    else:
+        if frame.request_id:
+            return frame
+        problem = "the frame has no request_id"
+    log.warning(
+        "skipped message %d of stream %s on %s: not a frame of a Chat stream (%s)",
+        msg.metadata.sequence.stream,
+        msg.metadata.stream,
+        msg.subject,
+        problem,
+    )
+    return None
 
 
 #: Connection attempts before a first connection gives up (a broker that is down now is an error);
@@ -119,7 +157,7 @@ async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str) ->
         name=name,
         subjects=[f"{subject_prefix}.>"],
         storage=StorageType.FILE,
-        duplicate_window=DUPLICATE_WINDOW_SECONDS,
+        duplicate_window=NATS_DUPLICATE_WINDOW_SECONDS,
     )
     try:
         await js.stream_info(name)
@@ -142,20 +180,24 @@ def _is_permanent_refusal(answer: object) -> bool:
 class _Publish:
     """A frame's message on its way: the reply subject its ack comes to, and when it was last sent."""
 
-    __slots__ = ("message", "reply", "sent_at")
+    __slots__ = ("frame", "message", "reply", "sent_at", "stand_in")
 
-    def __init__(self, message: BrokerMessage, reply: str) -> None:
+    def __init__(self, frame: bytes, message: BrokerMessage) -> None:
+        self.frame = frame
         self.message = message
-        self.reply = reply
+        self.reply = ""  # until it is registered
         self.sent_at = -math.inf  # not sent yet
+        #: ``message`` is a stand-in for the frame, which the broker cannot take.
+        self.stand_in = False
 
-    def retry_soon(self) -> None:
-        """Have it sent again REFUSED_RETRY_SECONDS from now, not after a whole ack timeout."""
-        self.sent_at = asyncio.get_running_loop().time() - ACK_TIMEOUT_SECONDS + REFUSED_RETRY_SECONDS
+    @property
+    def frame_id(self) -> str:
+        return self.message.headers[MSG_ID_HEADER]
 
 
 class FramePublisher:
-    """Publishes every frame handed to ``put`` to JetStream, in the background, losing none."""
+    """Publishes every frame handed to ``put`` to JetStream, in the background, losing none (but
+    those it cannot publish at all: see the module docstring)."""
 
     def __init__(
         self,
@@ -166,24 +208,56 @@ class FramePublisher:
         type_prefix: str,
         source: str | None,
         queue_size: int,
+        window: int,
+        ack_timeout: float,
+        linger: float,
     ) -> None:
         self._url = url
         self._stream = stream
         self._subject_prefix = subject_prefix
         self._messages = FrameMessages(subject_prefix=subject_prefix, type_prefix=type_prefix, source=source)
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(queue_size)
+        self._window = window
+        self._ack_timeout = ack_timeout
+        self._linger = linger
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
         self._tasks: list[asyncio.Task[None]] = []
         #: Where the broker's acks come: ``<inbox>.<n>`` for the n-th frame.
         self._inbox = ""
         self._published_so_far = 0
+        #: The frames taken from the queue and not yet sent, oldest first.
+        self._batch: deque[bytes] = deque()
         #: The frames sent and not acknowledged yet, by reply subject, oldest first.
         self._unacked: dict[str, _Publish] = {}
         self._window_open = asyncio.Event()
         self._making_stream: asyncio.Task[None] | None = None
         #: Frames the broker has acknowledged.
         self.published = 0
+        #: Frames given up on: refused for good, too large, failed on a bug, or handed over after a
+        #: publisher task failed.
+        self.dropped = 0
+        #: Frames the broker could not take (too large, refused), published as stand-ins.
+        self.stood_in = 0
+        #: A task of the publisher failed: it publishes nothing more (see the module docstring).
+        self.failed = False
+
+    @classmethod
+    def from_settings(cls, config: ServerSettings) -> FramePublisher:
+        """The publisher ``serve --publish-nats`` runs (``config.publish_nats`` is its URL)."""
+        if not config.publish_nats:
+            raise ValueError("publish_nats: no NATS URL to publish to")
+        return cls(
+            config.publish_nats,
+            stream=config.nats_stream,
+            subject_prefix=config.nats_subject_prefix,
+            type_prefix=config.cloudevents_type_prefix,
+            source=config.cloudevents_source,
+            queue_size=config.nats_publish_queue,
+            window=config.nats_publish_window,
+            ack_timeout=config.nats_ack_timeout_seconds,
+            linger=config.nats_publish_linger_seconds,
+        )
 
     async def start(self) -> None:
         """Connect and make sure the stream exists; raises if the broker cannot be reached now."""
@@ -200,6 +274,8 @@ class FramePublisher:
             asyncio.create_task(self._run(), name="e2a-nats-publisher"),
             asyncio.create_task(self._send_unacked_again(), name="e2a-nats-publisher-retries"),
         ]
+        for task in self._tasks:
+            task.add_done_callback(self._on_task_done)
         log.info("publishing Chat frames to %s (stream %s)", self._url, self._stream)
 
     async def put(self, frame: bytes) -> None:
@@ -207,7 +283,7 @@ class FramePublisher:
         await self._queue.put(frame)
 
     async def flush(self) -> None:
-        """Wait until every frame handed over so far is acknowledged by the broker."""
+        """Wait until every frame handed over so far is acknowledged by the broker (or given up on)."""
         await self._queue.join()
 
     async def close(self, timeout: float) -> None:
@@ -218,70 +294,128 @@ class FramePublisher:
         except TimeoutError:
             log.warning(
                 "%d Chat frames were not published to NATS before shutdown",
-                self._queue.qsize() + len(self._unacked),
+                self._queue.qsize() + len(self._batch) + len(self._unacked),
             )
-        for task in (*self._tasks, self._making_stream):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        if self.failed:
+            log.error("the NATS publisher had failed: %d Chat frames in all were not published", self.dropped)
+        tasks = [task for task in (*self._tasks, self._making_stream) if task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)  # a task that failed was logged then
         if self._nc is not None:
             await self._nc.close()
 
     async def _run(self) -> None:
+        batch = self._batch
         while True:
-            frames = [await self._queue.get()]
+            batch.append(await self._queue.get())
             if self._queue.qsize() < PUBLISH_BATCH:
-                await asyncio.sleep(PUBLISH_LINGER_SECONDS)
-            while len(frames) < PUBLISH_WINDOW and not self._queue.empty():
-                frames.append(self._queue.get_nowait())
-            for frame in frames:
-                await self._publish(frame)
+                await asyncio.sleep(self._linger)
+            while len(batch) < self._window and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            while batch:
+                while len(self._unacked) >= self._window:
+                    self._window_open.clear()
+                    await self._window_open.wait()
+                await self._publish_first()
 
-    async def _publish(self, frame: bytes) -> None:
-        while len(self._unacked) >= PUBLISH_WINDOW:
-            self._window_open.clear()
-            await self._window_open.wait()
+    async def _publish_first(self) -> None:
+        """Publish the batch's first frame. It leaves the batch only for ``_unacked`` or to be given
+        up on, so that a failure of the task anywhere leaves no frame unaccounted for."""
+        batch = self._batch
+        frame = batch[0]
         try:
             # Built here, in the publisher's task, so Chat's own path never decodes its frames.
-            message = self._messages.message(frame)
+            publish = _Publish(frame, self._messages.message(frame))
         except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
             log.exception("cannot build the CloudEvent of a Chat frame; not published")
-            self._queue.task_done()
+            batch.popleft()
+            self._give_up()
             return
         assert self._nc is not None
-        if len(message.payload) > self._nc.max_payload:
+        max_payload = self._nc.max_payload
+        if (size := len(publish.message.payload)) > max_payload:
             # No retry can publish it, and retrying would hold a window slot for ever.
-            log.error(
-                "Chat frame %s (%d bytes) is over the NATS server's max_payload; not published",
-                message.headers[MSG_ID_HEADER],
-                len(message.payload),
-            )
-            self._queue.task_done()
-            return
+            reason = f"{size} bytes, over the NATS server's max_payload of {max_payload}"
+            if not self._stand_in_for(publish, reason) or len(publish.message.payload) > max_payload:
+                log.error("Chat frame %s is %s; not published", publish.frame_id, reason)
+                batch.popleft()
+                self._give_up()
+                return
+            log.error("Chat frame %s is %s; a stand-in is published in its place", publish.frame_id, reason)
         self._published_so_far += 1
-        publish = _Publish(message, f"{self._inbox}.{self._published_so_far}")
+        publish.reply = f"{self._inbox}.{self._published_so_far}"
+        batch.popleft()
         self._unacked[publish.reply] = publish
         await self._send(publish)
+
+    def _stand_in_for(self, publish: _Publish, reason: str) -> bool:
+        """Have a stand-in (``stand_in_frame``) published in the place of a frame the broker cannot
+        take, so that the broker's copy of its stream has no gap and ends; False when it is a stand-in
+        already, or none can be written (a bug, logged)."""
+        if publish.stand_in:
+            return False
+        try:
+            publish.message = self._messages.message(stand_in_frame(publish.frame, reason))
+        except Exception:
+            log.exception("cannot write a stand-in for Chat frame %s", publish.frame_id)
+            return False
+        publish.stand_in = True
+        self.stood_in += 1
+        return True
+
+    def _send_stand_in_soon(self, publish: _Publish) -> None:
+        """A frame sent and refused is sent again as its stand-in, under a reply subject of its own
+        (an answer to the frame that comes late is not taken for the stand-in's)."""
+        if self._unacked.pop(publish.reply, None) is None:
+            return  # acknowledged meanwhile: an earlier copy was stored after all
+        self._published_so_far += 1
+        publish.reply = f"{self._inbox}.{self._published_so_far}"
+        self._unacked[publish.reply] = publish
+        publish.sent_at = -math.inf  # due at once
 
     async def _send(self, publish: _Publish) -> None:
         assert self._nc is not None
         message = publish.message
         try:
             await self._nc.publish(message.subject, message.payload, reply=publish.reply, headers=message.headers)
+        except _UNSENDABLE as exc:  # the message itself: sending it again would meet the same refusal
+            if self._stand_in_for(publish, f"the NATS client refused it: {exc!r}"):
+                log.error(
+                    "NATS cannot take Chat frame %s (%r); a stand-in is published in its place", publish.frame_id, exc
+                )
+                self._send_stand_in_soon(publish)
+            else:
+                log.error("NATS cannot take Chat frame %s (%r); not published", publish.frame_id, exc)
+                self._drop(publish)
         except nats.errors.Error:
-            publish.retry_soon()  # disconnected and the client's buffer full, or closed: send it again later
+            self._retry_soon(publish)  # disconnected and the client's buffer full, or closed: send it again later
+        except Exception:  # not the broker's doing: a bug, which sending it again would meet again
+            log.exception("cannot publish Chat frame %s to NATS; not published", publish.frame_id)
+            self._drop(publish)
         else:
             publish.sent_at = asyncio.get_running_loop().time()
+
+    def _retry_soon(self, publish: _Publish) -> None:
+        """Have a frame sent again REFUSED_RETRY_SECONDS from now, not after a whole ack timeout."""
+        publish.sent_at = asyncio.get_running_loop().time() - self._ack_timeout + REFUSED_RETRY_SECONDS
 
     async def _on_reply(self, reply: Msg) -> None:
         """The broker's answer to a publish: its ack, or why it did not store the frame."""
         publish = self._unacked.get(reply.subject)
         if publish is None:
             return  # the ack of a frame sent twice, acknowledged already
+        try:
+            self._answered(publish, reply)
+        except Exception:  # a bug: nats-py would pass it to the error callback, and the frame wait for ever
+            log.exception("cannot read NATS's answer to Chat frame %s; the frame is dropped", publish.frame_id)
+            self._drop(publish)
+
+    def _answered(self, publish: _Publish, reply: Msg) -> None:
         if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
             # No stream takes the subject any more (deleted by an operator): make it again.
-            publish.retry_soon()
+            self._retry_soon(publish)
             if self._making_stream is None or self._making_stream.done():
                 self._making_stream = asyncio.create_task(self._make_stream())
             return
@@ -295,21 +429,38 @@ class FramePublisher:
         elif _is_permanent_refusal(answer):
             # Refused for what the frame is (its size over the stream's max_msg_size, ...): no retry
             # can store it, and retrying would hold a window slot for ever.
-            log.error(
-                "NATS refused Chat frame %s for good (%s); not published",
-                publish.message.headers[MSG_ID_HEADER],
-                answer["error"].get("description", answer["error"]),
-            )
-            self._settle(publish)
+            description = answer["error"].get("description", answer["error"])
+            if self._stand_in_for(publish, f"the stream refused it: {description}"):
+                log.error(
+                    "NATS refused Chat frame %s for good (%s); a stand-in is published", publish.frame_id, description
+                )
+                self._send_stand_in_soon(publish)
+            else:
+                log.error("NATS refused Chat frame %s for good (%s); not published", publish.frame_id, description)
+                self._drop(publish)
         else:
             log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
-            publish.retry_soon()
+            self._retry_soon(publish)
 
-    def _settle(self, publish: _Publish) -> None:
-        """Done with a frame: stored, or refused for good."""
-        del self._unacked[publish.reply]
+    def _settle(self, publish: _Publish) -> bool:
+        """Done with a frame: stored, or given up on. False if it was done with already (its ack
+        came while it was being sent again)."""
+        if self._unacked.pop(publish.reply, None) is None:
+            return False
         self._queue.task_done()
         self._window_open.set()
+        return True
+
+    def _drop(self, publish: _Publish) -> None:
+        """Give up on a frame sent (or about to be): it will not be sent again."""
+        if self._settle(publish):
+            self.dropped += 1
+
+    def _give_up(self, frames: int = 1) -> None:
+        """Done with frames taken from the queue and never sent."""
+        for _ in range(frames):
+            self._queue.task_done()
+        self.dropped += frames
 
     async def _make_stream(self) -> None:
         assert self._js is not None
@@ -324,12 +475,40 @@ class FramePublisher:
             await asyncio.sleep(RETRY_PAUSE_SECONDS)
             if not self._nc.is_connected:
                 continue  # what is sent now waits in the client's buffer for the reconnection
-            late = loop.time() - ACK_TIMEOUT_SECONDS
+            late = loop.time() - self._ack_timeout
             again = [publish for publish in self._unacked.values() if publish.sent_at <= late]
-            if again:
-                log.warning("NATS did not acknowledge %d Chat frames; publishing them again", len(again))
+            if unacknowledged := sum(publish.sent_at > -math.inf for publish in again):  # not new stand-ins
+                log.warning("NATS did not acknowledge %d Chat frames; publishing them again", unacknowledged)
             for publish in again:
-                await self._send(publish)
+                if publish.reply in self._unacked:  # not acknowledged while the others were sent
+                    await self._send(publish)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        """A publisher task ended: by ``close``, or by a bug, after which nothing more is published
+        and every frame is given up on at once (the module docstring says why)."""
+        if task.cancelled() or self.failed:
+            return
+        self.failed = True
+        log.error(
+            "the NATS publisher failed (task %s): no more Chat frames are published (Chat goes on); "
+            "restart the server to publish again",
+            task.get_name(),
+            exc_info=task.exception(),
+        )
+        for other in self._tasks:
+            other.cancel()
+        given_up = len(self._batch) + len(self._unacked)
+        self._batch.clear()
+        self._unacked.clear()
+        self._give_up(given_up)
+        self._window_open.set()
+        self._tasks.append(asyncio.create_task(self._discard(), name="e2a-nats-publisher-discard"))
+
+    async def _discard(self) -> None:
+        """After a failure: take every frame handed over, and give up on it, so Chat never waits."""
+        while True:
+            await self._queue.get()
+            self._give_up()
 
 
 async def _consumer(
@@ -359,7 +538,8 @@ async def read_streams(
     """The frames of the streams under the filter, each stream in ``sequence`` order and checked,
     from the stream's first message on (late joiners get everything the broker keeps). Ends after
     ``streams`` streams ended with their final frame (None: never); ``idle_timeout``: raise
-    TimeoutError after that long without a message. Messages are acknowledged once yielded."""
+    TimeoutError after that long without a message. Messages are acknowledged once yielded; one
+    that is not a frame of a Chat stream is logged and skipped (acknowledged too)."""
     assembler = assembler or StreamAssembler()
     subject_filter = streams_filter(subject_prefix, session_id=session_id, request_id=request_id)
     nc = await connect(url)
@@ -391,8 +571,9 @@ async def read_streams(
             last_message = loop.time()
             for message in messages:
                 next_sequence = max(next_sequence, message.metadata.sequence.stream + 1)
-                for frame in assembler.add(frame_of(message)):
-                    yield frame
+                frame = _stream_frame(message)
+                for ready in assembler.add(frame) if frame is not None else ():
+                    yield ready
                 with contextlib.suppress(nats.errors.Error):
                     await message.ack()  # an ack lost to a disconnect means a redelivery, which is dropped
                 if streams is not None and len(assembler.finished) >= streams:

@@ -55,6 +55,10 @@ class InFlightCalls:
             if self._count == 0:
                 self._idle.set()
 
+    async def idle(self) -> None:
+        """Return once no call is in flight (after grpc's stop: once the calls it cancelled have unwound)."""
+        await self._idle.wait()
+
     async def drained(self, quiet_seconds: float) -> None:
         """Return once no call is in flight and none has started for ``quiet_seconds``.
 

@@ -3,7 +3,14 @@
 Invariants (spec section 12) are the FrameBuilder's job; this module decides *when* frames are
 written: invalid requests fail with INVALID_ARGUMENT before any frame, backend failures and server
 shutdown end the stream with a final ``e2a.error`` frame, a client cancel or deadline stops the
-backend (CancelledError at its current await) and writes nothing more.
+backend (CancelledError at its current await) and writes nothing more to the client.
+
+The frame sink (``serve --publish-nats``) gets every frame built, the one being written when the
+call ended included, and its copy of every stream ends with exactly one final frame: when the call
+ends without one (the client cancelled, its deadline passed, a stalled client got a status, the
+grace period ran out, a bug), a final ``e2a.error`` frame naming why (``client_cancelled``,
+``deadline_exceeded``, ``stream_time_limit``, ``server_shutting_down``, ``internal``) is built for
+the sink alone, so that a subscriber of the stream sees it end.
 
 The work of one request is bounded (``ServerSettings.chat_max_*``). A limit is a policy of this
 server, not a fault of the request, so it is reported in E2A terms, as a final ``e2a.error`` frame a
@@ -54,13 +61,15 @@ CHAT_METHOD = f"/{AGENT_SERVICE}/Chat"
 #: How long after the stream's time limit a write may still wait for the client to take its frame:
 #: a client that reads gets the final frame, one that read nothing for this long gets a status.
 STALLED_WRITE_GRACE_SECONDS = 5.0
+SHUTTING_DOWN_MESSAGE = "the server is shutting down; retry on another instance"
 
 
 class FrameSink(Protocol):
-    """Takes a copy of every frame written to a Chat client (``serve --publish-nats``)."""
+    """Takes a copy of every frame of a Chat stream (``serve --publish-nats``), in sequence order,
+    ending with exactly one final frame (see the module docstring)."""
 
     async def put(self, frame: bytes) -> None:
-        """``frame``: a serialized ChatResponse, as written to the client."""
+        """``frame``: a serialized ChatResponse, as written (or being written) to the client."""
 
 
 class _LimitReached(Exception):
@@ -85,7 +94,7 @@ class _CallEnded(Exception):
 class _Stream:
     """One in-flight Chat call, as the shutdown and the stream's time limit see it."""
 
-    __slots__ = ("_timers", "final_code", "span", "stalled", "task", "time_up", "writing")
+    __slots__ = ("_timers", "final_code", "span", "stalled", "task", "time_up", "unpublished", "writing")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
@@ -98,6 +107,8 @@ class _Stream:
         self.span: Span | None = None
         #: Once the final frame is written: "ok", or the code of its e2a.error (for the span and the call log).
         self.final_code: str | None = None
+        #: The last frame built, until the frame sink has it (a call may end while it is written).
+        self.unpublished: bytes | None = None
         self._timers: list[asyncio.TimerHandle] = []
 
     def limit_time(self, seconds: float) -> None:
@@ -179,7 +190,13 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 self._streams.discard(stream)
                 await events.aclose()
         except _ClientStalled:
+            if self._frame_sink is not None:
+                await self._end_published_stream(self._frame_sink, frames, stream, *self._stalled_ending())
             await self._abort_stalled(context)  # the backend is stopped by now
+        except BaseException as exc:
+            if self._frame_sink is not None:
+                await self._end_published_stream(self._frame_sink, frames, stream, *self._call_ending(context, exc))
+            raise
 
     async def _stream_frames(
         self,
@@ -211,6 +228,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                     )
                 # Deltas are most frames: straight to their builder.
                 frame = frames.delta(event) if type(event) is Delta else frames.for_event(event)
+                stream.unpublished = frame
                 # While a write is pending nothing may cancel this task (a second write, the final
                 # frame, cannot start until the first one is done), short of a stalled client.
                 stream.writing = True
@@ -225,6 +243,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                     self._metrics.chat_frame_sent(_kind_of(event))
                 if self._frame_sink is not None:
                     await self._frame_sink.put(frame)
+                stream.unpublished = None
                 if frames.finished:
                     stream.final_code = frames.final_code
                     return
@@ -249,9 +268,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             if frames.finished or stream.writing or not (self._shutting_down or stream.time_up):
                 raise  # the client cancelled or its deadline passed: nothing more to write
             if self._shutting_down:
-                final = frames.error(
-                    ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down; retry on another instance"
-                )
+                final = frames.error(ErrorCode.SERVER_SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE)
             else:
                 final = self._time_limit_error(frames)
         except _CallEnded:
@@ -265,13 +282,21 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         except Exception:
             log.exception("backend %s failed on request %s", self.backend.info.name, frames.request_id)
             final = frames.error(ErrorCode.INTERNAL, "the agent backend failed; see the server log")
+        stream.unpublished = final
         stream.writing = True
         try:
-            await context.write(final)
+            try:
+                await context.write(final)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # as above: the call ended under the write
+                log.debug("Chat call %s ended while its final frame was being written", frames.request_id)
+                raise asyncio.CancelledError from None
             if self._metrics is not None:
                 self._metrics.chat_frame_sent(ResponseKind.E2A_ERROR)
             if self._frame_sink is not None:
                 await self._frame_sink.put(final)
+            stream.unpublished = None
             stream.final_code = frames.final_code
         except asyncio.CancelledError:
             if stream.stalled:
@@ -316,6 +341,43 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         return frames.error(
             ErrorCode.STREAM_TIME_LIMIT, self._time_limit_message(), {"max_stream_seconds": self._max_stream_seconds}
         )
+
+    @staticmethod
+    async def _end_published_stream(
+        sink: FrameSink,
+        frames: FrameBuilder,
+        stream: _Stream,
+        code: ErrorCode,
+        message: str,
+        details: dict[str, Any],
+    ) -> None:
+        """End the frame sink's copy of a stream whose call ended without its final frame: the frame
+        built last, if the sink does not have it yet, then (unless that was the final one) a final
+        ``e2a.error`` frame for the sink alone. The client, gone or getting a status, gets neither."""
+        if stream.unpublished is not None:
+            await sink.put(stream.unpublished)
+            stream.unpublished = None
+        if not frames.finished:
+            await sink.put(frames.error(code, message, details))
+
+    def _call_ending(
+        self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], exc: BaseException
+    ) -> tuple[ErrorCode, str, dict[str, Any]]:
+        """Why a call ended without a final frame (``exc``), as the final frame the sink gets says it."""
+        if self._shutting_down:  # the grace period ran out (or the server stopped) under a write
+            return ErrorCode.SERVER_SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, {}
+        if not isinstance(exc, asyncio.CancelledError):  # a bug, which grpc logs
+            return ErrorCode.INTERNAL, "the Chat call failed; see the server log", {}
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            return ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; the agent was stopped", {}
+        return ErrorCode.CLIENT_CANCELLED, "the client cancelled the call; the agent was stopped", {}
+
+    def _stalled_ending(self) -> tuple[ErrorCode, str, dict[str, Any]]:
+        """The final frame the sink gets for a client that took no frame until the time limit (the
+        client itself gets RESOURCE_EXHAUSTED)."""
+        details = {"max_stream_seconds": self._max_stream_seconds, "client_stalled": True}
+        return ErrorCode.STREAM_TIME_LIMIT, self._time_limit_message(), details
 
     async def _abort_stalled(self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes]) -> None:
         """End a call whose client stopped reading, with RESOURCE_EXHAUSTED: a final frame would queue

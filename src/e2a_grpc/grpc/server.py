@@ -139,14 +139,7 @@ class E2AServer:
         if config.publish_nats:
             from e2a_grpc.broker.jetstream import FramePublisher
 
-            self.publisher = FramePublisher(
-                config.publish_nats,
-                stream=config.nats_stream,
-                subject_prefix=config.nats_subject_prefix,
-                type_prefix=config.cloudevents_type_prefix,
-                source=config.cloudevents_source,
-                queue_size=config.nats_publish_queue,
-            )
+            self.publisher = FramePublisher.from_settings(config)
         self.chat = ChatServicer(
             make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
         )
@@ -231,6 +224,13 @@ class E2AServer:
                 log.warning("grace period over with %d calls in flight: cancelling them", self.calls.count)
         await self.server.stop(max(0.0, deadline - time.monotonic()))
         if self.publisher is not None:  # the frames of the last streams, within what is left of the grace
+            # The Chat calls grpc's stop cancelled hand their streams' last frames to the publisher as
+            # they unwind, after the stop returned (ChatServicer): close it once they have.
+            try:
+                async with asyncio.timeout(max(0.1, deadline - time.monotonic())):
+                    await self.calls.idle()
+            except TimeoutError:
+                log.warning("%d calls still running after the shutdown: not waiting for them", self.calls.count)
             await self.publisher.close(max(0.1, deadline - time.monotonic()))
         if self._metrics_http is not None:
             self._metrics_http.close()

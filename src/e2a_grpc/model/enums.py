@@ -122,3 +122,11 @@ class ErrorCode(StrEnum):
     STREAM_FRAME_LIMIT = "stream_frame_limit"
     #: The stream ran longer than the server's ``chat_max_stream_seconds``; the agent was stopped.
     STREAM_TIME_LIMIT = "stream_time_limit"
+    #: The client cancelled the call; the agent was stopped. Only a copy of the stream (``serve
+    #: --publish-nats``) ends with it: the client is gone.
+    CLIENT_CANCELLED = "client_cancelled"
+    #: The call's deadline passed; the agent was stopped. As ``client_cancelled``, in a copy only.
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    #: The stream's final frame could not be published to the broker (too large, refused); this frame
+    #: stands in for it in the broker's copy of the stream only.
+    FRAME_NOT_PUBLISHED = "frame_not_published"

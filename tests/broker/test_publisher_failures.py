@@ -1,0 +1,187 @@
+"""Bugs in the NATS publisher (``FramePublisher``), injected through subclasses, against a real
+nats-server: a bug in the handling of one frame loses that frame alone (logged with its traceback)
+and publishing goes on; a failure of a publisher task stops publishing, logged with its traceback,
+and neither ``put`` nor ``flush`` (nor Chat) ever waits for it again."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+import pytest
+import pytest_asyncio
+
+from e2a_grpc.broker import jetstream
+from e2a_grpc.broker.frame_messages import BrokerMessage, FrameMessages
+from e2a_grpc.chat.events import Delta
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock
+from e2a_grpc.client import achat
+from e2a_grpc.model import DeltaKind, E2AEnvelope
+from e2a_grpc.settings import ServerSettings
+from tests.conftest import in_process_server
+from tests.support.fakes import FAKE_INFO
+from tests.support.nats_server import NatsServer, running_nats_server, stored_messages
+
+pytestmark = pytest.mark.timeout(120)
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+DEFAULTS = ServerSettings()
+STREAM, PREFIX = DEFAULTS.nats_stream, DEFAULTS.nats_subject_prefix
+#: Bounds every wait, so a publisher that blocks fails the test instead of hanging it.
+EVENT_TIMEOUT_SECONDS = 10.0
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T], seconds: float = EVENT_TIMEOUT_SECONDS) -> T:
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    with running_nats_server(tmp_path_factory.mktemp("jetstream")) as server:
+        yield server
+
+
+def _frames(request_id: str, words: int) -> list[bytes]:
+    """A stream's frames as the Chat servicer hands them to the publisher: ``words`` chunks, then the final one."""
+    envelope = E2AEnvelope(method="chat.send", request_id=request_id, is_stream=True, params={"text": "x"})
+    builder = FrameBuilder(envelope, FAKE_INFO, UtcClock())
+    chunks = [builder.delta(Delta(DeltaKind.TEXT, f"w{n} ")) for n in range(words)]
+    return [*chunks, builder.complete({"content": ""})]
+
+
+async def _stored(broker: NatsServer, request_id: str) -> int:
+    return await stored_messages(broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id=request_id))
+
+
+def _publisher(cls: type[jetstream.FramePublisher], broker: NatsServer, **settings: Any) -> jetstream.FramePublisher:
+    return cls.from_settings(ServerSettings(publish_nats=broker.url, **settings))
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def started(broker: NatsServer) -> AsyncIterator[list[jetstream.FramePublisher]]:
+    """Publishers the test starts (appended here) are closed after it."""
+    publishers: list[jetstream.FramePublisher] = []
+    yield publishers
+    for publisher in publishers:
+        await publisher.close(1.0)
+
+
+def _tracebacks(caplog: pytest.LogCaptureFixture, error: type[BaseException]) -> list[logging.LogRecord]:
+    """The ERROR records that carry an ``error``'s traceback."""
+    return [
+        record
+        for record in caplog.records
+        if record.levelno == logging.ERROR and record.exc_info is not None and isinstance(record.exc_info[1], error)
+    ]
+
+
+class _UnencodableHeader(FrameMessages):
+    """Writes the messages of the stream ``poison`` with a header value nats-py cannot encode (an int):
+    a bug of the kind the publisher meets only when it sends the frame."""
+
+    def message(self, frame: bytes) -> BrokerMessage:
+        message = super().message(frame)
+        if ".poison" in message.subject:
+            return message._replace(headers={**message.headers, "ce-e2abug": 1})  # type: ignore[dict-item]
+        return message
+
+
+@in_module_loop
+async def test_a_bug_sending_one_frame_loses_that_frame_alone(
+    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+) -> None:
+    publisher = _publisher(jetstream.FramePublisher, broker)
+    publisher._messages = _UnencodableHeader(subject_prefix=PREFIX, type_prefix="io.e2a", source=None)
+    await publisher.start()
+    started.append(publisher)
+    poisoned, after = _frames("poison", 0), _frames("after-poison", 20)
+    for frame in (*poisoned, *after):
+        await within(publisher.put(frame))
+    await within(publisher.flush())  # returns: the frame no longer waits for an ack
+    assert (publisher.dropped, publisher.published) == (1, len(after))
+    assert await _stored(broker, "poison") == 0
+    assert await _stored(broker, "after-poison") == len(after)
+    (logged,) = _tracebacks(caplog, AttributeError)
+    assert "cannot publish Chat frame" in logged.getMessage()
+    assert not publisher.failed
+
+
+class _BrokenAnswers(jetstream.FramePublisher):
+    """Fails on the broker's answer to the first frame of the stream ``unanswered``."""
+
+    def _answered(self, publish: Any, reply: Any) -> None:
+        if ".unanswered" in publish.message.subject and publish.message.headers["ce-seq"] == "0":
+            raise RuntimeError("a bug reading the ack")
+        super()._answered(publish, reply)
+
+
+@in_module_loop
+async def test_a_bug_reading_an_answer_settles_that_frame_and_holds_back_no_other(
+    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+) -> None:
+    # A window of one: a frame that stayed unsettled would hold back every later frame.
+    publisher = _publisher(_BrokenAnswers, broker, nats_publish_window=1)
+    await publisher.start()
+    started.append(publisher)
+    frames = _frames("unanswered", 10)
+    for frame in frames:
+        await within(publisher.put(frame))
+    await within(publisher.flush())
+    assert (publisher.dropped, publisher.published) == (1, len(frames) - 1)
+    assert await _stored(broker, "unanswered") == len(frames)  # stored all the same: only its ack was lost
+    (logged,) = _tracebacks(caplog, RuntimeError)
+    assert "cannot read NATS's answer" in logged.getMessage()
+
+
+class _LoopBug(jetstream.FramePublisher):
+    """Its publishing task fails after it took its first frame from the queue."""
+
+    async def _run(self) -> None:
+        self._batch.append(await self._queue.get())
+        raise RuntimeError("a bug in the publisher's loop")
+
+
+@in_module_loop
+async def test_a_failed_publisher_task_is_logged_and_never_blocks_put_or_flush(
+    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+) -> None:
+    publisher = _publisher(_LoopBug, broker, nats_publish_queue=2)
+    await publisher.start()
+    started.append(publisher)
+    frames = _frames("after-failure", 30)
+    for frame in frames:  # far more than the queue holds
+        await within(publisher.put(frame))
+    await within(publisher.flush())
+    assert publisher.failed
+    assert (publisher.dropped, publisher.published) == (len(frames), 0)
+    (logged,) = _tracebacks(caplog, RuntimeError)
+    assert "no more Chat frames are published" in logged.getMessage()
+    await within(publisher.close(1.0))
+    started.remove(publisher)
+    assert "31 Chat frames in all were not published" in caplog.text
+
+
+@pytest.mark.asyncio
+async def test_chat_goes_on_when_the_servers_publisher_failed(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(jetstream, "FramePublisher", _LoopBug)  # what serve --publish-nats starts
+    envelope = E2AEnvelope(method="chat.send", request_id="chat-on", is_stream=True, params={"text": "a b c d e f"})
+    async with (
+        in_process_server(publish_nats=broker.url, nats_publish_queue=1) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        assert isinstance(running.server.publisher, _LoopBug)
+        for _ in range(5):  # every call gets its whole stream, though no frame is published
+            frames = await within(_collect(achat(channel, envelope)))
+            assert frames[-1].response_kind == "e2a.complete"
+            assert frames[-1].body["result"]["content"] == "a b c d e f"
+        assert running.server.publisher.failed
+    assert _tracebacks(caplog, RuntimeError)
+
+
+async def _collect(frames: AsyncIterator[T]) -> list[T]:
+    return [frame async for frame in frames]

@@ -1,0 +1,194 @@
+"""Chat calls that end without their final frame reaching the client (a cancel, a deadline, a client
+that stopped reading, a shutdown whose grace ran out) still end in the broker, through a real
+nats-server: the published copy of the stream is every frame the server built, in sequence, then
+exactly one final ``e2a.error`` frame naming why, so ``read_streams`` (``e2a-grpc subscribe``)
+ends at once instead of waiting for its idle timeout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+import pytest
+
+from e2a.v1 import agent_service_pb2 as pb
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc
+from e2a_grpc.broker import jetstream
+from e2a_grpc.grpc import chat_servicer
+from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
+from e2a_grpc.settings import ServerSettings
+from tests.conftest import InProcessServer, in_process_server
+from tests.support.fakes import ControlledBackend, EndlessBackend, FloodBackend
+from tests.support.nats_server import NatsServer, running_nats_server, stored_messages
+
+pytestmark = pytest.mark.timeout(120)
+DEFAULTS = ServerSettings()
+STREAM, PREFIX = DEFAULTS.nats_stream, DEFAULTS.nats_subject_prefix
+#: Bounds every wait on an event, so a server that never ends the stream fails the test, not hangs it.
+EVENT_TIMEOUT_SECONDS = 10.0
+#: A subscriber waits this long without a message before it gives up: far longer than the tests'
+#: bound on reading a whole stream, so a stream without its final frame fails them.
+IDLE_TIMEOUT_SECONDS = 60.0
+#: Small enough to keep the tests fast (stream time limit, and the grace of a stalled write).
+SHORT_SECONDS = 0.3
+#: Frames big enough that HTTP/2 flow control stops the server's writes within a few of them.
+BIG_DELTA_BYTES = 64 * 1024
+#: A client channel whose HTTP/2 window does not grow (no BDP probing), and frames over that window:
+#: a client that stops reading stops the server in the middle of a write, the next frame's at latest.
+SMALL_WINDOW = (("grpc.http2.bdp_probe", 0),)
+HUGE_DELTA_BYTES = 256 * 1024
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T], seconds: float = EVENT_TIMEOUT_SECONDS) -> T:
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    with running_nats_server(tmp_path_factory.mktemp("jetstream")) as server:
+        yield server
+
+
+def _envelope(request_id: str) -> E2AEnvelope:
+    return E2AEnvelope(method="chat.send", request_id=request_id, is_stream=True, params={"text": "hello"})
+
+
+def _call(channel: grpc.aio.Channel, envelope: E2AEnvelope, **options: Any) -> Any:
+    """A raw Chat call, for tests that cancel it or stop reading it."""
+    return pb_grpc.AgentServiceStub(channel).Chat(pb.ChatRequest(envelope=envelope.to_proto()), **options)
+
+
+async def _published(broker: NatsServer, running: InProcessServer, request_id: str) -> list[E2AResponse]:
+    """The stream as a subscriber rebuilds it from the broker (in order, checked against the section
+    12 invariants, ending at its final frame), once the server's publisher has it all."""
+    assert running.server.publisher is not None
+    await within(running.server.publisher.flush())
+    frames = jetstream.read_streams(
+        broker.url, stream=STREAM, subject_prefix=PREFIX, request_id=request_id, idle_timeout=IDLE_TIMEOUT_SECONDS
+    )
+    stream = await within(_all(frames))
+    # Exactly these frames were stored: none after the final one, none twice.
+    stored = await stored_messages(broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id=request_id))
+    assert stored == len(stream)
+    return stream
+
+
+async def _all(frames: Any) -> list[E2AResponse]:
+    return [frame async for frame in frames]
+
+
+def _assert_ends_with(stream: list[E2AResponse], code: ErrorCode) -> E2AResponse:
+    final = stream[-1]
+    assert (final.response_kind, final.status, final.is_final) == (ResponseKind.E2A_ERROR, ResponseStatus.FAILED, True)
+    assert final.body["code"] == code
+    assert not any(frame.is_final for frame in stream[:-1])
+    return final
+
+
+@pytest.mark.asyncio
+async def test_a_client_cancel_ends_the_published_stream_with_client_cancelled(broker: NatsServer) -> None:
+    backend = ControlledBackend(before=("one ", "two "))
+    async with (
+        in_process_server(backend, publish_nats=broker.url) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        call = _call(channel, _envelope("cancelled"), timeout=30)
+        received = [E2AResponse.from_proto((await within(call.read())).response) for _ in range(2)]
+        (turn,) = await within(backend.waiting_turns(1))
+        call.cancel()
+        await within(turn.finished.wait())
+        assert turn.cancelled.is_set()
+        stream = await _published(broker, running, "cancelled")
+    assert [frame.to_json() for frame in stream[:-1]] == [frame.to_json() for frame in received]
+    final = _assert_ends_with(stream, ErrorCode.CLIENT_CANCELLED)
+    assert "cancelled" in final.body["message"]
+
+
+@pytest.mark.asyncio
+async def test_a_deadline_ends_the_published_stream_with_deadline_exceeded(broker: NatsServer) -> None:
+    backend = ControlledBackend(before=("one ",))
+    async with (
+        in_process_server(backend, publish_nats=broker.url) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        call = _call(channel, _envelope("deadline"), timeout=SHORT_SECONDS)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            while await within(call.read()) is not grpc.aio.EOF:
+                pass
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        (turn,) = backend.turns
+        await within(turn.finished.wait())
+        stream = await _published(broker, running, "deadline")
+    assert len(stream) == 2  # the chunk, then the final frame
+    _assert_ends_with(stream, ErrorCode.DEADLINE_EXCEEDED)
+
+
+@pytest.mark.asyncio
+async def test_a_cancel_during_a_write_publishes_that_frame_then_the_final_frame(broker: NatsServer) -> None:
+    backend = FloodBackend(BIG_DELTA_BYTES, limit=2_000)  # never waits: the server is writing when it comes
+    async with (
+        in_process_server(backend, publish_nats=broker.url) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        call = _call(channel, _envelope("cancelled-writing"), timeout=30)
+        await within(call.read())  # one frame, then the client reads no more and goes away
+        call.cancel()
+        stream = await _published(broker, running, "cancelled-writing")
+    assert len(stream) > 2  # the frames written while the client did not read are in the copy too
+    _assert_ends_with(stream, ErrorCode.CLIENT_CANCELLED)
+    assert not backend.all_written.is_set()
+
+
+@pytest.mark.asyncio
+async def test_a_client_that_stopped_reading_gets_a_status_and_the_broker_a_final_frame(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chat_servicer, "STALLED_WRITE_GRACE_SECONDS", SHORT_SECONDS)
+    backend = EndlessBackend(delta_bytes=BIG_DELTA_BYTES)
+    async with (
+        in_process_server(backend, publish_nats=broker.url, chat_max_stream_seconds=SHORT_SECONDS) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        call = _call(channel, _envelope("stalled"), timeout=30)
+        await within(call.read())  # one frame, then the client reads no more
+        await within(backend.stopped.wait())
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            while await within(call.read()) is not grpc.aio.EOF:
+                pass
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        stream = await _published(broker, running, "stalled")
+    final = _assert_ends_with(stream, ErrorCode.STREAM_TIME_LIMIT)
+    assert final.body["details"] == {"max_stream_seconds": SHORT_SECONDS, "client_stalled": True}
+
+
+@pytest.mark.asyncio
+async def test_a_shutdown_whose_grace_runs_out_under_a_write_still_ends_the_published_stream(
+    broker: NatsServer,
+) -> None:
+    """The shutdown does not interrupt a write (the client may still take the frame and then the
+    shutdown frame); a client that takes none holds the write until the grace period is over, and the
+    call is cancelled: the broker's copy ends with ``server_shutting_down`` all the same."""
+    backend = FloodBackend(HUGE_DELTA_BYTES, limit=2_000)
+    async with (
+        in_process_server(backend, publish_nats=broker.url, grace_seconds=SHORT_SECONDS) as running,
+        grpc.aio.insecure_channel(running.address, options=SMALL_WINDOW) as channel,
+    ):
+        call = _call(channel, _envelope("shutdown-stalled"), timeout=30)
+        await within(call.read())  # one frame, then the client reads no more
+        assert running.server.publisher is not None
+        publisher = running.server.publisher
+        await within(running.stop())  # the grace passes, the write is cancelled, the publisher closed
+        assert publisher.dropped == 0
+        frames = jetstream.read_streams(
+            broker.url,
+            stream=STREAM,
+            subject_prefix=PREFIX,
+            request_id="shutdown-stalled",
+            idle_timeout=IDLE_TIMEOUT_SECONDS,
+        )
+        stream = await within(_all(frames))
+        call.cancel()
+    _assert_ends_with(stream, ErrorCode.SERVER_SHUTTING_DOWN)
