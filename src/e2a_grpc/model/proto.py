@@ -8,7 +8,6 @@ and dicts) and the generated message constructors (implemented in C) do the fiel
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -288,11 +287,12 @@ class _CheckedFields:
     """The fields whose decoding can fail or change the message (each record has one identity
     origin, one provenance and one JSON-RPC id, and at most one auth).
 
-    ``objects``: (name, whether ``""`` means null) of the free-form JSON texts. ``read`` gets, in one
-    call, their texts, the identity origin's number and the provenance's source_protocol and details.
+    ``objects``: (position in what ``read`` gets, name, whether ``""`` means null) of the free-form
+    JSON texts. ``read`` gets, in one call, their texts, the identity origin's number and the
+    provenance.
     """
 
-    objects: tuple[tuple[str, bool], ...]
+    objects: tuple[tuple[int, str, bool], ...]
     read: Callable[[Any], tuple[Any, ...]]
     jsonrpc_id: str
     auth: str | None
@@ -306,10 +306,8 @@ def _checked_fields(fields: tuple[RecordField, ...]) -> _CheckedFields:
     (origin,), (provenance,), (jsonrpc_id,) = named(Kind.ORIGIN), named(Kind.PROVENANCE), named(Kind.JSONRPC_ID)
     auth = named(Kind.AUTH)
     return _CheckedFields(
-        objects=objects,
-        read=operator.attrgetter(
-            *(name for name, _ in objects), origin, f"{provenance}.source_protocol", f"{provenance}.details"
-        ),
+        objects=tuple((index, name, optional) for index, (name, optional) in enumerate(objects)),
+        read=operator.attrgetter(*(name for name, _ in objects), origin, provenance),
         jsonrpc_id=jsonrpc_id,
         auth=auth[0] if auth else None,
     )
@@ -383,14 +381,21 @@ def round_trip_values(message: M, codec: Codec[M]) -> dict[str, Any] | None:
     """
     checked = codec.checked
     read = checked.read(message)
-    origin, source_protocol, details = read[-3:]
+    provenance = read[-1]
+    details = provenance.details
     # An unset provenance decodes as the default one, which is encoded set. An empty source_protocol
     # is how an unset one looks, so that case is left to decode.
-    if origin not in _ORIGIN_FROM_PROTO or not source_protocol or (details and not _is_round_trip_object(details)):
+    if (
+        read[-2] not in _ORIGIN_FROM_PROTO
+        or not provenance.source_protocol
+        or (details and not _is_round_trip_object(details))
+    ):
         return None
     objects = {}
-    # The non-empty texts only (zip stops at the last object; read's first items are their texts).
-    for (name, optional), text in itertools.compress(zip(checked.objects, read, strict=False), read):
+    for index, name, optional in checked.objects:
+        text = read[index]
+        if not text:
+            continue
         value = jsontext.canonical_object(text)
         # {} is written as "" where "" is the default (and as "{}" where "" means null).
         if value is None or not (value or optional):
