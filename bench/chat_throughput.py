@@ -55,7 +55,9 @@ def _round(address: str, method: str, request: Path, streams: int, seconds: floa
     deadline are cancelled (with several streams sharing the server, one stream of ``WORDS`` frames
     can outlast a round)."""
     clock = paired.RoundClock(server_pid)
-    load = goload.streamload(address, method, request, bidi=False, streams=streams, seconds=seconds)
+    load = goload.streamload(
+        address, method, request, mode=goload.Mode.SERVER_STREAMS, streams=streams, seconds=seconds
+    )
     return clock.stop(load.counted, load.done, load.seconds, load.client_cpu_seconds)
 
 

@@ -71,7 +71,7 @@ def _stream_round(address: str, method: str, requests: Requests, seconds: float,
     """One stream keeping ``STREAM_WINDOW`` batches unanswered for ``seconds``; items are records."""
     clock = paired.RoundClock(server_pid)
     load = goload.streamload(
-        address, method, requests.batch, bidi=True, streams=1, window=STREAM_WINDOW, seconds=seconds
+        address, method, requests.batch, mode=goload.Mode.BIDI, streams=1, window=STREAM_WINDOW, seconds=seconds
     )
     records = load.counted * requests.size
     return clock.stop(records, records, load.seconds, load.client_cpu_seconds)

@@ -14,6 +14,7 @@ bare-stream RPCs as the Python bench servers: the transport's ceiling on this ma
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import re
 import resource
@@ -113,26 +114,34 @@ def ghz(address: str, method: str, request: Path, concurrency: int, seconds: flo
     )
 
 
+class Mode(enum.Enum):
+    """How ``streamload`` calls the method."""
+
+    UNARY = "unary"
+    SERVER_STREAMS = "server"
+    BIDI = "bidi"
+
+
 def streamload(
     address: str,
     method: str,
     request: Path,
     *,
-    bidi: bool,
+    mode: Mode,
     streams: int,
     seconds: float,
     window: int = 1,
     connections: int = 1,
 ) -> Load:
-    """Streams of ``method`` ("/package.Service/Method"): ``streams`` in flight for ``seconds``; each
-    server stream sends the request once and reads the frames, each bidi stream keeps ``window``
-    requests unanswered."""
+    """Calls of ``method`` ("/package.Service/Method"): ``streams`` in flight for ``seconds``; each
+    unary call is followed by the next, each server stream sends the request once and reads the
+    frames, each bidi stream keeps ``window`` requests unanswered."""
     output = _run(
         [
             str(STREAMLOAD),
             f"-address={address}",
             f"-method={method}",
-            f"-mode={'bidi' if bidi else 'server'}",
+            f"-mode={mode.value}",
             f"-request={request}",
             f"-streams={streams}",
             f"-window={window}",

@@ -58,7 +58,7 @@ def _transcode_round(address: str, request: Path, seconds: float, server_pid: in
     """One stream keeping ``STREAM_WINDOW`` records unanswered for ``seconds``; replies counted."""
     clock = paired.RoundClock(server_pid)
     load = goload.streamload(
-        address, TRANSCODE_METHOD, request, bidi=True, streams=1, window=STREAM_WINDOW, seconds=seconds
+        address, TRANSCODE_METHOD, request, mode=goload.Mode.BIDI, streams=1, window=STREAM_WINDOW, seconds=seconds
     )
     return clock.stop(load.counted, load.done, load.seconds, load.client_cpu_seconds)
 

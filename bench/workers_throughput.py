@@ -5,13 +5,17 @@ worker on this 2-core machine (a ``grpc.aio`` server is bound to one core by the
 uvloop against asyncio's own loop, one worker each, to decide whether ``make serve`` installs it.
 
 Each server is a real ``e2a-grpc serve`` process (``python -m e2a_grpc serve``), started once; the
-rounds alternate between them. The load comes from ghz (bench/goload.py).
+rounds alternate between them. The load comes from Go (bench/goload.py): bench/go's ``streamload``
+in unary mode, a lean grpc-go client, for the target; ghz too, for comparison. On two cores the
+client's own CPU comes out of what the second worker could use, and ghz spends several times a lean
+client's CPU per call (it builds dynamic messages and keeps every call's result).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import os
 import sys
 import tempfile
@@ -29,11 +33,19 @@ from tests.support.processes import free_port, logged_process, wait_serving
 IN_FLIGHT = 64
 #: ghz's connections: the kernel spreads connections, not calls, over the workers (SO_REUSEPORT).
 CONNECTIONS = 16
-PAIRS = 8
+PAIRS = 10
 ROUND_SECONDS = 1.5
 WARMUP_SECONDS = 1.0
 TARGET_RATIO = 1.3
 TOACP_GHZ = "e2a.v1.ConversionService.ToACP"
+TOACP_PATH = "/e2a.v1.ConversionService/ToACP"
+
+
+class Client(enum.Enum):
+    """The load generator of a comparison."""
+
+    GO = "Go client (streamload)"
+    GHZ = "ghz"
 
 
 @dataclass(frozen=True)
@@ -57,21 +69,37 @@ def _serve(*args: str) -> Iterator[Server]:
         yield Server(address, process.pid)
 
 
-def _round(server: Server, request: Path, connections: int, seconds: float) -> paired.Round:
+def _round(server: Server, request: Path, connections: int, seconds: float, client: Client) -> paired.Round:
     clock = paired.RoundClock(server.pids())
-    load = goload.ghz(server.address, TOACP_GHZ, request, IN_FLIGHT, seconds, connections=connections)
+    if client is Client.GHZ:
+        load = goload.ghz(server.address, TOACP_GHZ, request, IN_FLIGHT, seconds, connections=connections)
+    else:
+        load = goload.streamload(
+            server.address,
+            TOACP_PATH,
+            request,
+            mode=goload.Mode.UNARY,
+            streams=IN_FLIGHT,
+            seconds=seconds,
+            connections=connections,
+        )
     return clock.stop(load.counted, load.done, load.seconds, load.client_cpu_seconds)
 
 
 def _compare(
-    name: str, subject: tuple[str, Server], baseline: tuple[str, Server], request: Path, connections: int
+    name: str,
+    subject: tuple[str, Server],
+    baseline: tuple[str, Server],
+    request: Path,
+    connections: int,
+    client: Client,
 ) -> paired.Paired:
     servers = dict([subject, baseline])
     for server in servers.values():
-        _round(server, request, connections, WARMUP_SECONDS)
+        _round(server, request, connections, WARMUP_SECONDS, client)
 
     async def run_round(label: str) -> paired.Round:
-        return _round(servers[label], request, connections, ROUND_SECONDS)
+        return _round(servers[label], request, connections, ROUND_SECONDS, client)
 
     return asyncio.run(paired.alternate(name, (subject[0], baseline[0]), (subject[0], baseline[0]), PAIRS, run_round))
 
@@ -88,13 +116,39 @@ def run() -> SectionResult:
     ):
         path = goload.request_file(Path(scratch), "toacp", request.SerializeToString())
         workers = _compare(
-            f"ToACP, {CONNECTIONS} connections", ("2 workers", two), ("1 worker", one), path, CONNECTIONS
+            f"ToACP, {CONNECTIONS} connections, {Client.GO.value}",
+            ("2 workers", two),
+            ("1 worker", one),
+            path,
+            CONNECTIONS,
+            Client.GO,
         )
-        loops = _compare("ToACP, 1 connection, 1 worker", ("uvloop", uvloop), ("asyncio", one), path, 1)
+        workers_ghz = _compare(
+            f"ToACP, {CONNECTIONS} connections, {Client.GHZ.value}",
+            ("2 workers", two),
+            ("1 worker", one),
+            path,
+            CONNECTIONS,
+            Client.GHZ,
+        )
+        loops = _compare(
+            f"ToACP, 1 connection, 1 worker, {Client.GO.value}",
+            ("uvloop", uvloop),
+            ("asyncio", one),
+            path,
+            1,
+            Client.GO,
+        )
     load_after = os.getloadavg()[0]
     uvloop_wins = loops.median_ratio > 1.0
     targets = (
         workers.target("workers", "calls", TARGET_RATIO),
+        Target(
+            name="workers with ghz (informational)",
+            passed=True,
+            summary=f"2 workers/1 worker {workers_ghz.median_ratio:.2f} (per pair {min(workers_ghz.ratios):.2f}-"
+            f"{max(workers_ghz.ratios):.2f})",
+        ),
         Target(
             name="workers uvloop (informational)",
             passed=True,
@@ -117,23 +171,31 @@ Target: `e2a-grpc serve --workers 2` answers at least {TARGET_RATIO}x the `ToACP
 run. Also: uvloop (`--event-loop uvloop`) against asyncio's loop, one worker each.
 
 Method: three `python -m e2a_grpc serve` processes, started once (`--workers 1 --event-loop asyncio`,
-`--workers 2 --event-loop asyncio`, `--workers 1 --event-loop uvloop`); idle ones cost nothing. ghz
-{goload.ghz_version()} sends the codec section's multimodal `session/prompt` as a `ToACPRequest`, {IN_FLIGHT}
-calls in flight. Workers: over {CONNECTIONS} connections for both servers (SO_REUSEPORT spreads
-connections, not calls, over the workers; one connection would reach one worker). uvloop: one
-connection. {PAIRS} pairs of {ROUND_SECONDS} s rounds after a {WARMUP_SECONDS:.0f} s warm-up each, order
-alternating per pair. Server CPU adds up the server's processes (parent and workers).
+`--workers 2 --event-loop asyncio`, `--workers 1 --event-loop uvloop`); idle ones cost nothing. The
+load is the codec section's multimodal `session/prompt` as a `ToACPRequest`, {IN_FLIGHT} calls in flight,
+sent by bench/go's `streamload -mode unary` (grpc-go, the request pre-serialized, replies kept as
+bytes): the target's client. On two cores the client's CPU comes out of what the second worker
+could use, so the comparison is run again with ghz {goload.ghz_version()}, which spends several times as
+much CPU per call ("client cores busy" below), for comparison. Workers: over {CONNECTIONS} connections
+for both servers (SO_REUSEPORT spreads connections, not calls, over the workers; one connection would
+reach one worker). uvloop: one connection. {PAIRS} pairs of {ROUND_SECONDS} s rounds after a
+{WARMUP_SECONDS:.0f} s warm-up each, order alternating per pair. Server CPU adds up the server's processes
+(parent and workers).
 
 {paired.target_table([workers], "Workload", "calls", ".0f", TARGET_RATIO)}
+
+With ghz (for comparison; the Target column applies to the Go client's row above):
+
+{paired.target_table([workers_ghz], "Workload", "calls", ".0f", TARGET_RATIO)}
 
 {table(["Workload", "uvloop/asyncio (median)", "per pair, min - max", "uvloop wins"], loop_rows, right=(1, 2))}
 
 Per server:
 
-{paired.rpcs_table([workers, loops], "Workload", "calls", ".0f")}
+{paired.rpcs_table([workers, workers_ghz, loops], "Workload", "calls", ".0f")}
 
-Noise: ghz and the servers share this VM's cores with anything else running; the 1-minute load
+Noise: the clients and the servers share this VM's cores with anything else running; the 1-minute load
 average was {load_before:.1f} when this section started and {load_after:.1f} when it ended. With two
-cores, ghz itself takes a share of the cores the two workers would use.
+cores, the client itself takes a share of the cores the two workers would use.
 """
     return SectionResult(markdown=markdown, targets=targets)

@@ -1,9 +1,10 @@
-// Command streamload drives streaming RPCs for the benchmarks (ghz drives the unary ones, but does
-// not count the messages of a stream) and prints one JSON object: the replies received within the
-// round, its length, and this process's CPU time.
+// Command streamload drives RPCs for the benchmarks (ghz drives the unary ones, but does not count
+// the messages of a stream, and its own work per call is several times a lean client's) and prints
+// one JSON object: the replies received within the round, its length, and this process's CPU time.
 //
 // Modes:
 //
+//	unary    -streams N unary calls in flight, each followed by the next as soon as it returns
 //	server   -streams N streams in flight, each sending the request once and counting the frames it
 //	         reads; a stream that ends is replaced by a new one (Chat and the bare streams)
 //	bidi     -streams N long-lived streams, each keeping up to -window requests unanswered
@@ -87,6 +88,19 @@ func serverStreams(ctx context.Context, conn *grpc.ClientConn, method string, re
 	return nil
 }
 
+func unaryCalls(ctx context.Context, conn *grpc.ClientConn, method string, request []byte, counted *atomic.Int64) error {
+	for ctx.Err() == nil {
+		var reply []byte
+		if err := conn.Invoke(ctx, method, request, &reply); err != nil {
+			return failed(ctx, err)
+		}
+		if ctx.Err() == nil {
+			counted.Add(1)
+		}
+	}
+	return nil
+}
+
 func bidiStream(ctx context.Context, conn *grpc.ClientConn, method string, request []byte, window int, counted *atomic.Int64) error {
 	desc := &grpc.StreamDesc{StreamName: method, ServerStreams: true, ClientStreams: true}
 	stream, err := conn.NewStream(ctx, desc, method)
@@ -138,9 +152,9 @@ func bidiStream(ctx context.Context, conn *grpc.ClientConn, method string, reque
 func main() {
 	address := flag.String("address", "", "HOST:PORT of the server")
 	method := flag.String("method", "", "full method path, e.g. /e2a.v1.AgentService/Chat")
-	mode := flag.String("mode", "server", "server (server streaming) or bidi")
+	mode := flag.String("mode", "server", "unary, server (server streaming) or bidi")
 	requestPath := flag.String("request", "", "file with the serialized request message")
-	streams := flag.Int("streams", 1, "streams in flight")
+	streams := flag.Int("streams", 1, "streams (unary: calls) in flight")
 	window := flag.Int("window", 64, "bidi: unanswered requests per stream")
 	connections := flag.Int("connections", 1, "TCP connections the streams are spread over")
 	duration := flag.Duration("duration", time.Second, "how long the round counts")
@@ -174,6 +188,8 @@ func main() {
 		group.Go(func() {
 			var err error
 			switch *mode {
+			case "unary":
+				err = unaryCalls(ctx, conn, *method, request, &counted)
 			case "server":
 				err = serverStreams(ctx, conn, *method, request, &counted, &finished)
 			case "bidi":
