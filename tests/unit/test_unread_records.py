@@ -393,7 +393,7 @@ def test_reading_takes_values_as_is_only_where_the_readers_would(record_type: Re
         return
 
     def every_reader() -> dict[str, Any]:
-        return record_type._read_each(data, record_type._FROM_DICT, record_type._TEMPLATE.copy())
+        return record_type._read_every_field(data)
 
     def repr_of(read: Callable[[], dict[str, Any]]) -> Any:
         return _outcome(lambda: repr(list(read().items())))

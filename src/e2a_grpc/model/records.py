@@ -97,6 +97,40 @@ def _reader(item: RecordField) -> Callable[[Any, str], Any]:
     return lambda value, path: default if value is None else read(value, path)
 
 
+def _compile_dict_reader(
+    fields: tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...],
+    as_is: tuple[tuple[str, frozenset[type], Any], ...],
+) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """``_read_dict``'s common case as one function written for the record class, as ``dataclasses``
+    writes ``__init__``: None when a value of an ``as_is`` field is not of a type its reader returns
+    unchanged; else those values taken without a call, the other fields read by their readers in
+    field order, and the attributes in one dict display. A loop over the field table costs twice
+    as much: most of the time of reading a record is the interpreter's work per field.
+    """
+    namespace: dict[str, Any] = {}
+    lines = ["def read(data):", "    get = data.get"]
+    taken = {name for name, _, _ in as_is}
+    for index, (name, types, default) in enumerate(as_is):
+        namespace[f"types_{index}"], namespace[f"default_{index}"] = types, default
+        lines += [f"    v_{name} = get({name!r}, default_{index})", f"    if type(v_{name}) not in types_{index}:"]
+        lines.append("        return None")
+    for index, (name, legacy_reader, reader, default, factory) in enumerate(fields):
+        if name in taken:
+            continue
+        if legacy_reader is not None:
+            namespace[f"legacy_{index}"] = legacy_reader
+            lines.append(f"    v_{name} = legacy_{index}(data)")
+            continue
+        namespace[f"reader_{index}"] = reader
+        namespace[f"absent_{index}"] = default if factory is None else factory
+        absent = f"absent_{index}" if factory is None else f"absent_{index}()"
+        lines.append(f"    v_{name} = reader_{index}(data[{name!r}], {name!r}) if {name!r} in data else {absent}")
+    lines.append("    return {" + ", ".join(f"{name!r}: v_{name}" for name, *_ in fields) + "}")
+    exec("\n".join(lines), namespace)  # the text is built above from the field table alone
+    read: Callable[[dict[str, Any]], dict[str, Any] | None] = namespace["read"]
+    return read
+
+
 Msg = TypeVar("Msg", bound=Message)
 
 
@@ -123,9 +157,9 @@ class _Record(Generic[Msg]):
     _FROM_DICT: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
     # Per field without a legacy reader whose kind is in _TAKEN_AS_IS: name, types taken as is, default.
     _AS_IS: ClassVar[tuple[tuple[str, frozenset[type], Any], ...]]
-    # _FROM_DICT without those fields.
-    _READ_EACH: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
     _TEMPLATE: ClassVar[dict[str, None]]
+    #: ``_read_dict``'s common case, compiled per class (see ``_compile_dict_reader``).
+    _READ_TAKING_AS_IS: ClassVar[Callable[[dict[str, Any]], dict[str, Any] | None]]
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
     CODEC: ClassVar[proto.Codec[Any]]
@@ -150,8 +184,8 @@ class _Record(Generic[Msg]):
         )
         as_is = [item for item in cls.FIELDS if item.kind in _TAKEN_AS_IS and item.name not in cls.LEGACY_READERS]
         cls._AS_IS = tuple((item.name, _TAKEN_AS_IS[item.kind], item.default) for item in as_is)
-        cls._READ_EACH = tuple(entry for entry in cls._FROM_DICT if entry[0] not in {item.name for item in as_is})
         cls._TEMPLATE = dict.fromkeys(cls._NAMES)
+        cls._READ_TAKING_AS_IS = _compile_dict_reader(cls._FROM_DICT, cls._AS_IS)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
         cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
         # The dataclass left each plain default as a class attribute (its __init__ does not use them):
@@ -213,26 +247,16 @@ class _Record(Generic[Msg]):
     def _read_dict(cls, data: Any) -> dict[str, Any]:
         """The attributes of the record ``data`` reads as, in field order."""
         readers.require_object(data, cls._DOCUMENT)
-        values = cls._TEMPLATE.copy()  # every field, in field order, sized once
-        get = data.get
-        # Values that a reader would return unchanged are taken without the call (most of the time
-        # here is calls); any other value sends every field through its reader, in field order, so
-        # that an error names the first field at fault.
-        for name, as_is, default in cls._AS_IS:
-            value = get(name, default)
-            if type(value) not in as_is:
-                return cls._read_each(data, cls._FROM_DICT, values)
-            values[name] = value
-        return cls._read_each(data, cls._READ_EACH, values)
+        values = cls._READ_TAKING_AS_IS(data)
+        # A value that its reader would change: every field through its reader.
+        return cls._read_every_field(data) if values is None else values
 
-    @staticmethod
-    def _read_each(
-        data: dict[str, Any],
-        fields: tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...],
-        values: dict[str, Any],
-    ) -> dict[str, Any]:
-        """``values`` with ``fields`` read into it by their readers, in field order."""
-        for name, legacy_reader, reader, default, factory in fields:
+    @classmethod
+    def _read_every_field(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Every field of ``data`` read by its reader, in field order, so that an error names the
+        first field at fault."""
+        values = cls._TEMPLATE.copy()  # every field, in field order, sized once
+        for name, legacy_reader, reader, default, factory in cls._FROM_DICT:
             if legacy_reader is not None:
                 values[name] = legacy_reader(data)
             elif name in data:
