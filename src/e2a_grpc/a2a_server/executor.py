@@ -1,8 +1,8 @@
 """The A2A server's agent executor: one Chat backend turn per A2A message.
 
 A message becomes an E2A envelope (the FromA2A adapter, with the message's parts as the prompt's
-content blocks and the A2A contextId as the session, so a context keeps its ACP session). The
-backend's events become the same frames Chat streams (``FrameBuilder``), and each frame becomes A2A
+content blocks and the A2A contextId as the session, so a context keeps its ACP session). The turn
+is Chat's (``e2a_grpc.chat.turn``: the same frames, limits and final frame), and each frame becomes A2A
 events through the project's E2A -> A2A projection (``conversion.to_a2a_stream``, what the
 ConversionService's ToA2AStream does): an ``e2a.chunk`` is an artifact update, the final
 ``e2a.complete`` / ``e2a.error`` the completed / failed status. So the server and ToA2AStream agree by
