@@ -117,7 +117,9 @@ class ServerSettings(BaseSettings):
     host: str = Field(default=_DEFAULT_HOST, description="address to bind")
     port: int = Field(default=_DEFAULT_PORT, ge=0, le=65535, description="port; 0 picks a free one")
     max_message_bytes: int = Field(
-        default=4 * 1024 * 1024, gt=0, description="largest request or reply; bigger ones get RESOURCE_EXHAUSTED"
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="largest request or reply; bigger ones get RESOURCE_EXHAUSTED (an A2A HTTP request: HTTP 413)",
     )
     grace_seconds: float = Field(
         default=10.0, ge=0, description="on SIGTERM/SIGINT, how long in-flight calls may finish"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
@@ -184,3 +185,87 @@ def test_what_one_process_must_own_refuses_more_than_one_worker(args: tuple[str,
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert line.startswith("error: --workers > 1 cannot serve") and reason in line
+
+
+async def _indexes(call: grpc.aio.StreamStreamCall[pb.ConvertStreamRequest, pb.ConvertStreamResponse]) -> list[int]:
+    """The indexes of the next reply of a ConvertStream."""
+    reply = await call.read()
+    assert isinstance(reply, pb.ConvertStreamResponse)
+    return [result.index for result in reply.results]
+
+
+def test_during_a_sigterm_drain_every_worker_reports_not_serving_and_in_flight_calls_finish(tmp_path: Path) -> None:
+    """Health goes NOT_SERVING on every worker as soon as the drain starts (a load balancer stops
+    sending new calls), while the calls in flight on each worker carry on to their end."""
+    log = tmp_path / "server.log"
+    conversion = pb.ConvertRequest(from_a2a=pb.FromA2ARequest(json='{"message": {"parts": [{"text": "hi"}]}}'))
+    batch = pb.ConvertStreamRequest(conversions=[conversion])
+    with running_server_process("--workers", str(WORKERS), "--grace-seconds", "30", log=log) as (address, process, _):
+        port = int(address.rsplit(":", 1)[1])
+        assert wait_until(lambda: f"all {WORKERS} workers serving" in log.read_text(), timeout=60)
+        workers = _workers(process.pid)
+
+        def connections() -> dict[int, int]:
+            return {worker: _established_connections(worker, port) for worker in workers}
+
+        def new_connection_owner(before: dict[int, int]) -> int:
+            """The worker that accepted the one connection opened since ``before``."""
+            (owner,) = [worker for worker, count in connections().items() if count == before[worker] + 1]
+            return owner
+
+        async def drain() -> None:
+            channels: list[grpc.aio.Channel] = []
+            # A ConvertStream in flight on each worker: one batch answered, the stream left open.
+            in_flight: dict[int, grpc.aio.StreamStreamCall[pb.ConvertStreamRequest, pb.ConvertStreamResponse]] = {}
+            try:
+                for _ in range(40):  # connections land on a worker at random: 2**-39 to miss one
+                    if len(in_flight) == WORKERS:
+                        break
+                    before = connections()
+                    channel = grpc.aio.insecure_channel(address, options=OWN_CONNECTION)
+                    channels.append(channel)
+                    call = pb_grpc.ConversionServiceStub(channel).ConvertStream(timeout=60)
+                    await call.write(batch)
+                    assert await _indexes(call) == [0]
+                    owner = new_connection_owner(before)
+                    if owner in in_flight:
+                        await call.done_writing()
+                        assert await call.code() == grpc.StatusCode.OK
+                    else:
+                        in_flight[owner] = call
+                assert set(in_flight) == set(workers)
+                process.send_signal(signal.SIGTERM)
+                # A health check on a new connection, until each worker has answered one NOT_SERVING.
+                not_serving: set[int] = set()
+                for _ in range(40):
+                    if not_serving == set(workers):
+                        break
+                    before = connections()
+                    channel = grpc.aio.insecure_channel(address, options=OWN_CONNECTION)
+                    channels.append(channel)
+                    health = health_pb2_grpc.HealthStub(channel)
+                    status = None
+                    for _ in range(100):  # the worker may not have taken the signal yet
+                        reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=5)  # type: ignore[attr-defined]  # the stubs list no methods
+                        status = reply.status
+                        if status == health_pb2.HealthCheckResponse.NOT_SERVING:
+                            break
+                        await asyncio.sleep(0.05)
+                    assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+                    not_serving.add(new_connection_owner(before))
+                assert not_serving == set(workers)
+                assert process.poll() is None  # still draining: the calls in flight hold it
+                for call in in_flight.values():
+                    await call.write(batch)
+                    assert await _indexes(call) == [1]
+                    await call.done_writing()
+                    assert await call.code() == grpc.StatusCode.OK
+            finally:
+                for channel in channels:
+                    await channel.close()
+
+        asyncio.run(drain())
+        assert process.wait(timeout=30) == 0
+    text = log.read_text()
+    assert text.count("e2a-grpc stopped") == WORKERS, text
+    assert "grace period over" not in text  # the calls ended on their own, none was cancelled

@@ -247,6 +247,28 @@ async def test_an_empty_stream_ends_ok_without_replies(stub: pb_grpc.CodecServic
 
 
 @in_module_loop
+async def test_a_bug_ends_the_transcode_stream_with_internal_after_the_replies_before_it(
+    stub: pb_grpc.CodecServiceAsyncStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    transcode = codec_servicer.transcode
+
+    def failing_at_two(index: int, request: pb.TranscodeRequest) -> pb.TranscodeResponse:
+        if index == 2:
+            raise RuntimeError("a bug")
+        return transcode(index, request)
+
+    monkeypatch.setattr(codec_servicer, "transcode", failing_at_two)
+    call = stub.Transcode(iter([pb.TranscodeRequest(envelope_json=ENVELOPE_TEXT)] * 5), timeout=10)
+    indexes: list[int] = []
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        async for reply in call:
+            indexes.append(reply.index)
+    assert indexes == [0, 1]
+    assert caught.value.code() == grpc.StatusCode.INTERNAL
+    assert "RuntimeError" in str(caught.value.details()) and "a bug" not in str(caught.value.details())
+
+
+@in_module_loop
 async def test_a_client_that_does_not_read_holds_the_server_back(
     stub: pb_grpc.CodecServiceAsyncStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -84,6 +84,7 @@ def test_each_frame_is_its_chat_response_serialized_and_says_what_the_event_says
             assert isinstance(event, Passthrough)
             frame = _parsed(builder.passthrough(event))
             assert (frame.response_kind, frame.body) == (event.response_kind, event.body)
+        assert builder.last_kind == frame.response_kind  # what the Chat metrics count the frame as
         checker.check(frame)
         assert frame.provenance.source_protocol == backend.source_protocol
         assert frame.provenance.converter == f"e2a_grpc.chat:{backend.name}"
@@ -97,5 +98,6 @@ def test_each_frame_is_its_chat_response_serialized_and_says_what_the_event_says
         assert (last.response_kind, last.status) == ("e2a.error", "failed")
         assert last.body["message"] == message and last.body["details"] == (details or {})
         assert last.body.get("external") == external
+    assert builder.last_kind == last.response_kind
     checker.check(last)
     assert checker.finish() is last and last.is_final and builder.finished

@@ -20,6 +20,7 @@ from a2a.utils.errors import (
     ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
+    InvalidRequestError,
 )
 
 from e2a_grpc.model import ErrorCode
@@ -32,6 +33,8 @@ class FrontDoorError(StrEnum):
     CAPACITY_EXHAUSTED = "capacity_exhausted"
     #: The request's ``acceptedOutputModes`` names no output mode of the agent card.
     OUTPUT_MODE_UNSUPPORTED = "output_mode_unsupported"
+    #: An HTTP request body over ``max_message_bytes`` (``body_limit``; the gRPC port has its own check).
+    REQUEST_TOO_LARGE = "request_too_large"
 
 
 #: E2A error -> A2A error class, and whether a retry of the same request may succeed: the refusals of
@@ -40,6 +43,8 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     ErrorCode.INVALID_REQUEST: (InvalidParamsError, False),
     ErrorCode.PROMPT_TOO_LARGE: (InvalidParamsError, False),
     FrontDoorError.OUTPUT_MODE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
+    # The SDK's own error for a payload too large (and the request's id is unknown: it was not read).
+    FrontDoorError.REQUEST_TOO_LARGE: (InvalidRequestError, False),
     # A2A has no "unavailable" error: the reason and ``retryable`` say what InternalError cannot.
     FrontDoorError.CAPACITY_EXHAUSTED: (InternalError, True),
 }

@@ -1,8 +1,8 @@
 """The A2A server's agent executor: one Chat backend turn per A2A message.
 
 A message becomes an E2A envelope (the FromA2A adapter, with the message's parts as the prompt's
-content blocks and the A2A contextId as the session, so a context keeps its ACP session). The
-backend's events become the same frames Chat streams (``FrameBuilder``), and each frame becomes A2A
+content blocks and the A2A contextId as the session, so a context keeps its ACP session). The turn
+is Chat's (``e2a_grpc.chat.turn``: the same frames, limits and final frame), and each frame becomes A2A
 events through the project's E2A -> A2A projection (``conversion.to_a2a_stream``, what the
 ConversionService's ToA2AStream does): an ``e2a.chunk`` is an artifact update, the final
 ``e2a.complete`` / ``e2a.error`` the completed / failed status. So the server and ToA2AStream agree by
@@ -20,14 +20,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeGuard
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import (
+    Artifact,
     Message,
+    Part,
     StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
@@ -39,11 +41,12 @@ from google.protobuf import json_format
 
 from e2a_grpc import conversion, jsontext
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
-from e2a_grpc.chat.events import AgentBackend, AgentIds, BackendError, Complete
+from e2a_grpc.chat.events import AgentBackend
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.chat.requests import prompt_size_bytes
-from e2a_grpc.errors import E2AFieldError, E2AValueError
-from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind
+from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
+from e2a_grpc.errors import E2AValueError
+from e2a_grpc.model import E2AEnvelope, ErrorCode, ResponseKind
 from e2a_grpc.protocols import a2a
 from e2a_grpc.settings import ServerSettings
 
@@ -154,9 +157,7 @@ class BackendExecutor(AgentExecutor):
     def __init__(self, backend: AgentBackend, settings: ServerSettings, slots: TurnSlots) -> None:
         self.backend = backend
         self.slots = slots
-        self._max_frames = settings.chat_max_frames
-        self._max_seconds = settings.chat_max_stream_seconds
-        self._max_prompt_bytes = settings.chat_max_prompt_bytes
+        self._limits = TurnLimits.from_settings(settings)
         self._clock = UtcClock()
         #: The running turn of each task, for cancel.
         self._turns: dict[str, asyncio.Task[None]] = {}
@@ -165,12 +166,13 @@ class BackendExecutor(AgentExecutor):
     def check_prompt(self, envelope: E2AEnvelope) -> None:
         """Refuse a prompt bigger than Chat takes (``chat_max_prompt_bytes``)."""
         size = prompt_size_bytes(envelope)
-        if size > self._max_prompt_bytes:
+        limit = self._limits.max_prompt_bytes
+        if size > limit:
             raise a2a_error(
                 ErrorCode.PROMPT_TOO_LARGE,
-                f"the prompt has {size} bytes; this server takes at most {self._max_prompt_bytes}",
+                f"the prompt has {size} bytes; this server takes at most {limit}",
                 prompt_bytes=size,
-                max_prompt_bytes=self._max_prompt_bytes,
+                max_prompt_bytes=limit,
             )
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -222,47 +224,82 @@ class BackendExecutor(AgentExecutor):
 
     async def _turn(self, envelope: E2AEnvelope, task_id: str, context_id: str, queue: EventQueue) -> None:
         frames = FrameBuilder(envelope, self.backend.info, self._clock)
-        publisher = _Publisher(task_id, context_id, queue)
+        current = asyncio.current_task()
+        assert current is not None
+        turn = Turn(current)
+        turn.limit_time(self._limits)  # no stall grace: a write is an enqueue, which a client's pace does not hold
         events = self.backend.stream(envelope)
         try:
-            async with asyncio.timeout(self._max_seconds):
-                async for event in events:
-                    if isinstance(event, AgentIds):
-                        continue  # the A2A task is this server's; the agent's ids are not adopted
-                    if frames.sequence >= self._max_frames - 1 and not isinstance(event, Complete):
-                        final = frames.error(
-                            ErrorCode.STREAM_FRAME_LIMIT,
-                            f"the turn reached this server's limit of {self._max_frames} frames; the agent was stopped",
-                            {"max_frames": self._max_frames},
-                        )
-                        break
-                    frame = frames.for_event(event)
-                    await publisher.publish(frame_record(frame))
-                    if frames.finished:
-                        return
-                else:
-                    final = frames.error(ErrorCode.BACKEND_INCOMPLETE, "the agent ended the stream without a result")
-        except TimeoutError:
-            final = frames.error(
-                ErrorCode.STREAM_TIME_LIMIT,
-                f"the turn ran longer than this server's limit of {self._max_seconds:g} s; the agent was stopped",
-                {"max_stream_seconds": self._max_seconds},
-            )
-        except BackendError as exc:
-            final = frames.error(exc.code, exc.message, exc.details, exc.external)
-        except E2AFieldError as exc:
-            log.warning("backend produced an invalid event for task %s: %s", task_id, exc)
-            final = frames.error(ErrorCode.BACKEND_INVALID_OUTPUT, str(exc))
-        except Exception:
-            log.exception("backend %s failed on task %s", self.backend.info.name, task_id)
-            final = frames.error(ErrorCode.INTERNAL, "the agent backend failed; see the server log")
+            # The A2A task is this server's: the agent's own task and context ids are not adopted.
+            await run_turn(
+                turn, envelope, events, frames, _Publisher(task_id, context_id, queue), self._limits,
+                adopt_agent_ids=False,
+            )  # fmt: skip
         finally:
+            turn.cancel_timers()
             await events.aclose()
-        await publisher.publish(frame_record(final))
+
+
+def stream_event(payload: dict[str, Any]) -> StreamResponse:
+    """The ``StreamResponse`` of a ``to_a2a_stream`` projection (its JSON).
+
+    A chunk's artifact update with a text part (most frames) is built field by field, as
+    ``json_format.ParseDict`` would build it at several times the cost; anything else goes through
+    ``ParseDict`` (tests/a2a_server/test_stream_event.py checks both give the same message).
+    """
+    update = payload.get("artifactUpdate")
+    if len(payload) == 1 and _is_object(update, _ARTIFACT_UPDATE):
+        artifact = update["artifact"]
+        parts = artifact.get("parts") if _is_object(artifact, _ARTIFACT) else None
+        if isinstance(parts, list) and len(parts) == 1 and _is_object(parts[0], _TEXT_PART):
+            part = parts[0]
+            built = Part(text=part["text"], media_type=part.get("mediaType", ""))
+            metadata = part.get("metadata")
+            if metadata is not None:
+                built.metadata.update(metadata)
+            return StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=update.get("taskId", ""),
+                    context_id=update.get("contextId", ""),
+                    artifact=Artifact(artifact_id=artifact.get("artifactId", ""), parts=[built]),
+                    append=update.get("append", False),
+                    last_chunk=update.get("lastChunk", False),
+                )
+            )
+    return json_format.ParseDict(payload, StreamResponse(), ignore_unknown_fields=True)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A JSON object the fast path builds: the keys it may have, each with its JSON type, and those it must."""
+
+    types: dict[str, type]
+    required: str
+    #: Its object values are objects of strings (a part's metadata, which a ``Struct`` takes as it is).
+    flat_objects: bool = False
+
+
+_ARTIFACT_UPDATE = _Shape(
+    {"taskId": str, "contextId": str, "artifact": dict, "append": bool, "lastChunk": bool}, "artifact"
+)
+_ARTIFACT = _Shape({"artifactId": str, "parts": list}, "parts")
+_TEXT_PART = _Shape({"text": str, "mediaType": str, "metadata": dict}, "text", flat_objects=True)
+
+
+def _is_object(value: object, shape: _Shape) -> TypeGuard[dict[str, Any]]:
+    if type(value) is not dict or shape.required not in value:
+        return False
+    for key, item in value.items():
+        expected = shape.types.get(key)
+        if expected is None or type(item) is not expected:
+            return False
+        if isinstance(item, dict) and shape.flat_objects and not all(type(inner) is str for inner in item.values()):
+            return False
+    return True
 
 
 class _Publisher:
-    """The A2A events of one turn's frames, onto the task's event queue."""
+    """The A2A events of one turn's frames, onto the task's event queue (the turn's ``FrameOutput``)."""
 
     def __init__(self, task_id: str, context_id: str, queue: EventQueue) -> None:
         self._task_id = task_id
@@ -270,11 +307,11 @@ class _Publisher:
         self._queue = queue
         self._open_artifacts: set[str] = set()
 
-    async def publish(self, response: E2AResponse) -> None:
-        payload = conversion.to_a2a_stream(response, project_native_kinds=True)
+    async def write(self, frame: bytes, kind: str) -> None:
+        payload = conversion.to_a2a_stream(frame_record(frame), project_native_kinds=True)
         if isinstance(payload, conversion.NotApplicable):
             return  # e.g. an ACP plan or mode update: A2A has no event for it
-        stream_response = json_format.ParseDict(payload, StreamResponse(), ignore_unknown_fields=True)
+        stream_response = stream_event(payload)
         branch = stream_response.WhichOneof("payload")
         event: TaskArtifactUpdateEvent | TaskStatusUpdateEvent
         if branch == "artifact_update":
@@ -285,7 +322,7 @@ class _Publisher:
                 self._open_artifacts.add(artifact_id)
         elif branch == "status_update":
             event = stream_response.status_update
-            if response.response_kind == ResponseKind.A2A_STREAM_EVENT and event.status.state in TERMINAL_STATES:
+            if kind == ResponseKind.A2A_STREAM_EVENT and event.status.state in TERMINAL_STATES:
                 return  # the remote agent's end: this task ends with the turn's final frame
         else:
             return  # a remote agent's own task snapshot or message

@@ -3,6 +3,7 @@
 One HTTP port serves the agent card (``A2A_CARD_PATH``), JSON-RPC (at ``/``) and HTTP+JSON (under
 ``A2A_REST_PATH``) with the SDK's Starlette routes under uvicorn; ``a2a_grpc_port`` adds the SDK's
 gRPC servicer on a port of its own. The card names every transport served, at the ports bound.
+Every transport keeps to ``max_message_bytes`` (HTTP: ``body_limit``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
+from e2a_grpc.a2a_server.body_limit import RequestBodyLimit
 from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
@@ -127,7 +130,10 @@ class A2AServer:
                 # A2A 0.3 clients too (message/send, tasks/get, ...: the SDK's compatibility layer).
                 *create_jsonrpc_routes(self.handler, "/", enable_v0_3_compat=True),
                 *create_rest_routes(self.handler, path_prefix=A2A_REST_PATH, enable_v0_3_compat=True),
-            ]
+            ],
+            middleware=[
+                Middleware(RequestBodyLimit, max_bytes=self.settings.max_message_bytes, rest_path=A2A_REST_PATH)
+            ],
         )
         config = uvicorn.Config(
             app,

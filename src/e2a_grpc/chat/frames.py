@@ -69,8 +69,11 @@ class FrameBuilder:
     ) -> None:
         assigned = envelope.request_id is None
         self.request_id = str(uuid.uuid4()) if assigned else envelope.request_id
+        self.backend_name = backend.name
         self.sequence = 0
         self.finished = False
+        #: The response_kind of the last frame built.
+        self.last_kind: str = ""
         #: How the stream ended, once its final frame is built: "ok", or the e2a.error code.
         self.final_code: str | None = None
         self._log = log_frames
@@ -154,6 +157,7 @@ class FrameBuilder:
         )
         self.sequence = sequence + 1
         self.finished = final
+        self.last_kind = kind
         if self._log:
             frame_log.info(
                 json.dumps(

@@ -7,7 +7,6 @@ error reply and its stream goes on.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -17,10 +16,9 @@ from e2a.v1 import codec_service_pb2 as pb
 from e2a.v1 import codec_service_pb2_grpc as pb_grpc
 from e2a.v1 import e2a_pb2
 from e2a_grpc.errors import E2AFieldError, E2AValueError
-from e2a_grpc.grpc.status import status_for, unary
+from e2a_grpc.grpc.status import unary
+from e2a_grpc.grpc.streams import reply_to_each
 from e2a_grpc.model import E2AEnvelope, E2AResponse
-
-log = logging.getLogger(__name__)
 
 Converted = TypeVar("Converted")
 
@@ -96,15 +94,13 @@ class CodecServicer(pb_grpc.CodecServiceServicer):
         request_iterator: AsyncIterator[pb.TranscodeRequest],
         context: grpc.aio.ServicerContext[pb.TranscodeRequest, pb.TranscodeResponse],
     ) -> AsyncIterator[pb.TranscodeResponse]:
-        # One record at a time: the next request is read only after grpc.aio has written this
-        # reply, which waits for HTTP/2 flow control, so a client that does not read holds no
-        # more than the transport's windows in flight.
-        index = 0
-        async for request in request_iterator:
-            try:
-                reply = transcode(index, request)
-            except Exception as exc:  # a bug of ours, not a bad record: end the stream with INTERNAL
-                log.exception("unhandled error in CodecService.Transcode at record %d", index)
-                await context.abort_with_status(status_for(exc))
+        # One record at a time (no read-ahead): a client that does not read holds no more than the
+        # transport's windows in flight.
+        async for reply in reply_to_each(
+            request_iterator, context, transcode, items_of=_one, window=None, method="CodecService.Transcode"
+        ):
             yield reply
-            index += 1
+
+
+def _one(_request: pb.TranscodeRequest) -> int:
+    return 1

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -16,15 +14,13 @@ from e2a.v1 import e2a_pb2
 from e2a_grpc import conversion, jsontext
 from e2a_grpc.conversion.acp_fast_path import envelope_message_to_acp_json
 from e2a_grpc.errors import E2AFieldError, E2AValueError
-from e2a_grpc.grpc.status import status_for, unary
-from e2a_grpc.grpc.streams import read_ahead
+from e2a_grpc.grpc.status import unary
+from e2a_grpc.grpc.streams import reply_to_each
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.model.fields import Kind
 from e2a_grpc.model.proto import DECODERS
 from e2a_grpc.protocols import cloudevents
 from e2a_grpc.settings import ServerSettings
-
-log = logging.getLogger(__name__)
 
 
 def _origin(value: int) -> IdentityOrigin:
@@ -235,13 +231,16 @@ class ConversionServicer(pb_grpc.ConversionServiceServicer):
         request_iterator: AsyncIterator[pb.ConvertStreamRequest],
         context: grpc.aio.ServicerContext[pb.ConvertStreamRequest, pb.ConvertStreamResponse],
     ) -> AsyncIterator[pb.ConvertStreamResponse]:
-        async with contextlib.aclosing(read_ahead(request_iterator, self._convert_stream_window)) as requests:
-            index = 0  # of the next conversion, counted across batches
-            async for request in requests:
-                try:
-                    reply = convert_batch(index, request)
-                except Exception as exc:  # a bug of ours, not a bad conversion: end the stream with INTERNAL
-                    log.exception("unhandled error in ConversionService.ConvertStream at conversion %d", index)
-                    await context.abort_with_status(status_for(exc))
-                yield reply
-                index += len(request.conversions)
+        async for reply in reply_to_each(
+            request_iterator,
+            context,
+            convert_batch,
+            items_of=_conversions_of,
+            window=self._convert_stream_window,
+            method="ConversionService.ConvertStream",
+        ):
+            yield reply
+
+
+def _conversions_of(request: pb.ConvertStreamRequest) -> int:
+    return len(request.conversions)

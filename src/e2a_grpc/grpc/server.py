@@ -32,7 +32,7 @@ from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
 from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
 from e2a_grpc.grpc.observability import MetricsHttpServer, MetricsInterceptor, ServerMetrics, method_paths
-from e2a_grpc.settings import ServerSettings
+from e2a_grpc.settings import EventLoop, ServerSettings
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -182,13 +182,14 @@ class E2AServer:
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info(
-            "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d, chat backend=%s)",
+            "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d, chat backend=%s, event loop=%s)",
             self.config.host,
             self.port,
             "on" if self.config.tls_cert else "off",
             "bearer token" if self.config.token else "off",
             self.config.max_message_bytes,
             self.config.backend,
+            running_event_loop(),
         )
 
     async def run_until_signalled(self) -> None:
@@ -237,6 +238,12 @@ class E2AServer:
         if self._own_tracer_provider is not None:
             self._own_tracer_provider.shutdown()
         log.info("e2a-grpc stopped")
+
+
+def running_event_loop() -> EventLoop:
+    """The event loop this code runs on (``--event-loop`` resolved), for the startup log line."""
+    module = type(asyncio.get_running_loop()).__module__
+    return EventLoop.UVLOOP if module.partition(".")[0] == "uvloop" else EventLoop.ASYNCIO
 
 
 async def serve(

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TypeVar
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from e2a_grpc.grpc.status import status_for
+
+log = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
+Request = TypeVar("Request")
+Reply = TypeVar("Reply")
 
 
 class _End:
@@ -52,3 +61,36 @@ async def read_ahead(stream: AsyncIterator[Item], window: int) -> AsyncGenerator
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
+
+
+async def reply_to_each(
+    requests: AsyncIterator[Request],
+    context: grpc.aio.ServicerContext[Any, Any],
+    reply: Callable[[int, Request], Reply],
+    *,
+    items_of: Callable[[Request], int],
+    window: int | None,
+    method: str,
+) -> AsyncGenerator[Reply, None]:
+    """The replies of a bidirectional conversion stream (Transcode, ConvertStream): one per request, in
+    order, ``reply(index, request)`` with ``index`` the number of items (``items_of``) of the requests
+    before it. ``reply`` answers a bad item itself (an error reply, the stream goes on); an exception
+    out of it is a bug of ours and ends the stream with INTERNAL.
+
+    ``window``: requests read ahead of the reply being written (``read_ahead``); None reads the next
+    request only once grpc has written this reply, so a client that does not read holds no more than
+    the transport's windows in flight.
+    """
+    async with contextlib.AsyncExitStack() as closing:
+        stream = requests
+        if window is not None:  # closed when the call ends, early or not: that stops its reader
+            stream = await closing.enter_async_context(contextlib.aclosing(read_ahead(requests, window)))
+        index = 0
+        async for request in stream:
+            try:
+                answer = reply(index, request)
+            except Exception as exc:
+                log.exception("unhandled error in %s at item %d", method, index)
+                await context.abort_with_status(status_for(exc))
+            yield answer
+            index += items_of(request)
