@@ -141,7 +141,9 @@ async def test_the_time_limit_ends_a_stream_whose_client_stopped_reading(monkeyp
     backend = EndlessBackend(delta_bytes=64 * 1024)  # flow control stops the writes within a few frames
     async with (
         in_process_server(backend, chat_max_stream_seconds=TIME_LIMIT_SECONDS) as running,
-        grpc.aio.insecure_channel(running.address) as channel,
+        # No BDP probing: the client's window stays at its initial size instead of growing with the
+        # frames it gets (by how much depends on timing).
+        grpc.aio.insecure_channel(running.address, options=[("grpc.http2.bdp_probe", 0)]) as channel,
     ):
         call = pb_grpc.AgentServiceStub(channel).Chat(pb.ChatRequest(envelope=_envelope().to_proto()), timeout=30)
         await within(call.read())  # one frame, then the client reads no more
