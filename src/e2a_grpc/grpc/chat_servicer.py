@@ -199,18 +199,20 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                     {"prompt_bytes": prompt_bytes, "max_prompt_bytes": self._max_prompt_bytes},
                 )
             last_sequence = self._max_frames - 1  # the last frame the limit allows is the final one
+            metrics = self._metrics
+            frame_sink = self._frame_sink
             async for event in events:
-                if isinstance(event, AgentIds):
+                if type(event) is Delta:  # most frames: straight to their builder
+                    if frames.sequence >= last_sequence:
+                        raise self._frame_limit()
+                    frame = frames.delta(event)
+                elif isinstance(event, AgentIds):
                     frames.adopt_agent_ids(event)
                     continue
-                if frames.sequence >= last_sequence and not isinstance(event, Complete):
-                    raise _LimitReached(
-                        ErrorCode.STREAM_FRAME_LIMIT,
-                        f"the stream reached this server's limit of {self._max_frames} frames; the agent was stopped",
-                        {"max_frames": self._max_frames},
-                    )
-                # Deltas are most frames: straight to their builder.
-                frame = frames.delta(event) if type(event) is Delta else frames.for_event(event)
+                else:
+                    if frames.sequence >= last_sequence and not isinstance(event, Complete):
+                        raise self._frame_limit()
+                    frame = frames.for_event(event)
                 # While a write is pending nothing may cancel this task (a second write, the final
                 # frame, cannot start until the first one is done), short of a stalled client.
                 stream.writing = True
@@ -221,10 +223,10 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 except Exception as exc:  # grpc's ExecuteBatchError: the call is over, not the backend
                     raise _CallEnded from exc
                 stream.writing = False
-                if self._metrics is not None:
-                    self._metrics.chat_frame_sent(_kind_of(event))
-                if self._frame_sink is not None:
-                    await self._frame_sink.put(frame)
+                if metrics is not None:
+                    metrics.chat_frame_sent(_kind_of(event))
+                if frame_sink is not None:
+                    await frame_sink.put(frame)
                 if frames.finished:
                     stream.final_code = frames.final_code
                     return
@@ -304,6 +306,13 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 frames.sequence,
                 extra={"request_id": request_id, "method": CHAT_METHOD, "status": status},
             )
+
+    def _frame_limit(self) -> _LimitReached:
+        return _LimitReached(
+            ErrorCode.STREAM_FRAME_LIMIT,
+            f"the stream reached this server's limit of {self._max_frames} frames; the agent was stopped",
+            {"max_frames": self._max_frames},
+        )
 
     def _time_limit_message(self) -> str:
         return (
