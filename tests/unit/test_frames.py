@@ -101,3 +101,26 @@ def test_each_frame_is_its_chat_response_serialized_and_says_what_the_event_says
     assert builder.last_kind == last.response_kind
     checker.check(last)
     assert checker.finish() is last and last.is_final and builder.finished
+
+
+def test_frames_of_a_long_stream_are_their_chat_response_serialized() -> None:
+    """Sequence numbers and bodies past the one-byte and two-byte varints (the hypothesis streams above
+    are short), on the text delta fast path and the general one alike."""
+    envelope = E2AEnvelope(method="chat.send", params={"text": "hi"}, request_id="r-1", task_id="t")
+    builder = FrameBuilder(envelope, BackendInfo("echo", "e2a"), UtcClock())
+    checker = StreamChecker(envelope)
+    texts = {0x7F: "a" * 0x80, 0x3FFF: "b" * 0x4000, 0x4001: "ü" * 0x2001}
+    passthrough_at = {0x80, 0x4000}
+    for sequence in range(0x4000 + 8):
+        if sequence in passthrough_at:
+            frame = builder.passthrough(Passthrough("acp.session_update", {"n": sequence}))
+        else:
+            frame = builder.delta(Delta(DeltaKind.TEXT, texts.get(sequence, "w ")))
+        record = _parsed(frame)
+        checker.check(record)
+        assert record.sequence == sequence
+        if sequence not in passthrough_at:
+            assert record.body == {"delta_kind": "text", "delta": texts.get(sequence, "w ")}
+    final = _parsed(builder.complete({"content": "done"}))
+    checker.check(final)
+    assert checker.finish().sequence == 0x4000 + 8

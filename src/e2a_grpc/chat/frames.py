@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import uuid
 from datetime import UTC, datetime
+from time import time_ns
 from typing import Any
 
 import orjson
@@ -45,20 +45,33 @@ _ASSIGNED_METADATA = json.dumps({REQUEST_ID_ASSIGNED_KEY: True})
 
 
 class UtcClock:
-    """RFC 3339 UTC timestamps with microseconds, as ASCII bytes (what a frame carries); the date-time
-    part is formatted once a second."""
+    """RFC 3339 UTC timestamps with microseconds, as ASCII bytes (what a frame carries), always
+    ``TIMESTAMP_BYTES`` long; the date-time part is formatted once a second, the microseconds from
+    tables (no integer formatting per call)."""
 
     def __init__(self) -> None:
-        self._second = -1
+        self._second_start = 0  # in ns since the epoch; 0: none yet (now() formats the first second)
         self._prefix = b""
 
     def now(self) -> bytes:
-        nanoseconds = time.time_ns()
-        second = nanoseconds // 1_000_000_000
-        if second != self._second:
-            self._second = second
-            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.").encode()
-        return b"%s%06d+00:00" % (self._prefix, nanoseconds // 1000 % 1_000_000)
+        nanoseconds = time_ns()
+        into_second = nanoseconds - self._second_start
+        if not 0 <= into_second < 1_000_000_000:
+            second = nanoseconds // 1_000_000_000
+            self._second_start = second * 1_000_000_000
+            time = datetime.fromtimestamp(second, UTC)
+            # Formatted here rather than by strftime, whose %Y may leave a year before 1000 unpadded.
+            self._prefix = b"%04d-%02d-%02dT%02d:%02d:%02d." % (
+                time.year,
+                time.month,
+                time.day,
+                time.hour,
+                time.minute,
+                time.second,
+            )
+            into_second = nanoseconds - self._second_start
+        microseconds = into_second // 1000
+        return self._prefix + _THREE_DIGITS[microseconds // 1000] + _THREE_DIGITS_UTC[microseconds % 1000]
 
 
 class FrameBuilder:
@@ -108,8 +121,8 @@ class FrameBuilder:
         if envelope.jsonrpc_id is not None:
             shared.jsonrpc_id.CopyFrom(to_proto_jsonrpc_id(envelope.jsonrpc_id))
         self._template = shared
-        self._segments = _segments(self._template)
         self._chunk_kind = _kind_fields(ResponseKind.E2A_CHUNK, ResponseStatus.IN_PROGRESS)
+        self._cut_shared_fields()
 
     def adopt_agent_ids(self, ids: AgentIds) -> None:
         """Carry the agent's task / context id on the next frames, where the request set none (see above)."""
@@ -120,7 +133,37 @@ class FrameBuilder:
                 setattr(response, name, value)
                 adopted = True
         if adopted:
-            self._segments = _segments(response)
+            self._cut_shared_fields()
+
+    def _cut_shared_fields(self) -> None:
+        """Serialize the fields every frame shares, cut where a frame's own fields go in (``_segments``),
+        with the constant parts around them joined ahead of time: a frame joins as few pieces as it can."""
+        before_response_id, before_sequence, before_body, after_body = _segments(self._template)
+        # Every response id is the stream's prefix and 12 hex digits: 36 bytes.
+        self._before_id = b"".join(
+            (before_response_id, _RESPONSE_ID_TAG, _SMALL_VARINTS[_RESPONSE_ID_BYTES], self._id_prefix)
+        )
+        self._before_sequence = before_sequence
+        self._before_body = before_body
+        self._after_body = after_body
+        # A text delta's frame, in as few pieces as its fields allow (a join of more than 10 pieces
+        # allocates): the id's hex digits formatted with the fields up to the sequence; the chunk's kind
+        # fields with the timestamp's tag and size; the body field's tag with the fields before it; the
+        # end of its body with the fields after it.
+        self._text_id_end = b"%%0%dx%s" % (_RESPONSE_ID_HEX_DIGITS, before_sequence.replace(b"%", b"%%"))
+        self._text_before_timestamp = self._chunk_kind + _TIMESTAMP_TAG + _SMALL_VARINTS[TIMESTAMP_BYTES]
+        self._text_before_body_size = before_body + _BODY_TAG
+        self._text_after_json = b"}" + after_body
+        # The size of the pieces every text delta frame has, its sequence field and body aside.
+        self._text_fixed_size = (
+            len(self._before_id)
+            + _RESPONSE_ID_HEX_DIGITS
+            + len(before_sequence)
+            + len(self._text_before_timestamp)
+            + TIMESTAMP_BYTES
+            + len(self._text_before_body_size)
+            + len(self._text_after_json)
+        )
 
     def _frame(self, body: bytes, kind_fields: bytes, kind: str, final: bool = False) -> bytes:
         """The serialized ``ChatResponse`` of the next frame; ``kind_fields``: its is_final, status and
@@ -128,60 +171,89 @@ class FrameBuilder:
         if self.finished:
             raise RuntimeError("a stream has exactly one final frame, and it is the last")
         sequence = self.sequence
-        # Ids (36 bytes) and timestamps (32) are shorter than 128 bytes: their length is one byte.
-        response_id = b"%s%012x" % (self._id_prefix, sequence)
         timestamp = self._clock.now()
-        before_response_id, before_sequence, before_body, after_body = self._segments
         body_size = len(body)
         response = b"".join(
             (
-                before_response_id,
-                _RESPONSE_ID_TAG,
-                _SMALL_VARINTS[len(response_id)],
-                response_id,
-                before_sequence,
-                (_SEQUENCE_TAG + (_SMALL_VARINTS[sequence] if sequence < 0x80 else _varint(sequence)))
-                if sequence
-                else b"",  # proto3 leaves a 0 out
+                self._before_id,
+                b"%012x" % sequence,
+                self._before_sequence,
+                _sequence_field(sequence),
                 kind_fields,
                 _TIMESTAMP_TAG,
                 _SMALL_VARINTS[len(timestamp)],
                 timestamp,
-                before_body,
-                (_BODY_TAG + (_SMALL_VARINTS[body_size] if body_size < 0x80 else _varint(body_size)))
-                if body
-                else b"",  # and an empty string
+                self._before_body,
+                (_BODY_TAG + _varint(body_size)) if body else b"",  # proto3 leaves an empty string out
                 body,
-                after_body,
+                self._after_body,
             )
         )
         self.sequence = sequence + 1
         self.finished = final
         self.last_kind = kind
         if self._log:
-            frame_log.info(
-                json.dumps(
-                    {
-                        "request_id": self.request_id,
-                        "response_id": response_id.decode(),
-                        "sequence": sequence,
-                        "is_final": final,
-                        "response_kind": kind,
-                        "timestamp": timestamp.decode(),
-                    }
-                )
-            )
+            self._log_frame(sequence, final, kind, timestamp)
         size = len(response)
         return b"".join((_CHAT_RESPONSE_TAG, _SMALL_VARINTS[size] if size < 0x80 else _varint(size), response))
 
+    def _log_frame(self, sequence: int, final: bool, kind: str, timestamp: bytes) -> None:
+        frame_log.info(
+            json.dumps(
+                {
+                    "request_id": self.request_id,
+                    "response_id": (self._id_prefix + b"%012x" % sequence).decode(),
+                    "sequence": sequence,
+                    "is_final": final,
+                    "response_kind": kind,
+                    "timestamp": timestamp.decode(),
+                }
+            )
+        )
+
     def delta(self, event: Delta) -> bytes:
-        if event.delta_kind is _TEXT and event.mime_type is None and type(event.delta) is str:
+        text = event.delta
+        if type(text) is str and event.delta_kind is _TEXT and event.mime_type is None:
             try:  # the common case, without building a dict: the same bytes jsontext.dumps writes
-                body = _TEXT_DELTA_PREFIX + orjson.dumps(event.delta) + b"}"
+                text_json = orjson.dumps(text)
             except orjson.JSONEncodeError:
                 pass  # a lone surrogate: the general path escapes it
             else:
-                return self._frame(body, self._chunk_kind, _CHUNK)
+                # Most frames of most streams: ``_frame``'s work inlined, in one join of 10 pieces.
+                if self.finished:
+                    raise RuntimeError("a stream has exactly one final frame, and it is the last")
+                sequence = self.sequence
+                if sequence < 0x80:
+                    sequence_field = _SEQUENCE_FIELDS[sequence]
+                elif sequence < 0x4000:
+                    sequence_field = _SEQUENCE_TAGGED_FIRST_BYTES[sequence & 0x7F] + _SMALL_VARINTS[sequence >> 7]
+                else:
+                    sequence_field = _sequence_field(sequence)
+                body_size = len(text_json) + _TEXT_DELTA_OVERHEAD
+                body_head = _TEXT_BODY_HEADS[body_size] if body_size < 0x80 else _varint(body_size) + _TEXT_DELTA_PREFIX
+                size = self._text_fixed_size + len(sequence_field) + len(body_head) + len(text_json)
+                timestamp = self._clock.now()
+                frame = b"".join(
+                    (
+                        _CHAT_RESPONSE_HEADS[size & 0x7F] + _SMALL_VARINTS[size >> 7]
+                        if 0x80 <= size < 0x4000
+                        else _CHAT_RESPONSE_TAG + _varint(size),
+                        self._before_id,
+                        self._text_id_end % sequence,
+                        sequence_field,
+                        self._text_before_timestamp,
+                        timestamp,
+                        self._text_before_body_size,
+                        body_head,
+                        text_json,
+                        self._text_after_json,
+                    )
+                )
+                self.sequence = sequence + 1
+                self.last_kind = _CHUNK
+                if self._log:
+                    self._log_frame(sequence, False, _CHUNK, timestamp)
+                return frame
         fields: dict[str, Any] = {"delta_kind": event.delta_kind, "delta": event.delta}
         if event.mime_type is not None:
             fields["mime_type"] = event.mime_type
@@ -244,6 +316,27 @@ _SEQUENCE_TAG = bytes((_SEQUENCE << 3 | _VARINT,))
 _TIMESTAMP_TAG = bytes((_TIMESTAMP << 3 | _LENGTH_DELIMITED,))
 _BODY_TAG = bytes((_BODY << 3 | _LENGTH_DELIMITED,))
 _TEXT_DELTA_PREFIX = b'{"delta_kind":"text","delta":'
+#: The bytes of a text delta's body around its JSON string: the prefix and the closing brace.
+_TEXT_DELTA_OVERHEAD = len(_TEXT_DELTA_PREFIX) + 1
+#: A response id: the stream's 24-character prefix (a UUIDv4's first four groups and dashes), then the
+#: sequence number in 12 hex digits (a UUID's last group; 2**48 frames are more than any stream has).
+_RESPONSE_ID_HEX_DIGITS = 12
+_RESPONSE_ID_BYTES = 24 + _RESPONSE_ID_HEX_DIGITS
+_MAX_FRAMES = 16**_RESPONSE_ID_HEX_DIGITS
+#: The sequence field of the first 128 frames (the first frame's 0 is left out, as proto3 does).
+_SEQUENCE_FIELDS = [b""] + [_SEQUENCE_TAG + _SMALL_VARINTS[sequence] for sequence in range(1, 0x80)]
+#: The two-byte varints start with one of these (the low 7 bits and the continuation bit).
+_VARINT_FIRST_BYTES = [bytes((value | 0x80,)) for value in range(0x80)]
+_SEQUENCE_TAGGED_FIRST_BYTES = [_SEQUENCE_TAG + first for first in _VARINT_FIRST_BYTES]
+#: A ChatResponse's tag and the first byte of its size, for sizes of two-byte varints.
+_CHAT_RESPONSE_HEADS = [_CHAT_RESPONSE_TAG + first for first in _VARINT_FIRST_BYTES]
+#: The start of a text delta's body, with the body's size before it, for sizes of one-byte varints.
+_TEXT_BODY_HEADS = [_SMALL_VARINTS[size] + _TEXT_DELTA_PREFIX for size in range(0x80)]
+#: ``UtcClock``'s timestamps: "YYYY-MM-DDTHH:MM:SS.ffffff+00:00".
+TIMESTAMP_BYTES = 32
+#: A timestamp's microseconds, three digits at a time: the first three, the last three with the offset.
+_THREE_DIGITS = [b"%03d" % value for value in range(1000)]
+_THREE_DIGITS_UTC = [b"%03d+00:00" % value for value in range(1000)]
 # Enum members as module constants: in Python 3.11 ``Enum.MEMBER`` is a slow class attribute lookup.
 _TEXT = DeltaKind.TEXT
 _CHUNK = ResponseKind.E2A_CHUNK
@@ -253,13 +346,19 @@ def _varint(value: int) -> bytes:
     if value < 0x80:
         return _SMALL_VARINTS[value]
     if value < 0x4000:  # sequence numbers and body sizes mostly
-        return bytes((value & 0x7F | 0x80, value >> 7))
+        return _VARINT_FIRST_BYTES[value & 0x7F] + _SMALL_VARINTS[value >> 7]
     encoded = bytearray()
     while value >= 0x80:
         encoded.append(value & 0x7F | 0x80)
         value >>= 7
     encoded.append(value)
     return bytes(encoded)
+
+
+def _sequence_field(sequence: int) -> bytes:
+    if sequence >= _MAX_FRAMES:  # a 13th hex digit would make the response id longer than its field says
+        raise RuntimeError(f"a stream's response ids are unique for {_MAX_FRAMES} frames")
+    return _SEQUENCE_TAG + _varint(sequence) if sequence else b""  # proto3 leaves a 0 out
 
 
 def _varint_field(number: int, value: int) -> bytes:

@@ -157,18 +157,18 @@ async def run_turn(
             )
         last_sequence = limits.max_frames - 1  # the last frame the limit allows is the final one
         async for event in events:
-            if isinstance(event, AgentIds):
+            if type(event) is Delta:  # most frames: straight to their builder
+                if frames.sequence >= last_sequence:
+                    raise _frame_limit(limits)
+                frame = frames.delta(event)
+            elif isinstance(event, AgentIds):
                 if adopt_agent_ids:
                     frames.adopt_agent_ids(event)
                 continue
-            if frames.sequence >= last_sequence and not isinstance(event, Complete):
-                raise _LimitReached(
-                    ErrorCode.STREAM_FRAME_LIMIT,
-                    f"the stream reached this server's limit of {limits.max_frames} frames; the agent was stopped",
-                    {"max_frames": limits.max_frames},
-                )
-            # Deltas are most frames: straight to their builder.
-            frame = frames.delta(event) if type(event) is Delta else frames.for_event(event)
+            else:
+                if frames.sequence >= last_sequence and not isinstance(event, Complete):
+                    raise _frame_limit(limits)
+                frame = frames.for_event(event)
             turn.writing = True
             await output.write(frame, frames.last_kind)
             turn.writing = False
@@ -206,6 +206,14 @@ async def run_turn(
             raise TurnStalled from None
         raise
     turn.final_code = frames.final_code
+
+
+def _frame_limit(limits: TurnLimits) -> _LimitReached:
+    return _LimitReached(
+        ErrorCode.STREAM_FRAME_LIMIT,
+        f"the stream reached this server's limit of {limits.max_frames} frames; the agent was stopped",
+        {"max_frames": limits.max_frames},
+    )
 
 
 def _interrupted(turn: Turn, frames: FrameBuilder) -> bytes:

@@ -83,8 +83,15 @@ class ServerMetrics:
             registry=registry,
         )
 
+        # Per frame: the counter of each response_kind is looked up once (``labels`` takes a lock and
+        # builds a key: it costs several times what ``inc`` does).
+        self._chat_frames_sent_by_kind: dict[str, Counter] = {}
+
     def chat_frame_sent(self, response_kind: str) -> None:
-        self.chat_frames_sent.labels(response_kind).inc()
+        counter = self._chat_frames_sent_by_kind.get(response_kind)
+        if counter is None:
+            counter = self._chat_frames_sent_by_kind[response_kind] = self.chat_frames_sent.labels(response_kind)
+        counter.inc()
 
 
 class MetricsHttpServer:
