@@ -7,7 +7,7 @@ uvloop against asyncio's own loop, one worker each, to decide whether ``make ser
 Each server is a real ``e2a-grpc serve`` process (``python -m e2a_grpc serve``), started once; the
 rounds alternate between them. The load comes from Go (bench/goload.py): bench/go's ``streamload``
 in unary mode, a lean grpc-go client, for the target; ghz too, for comparison. On two cores the
-client's own CPU comes out of what the second worker could use, and ghz spends several times a lean
+client's own CPU comes out of what the second worker could use, and ghz spends about twice a lean
 client's CPU per call (it builds dynamic messages and keeps every call's result).
 """
 
@@ -175,7 +175,7 @@ Method: three `python -m e2a_grpc serve` processes, started once (`--workers 1 -
 load is the codec section's multimodal `session/prompt` as a `ToACPRequest`, {IN_FLIGHT} calls in flight,
 sent by bench/go's `streamload -mode unary` (grpc-go, the request pre-serialized, replies kept as
 bytes): the target's client. On two cores the client's CPU comes out of what the second worker
-could use, so the comparison is run again with ghz {goload.ghz_version()}, which spends several times as
+could use, so the comparison is run again with ghz {goload.ghz_version()}, which spends about twice as
 much CPU per call ("client cores busy" below), for comparison. Workers: over {CONNECTIONS} connections
 for both servers (SO_REUSEPORT spreads connections, not calls, over the workers; one connection would
 reach one worker). uvloop: one connection. {PAIRS} pairs of {ROUND_SECONDS} s rounds after a

@@ -1,5 +1,5 @@
 // Command streamload drives RPCs for the benchmarks (ghz drives the unary ones, but does not count
-// the messages of a stream, and its own work per call is several times a lean client's) and prints
+// the messages of a stream, and its own work per call is about twice a lean client's) and prints
 // one JSON object: the replies received within the round, its length, and this process's CPU time.
 //
 // Modes:
