@@ -34,12 +34,6 @@ DEFAULTS = ServerSettings()
 STREAM, PREFIX = DEFAULTS.nats_stream, DEFAULTS.nats_subject_prefix
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    with running_nats_server(tmp_path_factory.mktemp("jetstream")) as server:
-        yield server
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server(broker: NatsServer) -> AsyncIterator[InProcessServer]:
     async with in_process_server(publish_nats=broker.url, echo_delay_seconds=0.0) as running:

@@ -5,10 +5,9 @@ and neither ``put`` nor ``flush`` (nor Chat) ever waits for it again."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -19,29 +18,17 @@ from e2a_grpc.broker.frame_messages import BrokerMessage, FrameMessages
 from e2a_grpc.chat.events import Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.client import achat
-from e2a_grpc.model import DeltaKind, E2AEnvelope
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import in_process_server
 from tests.support.fakes import FAKE_INFO
-from tests.support.nats_server import NatsServer, running_nats_server, stored_messages
+from tests.support.nats_server import NatsServer, stored_messages
+from tests.support.waiting import within
 
 pytestmark = pytest.mark.timeout(120)
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 DEFAULTS = ServerSettings()
 STREAM, PREFIX = DEFAULTS.nats_stream, DEFAULTS.nats_subject_prefix
-#: Bounds every wait, so a publisher that blocks fails the test instead of hanging it.
-EVENT_TIMEOUT_SECONDS = 10.0
-T = TypeVar("T")
-
-
-async def within(awaitable: Awaitable[T], seconds: float = EVENT_TIMEOUT_SECONDS) -> T:
-    return await asyncio.wait_for(awaitable, seconds)
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    with running_nats_server(tmp_path_factory.mktemp("jetstream")) as server:
-        yield server
 
 
 def _frames(request_id: str, words: int) -> list[bytes]:
@@ -183,5 +170,5 @@ async def test_chat_goes_on_when_the_servers_publisher_failed(
     assert _tracebacks(caplog, RuntimeError)
 
 
-async def _collect(frames: AsyncIterator[T]) -> list[T]:
+async def _collect(frames: AsyncIterator[E2AResponse]) -> list[E2AResponse]:
     return [frame async for frame in frames]

@@ -6,9 +6,7 @@ ends at once instead of waiting for its idle timeout."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 import pytest
@@ -21,13 +19,12 @@ from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, Re
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import ControlledBackend, EndlessBackend, FloodBackend
-from tests.support.nats_server import NatsServer, running_nats_server, stored_messages
+from tests.support.nats_server import NatsServer, stored_messages
+from tests.support.waiting import within
 
 pytestmark = pytest.mark.timeout(120)
 DEFAULTS = ServerSettings()
 STREAM, PREFIX = DEFAULTS.nats_stream, DEFAULTS.nats_subject_prefix
-#: Bounds every wait on an event, so a server that never ends the stream fails the test, not hangs it.
-EVENT_TIMEOUT_SECONDS = 10.0
 #: A subscriber waits this long without a message before it gives up: far longer than the tests'
 #: bound on reading a whole stream, so a stream without its final frame fails them.
 IDLE_TIMEOUT_SECONDS = 60.0
@@ -39,17 +36,6 @@ BIG_DELTA_BYTES = 64 * 1024
 #: a client that stops reading stops the server in the middle of a write, the next frame's at latest.
 SMALL_WINDOW = (("grpc.http2.bdp_probe", 0),)
 HUGE_DELTA_BYTES = 256 * 1024
-T = TypeVar("T")
-
-
-async def within(awaitable: Awaitable[T], seconds: float = EVENT_TIMEOUT_SECONDS) -> T:
-    return await asyncio.wait_for(awaitable, seconds)
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    with running_nats_server(tmp_path_factory.mktemp("jetstream")) as server:
-        yield server
 
 
 def _envelope(request_id: str) -> E2AEnvelope:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -30,20 +30,13 @@ from e2a_grpc.client.chat import achat
 from e2a_grpc.model import DeltaKind, ErrorCode
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import ControlledBackend, FloodBackend
+from tests.support.waiting import within
 
 TEXT = "  Hello,  wide\tworld! 你好 🌍 \n end "
-#: Bounds every wait on an event, so a broken server fails the test instead of hanging it.
-EVENT_TIMEOUT_SECONDS = 10.0
-T = TypeVar("T")
 
 
 def _envelope(text: str = TEXT, **fields: Any) -> E2AEnvelope:
     return E2AEnvelope(method="chat.send", params={"text": text}, **fields)
-
-
-async def within(awaitable: Awaitable[T], seconds: float = EVENT_TIMEOUT_SECONDS) -> T:
-    """``awaitable``'s result; TimeoutError if it takes longer than ``seconds``."""
-    return await asyncio.wait_for(awaitable, seconds)
 
 
 async def _frames(channel: grpc.aio.Channel, envelope: E2AEnvelope, **options: Any) -> list[E2AResponse]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -27,18 +27,13 @@ from e2a_grpc.chat.invariants import StreamChecker
 from e2a_grpc.model import DeltaKind, ErrorCode
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import PushBackend
+from tests.support.waiting import within
 
-EVENT_TIMEOUT_SECONDS = 10.0
 #: Bigger than the client's 64 KiB window and the server's write buffer: its write waits for the client.
 STALL_BYTES = 1024 * 1024
 #: The client's channel: its window does not grow, so a reader that stops reading stops the writes.
 FIXED_WINDOW = [("grpc.http2.bdp_probe", 0), ("grpc.max_receive_message_length", 4 * STALL_BYTES)]
 MAX_COALESCED_BYTES = 100
-T = TypeVar("T")
-
-
-async def within(awaitable: Awaitable[T], seconds: float = EVENT_TIMEOUT_SECONDS) -> T:
-    return await asyncio.wait_for(awaitable, seconds)
 
 
 @pytest_asyncio.fixture

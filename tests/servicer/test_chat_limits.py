@@ -7,10 +7,8 @@ The fake backends (tests/support/fakes.py) never finish on their own, so only a 
 
 from __future__ import annotations
 
-import asyncio
 import tracemalloc
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 import pytest
@@ -26,14 +24,7 @@ from e2a_grpc.grpc import chat_servicer
 from e2a_grpc.model import ErrorCode
 from tests.conftest import in_process_server
 from tests.support.fakes import ControlledBackend, EndlessBackend
-
-#: Bounds every wait on an event, so a server that ignores a limit fails the test instead of hanging it.
-EVENT_TIMEOUT_SECONDS = 10.0
-T = TypeVar("T")
-
-
-async def within(awaitable: Awaitable[T], seconds: float = EVENT_TIMEOUT_SECONDS) -> T:
-    return await asyncio.wait_for(awaitable, seconds)
+from tests.support.waiting import within
 
 
 def _envelope(text: str = "hello", **params: Any) -> E2AEnvelope:

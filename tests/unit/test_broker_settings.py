@@ -4,8 +4,7 @@ its environment variable and a range."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,26 +15,7 @@ from e2a_grpc.broker import jetstream
 from e2a_grpc.model import E2AResponse
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings, SubscribeSettings
 
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tests set the variables they need; none leak in from the shell running them."""
-    for name in list(os.environ):
-        if name.startswith("E2A_GRPC_"):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
-    """The settings ``serve`` would start a server with (no server is started)."""
-    configs: list[ServerSettings] = []
-
-    def capture(config: ServerSettings, *, setup_worker: Callable[[], None]) -> int:
-        configs.append(config)
-        return 0
-
-    monkeypatch.setattr(cli, "run_server", capture)
-    return configs
+pytestmark = pytest.mark.usefixtures("clean_environment")
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
-import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,25 +16,7 @@ from e2a_grpc.settings import BackendName, ClientSettings, ServerSettings, env_v
 ENVELOPE = {"method": "chat.send", "session_id": "s1", "params": {"text": "hi"}}
 
 
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tests set the variables they need; none leak in from the shell running them."""
-    for name in list(os.environ):
-        if name.startswith("E2A_GRPC_"):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
-    """The settings ``serve`` would start a server with (no server is started)."""
-    configs: list[ServerSettings] = []
-
-    def capture(config: ServerSettings, *, setup_worker: Callable[[], None]) -> int:
-        configs.append(config)
-        return 0
-
-    monkeypatch.setattr(cli, "run_server", capture)
-    return configs
+pytestmark = pytest.mark.usefixtures("clean_environment")
 
 
 def test_env_overrides_default(monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]) -> None:
