@@ -101,11 +101,13 @@ async def test_the_agent_ids_are_adopted_only_when_asked(adopt: bool) -> None:
     assert (frames[0].task_id, frames[0].context_id) == (("agent-task", "agent-context") if adopt else (None, None))
 
 
-async def test_an_interruption_while_waiting_on_the_backend_ends_with_its_frame() -> None:
+async def _turn_stuck_after(*events: Event) -> tuple[asyncio.Task[None], Turn, Frames]:
+    """A turn running in a task, its backend waiting for ever after ``events``, once it waits."""
     waiting = asyncio.Event()
 
     async def stuck() -> AsyncGenerator[Event, None]:
-        yield Delta(DeltaKind.TEXT, "a")
+        for event in events:
+            yield event
         waiting.set()
         await asyncio.Event().wait()
         yield Complete({})  # never reached
@@ -119,6 +121,11 @@ async def test_an_interruption_while_waiting_on_the_backend_ends_with_its_frame(
     task = asyncio.create_task(turn_task())
     turn = Turn(task)
     await waiting.wait()
+    return task, turn, output
+
+
+async def test_an_interruption_while_waiting_on_the_backend_ends_with_its_frame() -> None:
+    task, turn, output = await _turn_stuck_after(Delta(DeltaKind.TEXT, "a"))
     turn.interrupt(Interruption(ErrorCode.SERVER_SHUTTING_DOWN, "stopping", {}))
     await task
     assert _ending([frame for frame, _ in output.written]) == ("e2a.error", ErrorCode.SERVER_SHUTTING_DOWN)
@@ -126,22 +133,7 @@ async def test_an_interruption_while_waiting_on_the_backend_ends_with_its_frame(
 
 
 async def test_a_cancel_from_outside_writes_nothing_more() -> None:
-    waiting = asyncio.Event()
-
-    async def stuck() -> AsyncGenerator[Event, None]:
-        waiting.set()
-        await asyncio.Event().wait()
-        yield Complete({})  # never reached
-
-    output = Frames()
-
-    async def turn_task() -> None:
-        frames = FrameBuilder(ENVELOPE, BackendInfo("script", "e2a"), UtcClock())
-        await run_turn(turn, ENVELOPE, stuck(), frames, output, LIMITS)
-
-    task = asyncio.create_task(turn_task())
-    turn = Turn(task)
-    await waiting.wait()
+    task, _, output = await _turn_stuck_after()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
