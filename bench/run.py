@@ -20,6 +20,7 @@ from bench import (
     codec_roundtrip,
     convertstream_throughput,
     go_wire_json,
+    instructions,
     toacp_throughput,
     transcode_throughput,
     ts_wire_json,
@@ -39,6 +40,7 @@ SECTIONS: dict[str, Section] = {
     "a2a": a2a_front_door.run,
     "convertstream": convertstream_throughput.run,
     "workers": workers_throughput.run,
+    "instructions": instructions.run,
 }
 
 #: What ``make bench`` runs; the report names ``make bench`` when invoked exactly so.
