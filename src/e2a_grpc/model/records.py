@@ -155,8 +155,6 @@ class _Record(Generic[Msg]):
     _NOT_JSON: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     # Per field: name, legacy reader or None, reader of a present key, default, default factory or None.
     _FROM_DICT: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
-    # Per field without a legacy reader whose kind is in _TAKEN_AS_IS: name, types taken as is, default.
-    _AS_IS: ClassVar[tuple[tuple[str, frozenset[type], Any], ...]]
     _TEMPLATE: ClassVar[dict[str, None]]
     #: ``_read_dict``'s common case, compiled per class (see ``_compile_dict_reader``).
     _READ_TAKING_AS_IS: ClassVar[Callable[[dict[str, Any]], dict[str, Any] | None]]
@@ -183,9 +181,10 @@ class _Record(Generic[Msg]):
             for item in cls.FIELDS
         )
         as_is = [item for item in cls.FIELDS if item.kind in _TAKEN_AS_IS and item.name not in cls.LEGACY_READERS]
-        cls._AS_IS = tuple((item.name, _TAKEN_AS_IS[item.kind], item.default) for item in as_is)
         cls._TEMPLATE = dict.fromkeys(cls._NAMES)
-        cls._READ_TAKING_AS_IS = _compile_dict_reader(cls._FROM_DICT, cls._AS_IS)
+        # Per field without a legacy reader whose kind is in _TAKEN_AS_IS: name, types taken as is, default.
+        taken_as_is = tuple((item.name, _TAKEN_AS_IS[item.kind], item.default) for item in as_is)
+        cls._READ_TAKING_AS_IS = _compile_dict_reader(cls._FROM_DICT, taken_as_is)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
         cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
         # The dataclass left each plain default as a class attribute (its __init__ does not use them):
