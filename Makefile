@@ -10,7 +10,7 @@ PY_SRC := src/e2a_grpc tests bench conformance
 
 .PHONY: venv gen check-gen lint test nats-server test-go test-java test-rust conformance fuzz bench bench-tools serve clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/e2a_grpc/_canonical.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
@@ -121,4 +121,4 @@ bench-tools: $(GHZ) $(BENCH_PROTOSET)
 	cd bench/go && go build -o ../../.bin/bench/ ./cmd/ceiling ./cmd/streamload
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bin .bench gen/go/bin clients/java/target clients/rust/target
+	rm -rf $(VENV) src/e2a_grpc/*.so .pytest_cache .mypy_cache .ruff_cache .hypothesis .bin .bench gen/go/bin clients/java/target clients/rust/target

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from e2a_grpc import _canonical
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
 
 #: Deepest nesting of arrays/objects accepted in one JSON text or value (``[]`` is 1 level, ``[[]]``
@@ -202,14 +203,8 @@ def canonical_object(text: str) -> dict[str, Any] | None:
     field holding it can be forwarded as it is. None says nothing about validity: ``loads_object``
     judges any other text (other spacing or escapes, big integers, deep nesting, malformed).
     """
-    try:
-        value = orjson.loads(text)
-        # The test ``loads`` makes first; orjson writes at most 255 levels (deeper raises).
-        if type(value) is dict and orjson.dumps(value) == text.encode():
-            return value
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        pass
-    return None
+    # The check is orjson.dumps(orjson.loads(text)) == text, without the writing.
+    return orjson.loads(text) if _canonical.is_canonical_object(text) else None
 
 
 def object_or_none(text: str) -> dict[str, Any] | None:

@@ -343,6 +343,39 @@ def test_a_message_decoding_changes_is_decoded_at_once(change: dict[str, Any]) -
     assert record.to_bytes() == E2AEnvelope.from_proto(message).to_bytes() != data
 
 
+@pytest.mark.parametrize(
+    "suffix",
+    [
+        b"\xf8\x06\x01",  # an unknown field (number 111)
+        b"\x12\x03\xf8\x06\x01",  # an unknown field inside the provenance, which merges into it
+        b"\x18\x01",  # request_id (3) as a varint: the decoder keeps it as an unknown field
+    ],
+)
+def test_a_message_with_unknown_fields_is_decoded_at_once(suffix: bytes) -> None:
+    data = E2AEnvelope.from_dict(SPEC_EXAMPLE).to_bytes() + suffix
+    record = E2AEnvelope.from_bytes(data)
+    assert not _is_unread(record)
+    assert record.to_bytes() == E2AEnvelope.from_dict(SPEC_EXAMPLE).to_bytes()
+
+
+@PROPERTY
+@given(canonical_envelopes | canonical_responses)
+def test_what_the_codec_writes_is_kept_unread(values: dict[str, Any]) -> None:
+    """The fast path is the common one: only what decoding would change is decoded at once."""
+    record_type, canonical = _canonical(values)
+    record = record_type.from_bytes(record_type.dict_to_bytes(canonical))
+    jsonrpc_id = canonical["jsonrpc_id"]
+    big_integer = type(jsonrpc_id) is int and not -(2**63) <= jsonrpc_id < 2**63
+    objects = [canonical[item.name] for item in record_type.FIELDS if item.kind in (Kind.OBJECT, Kind.OPTIONAL_OBJECT)]
+    objects.append(canonical["provenance"]["details"])
+    if canonical.get("auth"):
+        objects.append(canonical["auth"]["_meta"])
+    # Integers beyond 64 bits are written as digits, which orjson reads as floats: decoded at once.
+    orjson_reads_back = all(jsontext.canonical_object(jsontext.dumps(value)) is not None for value in objects if value)
+    expected = orjson_reads_back and not big_integer and bool(canonical["provenance"]["source_protocol"])
+    assert _is_unread(record) is expected
+
+
 def test_an_unread_record_has_only_its_fields() -> None:
     message = e2a_pb2.E2AEnvelope(
         method="m",

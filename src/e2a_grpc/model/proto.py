@@ -9,7 +9,6 @@ and dicts) and the generated message constructors (implemented in C) do the fiel
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -18,7 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from e2a.v1 import e2a_pb2
-from e2a_grpc import jsontext
+from e2a_grpc import _canonical, jsontext
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model.enums import IdentityOrigin
 from e2a_grpc.model.fields import Kind, RecordField
@@ -271,7 +270,7 @@ class Codec(Generic[M_co]):
     ``encoders``: (field, encoder) for the fields that need one. ``template``: every attribute in
     field order, set to its wire default. ``decoders``: field descriptor -> (name, decoder or None
     for values used as they are). ``fresh``: the attributes whose unset value is a new object.
-    ``checked``: what ``round_trip_values`` looks at (see there).
+    ``wire_plan``: what ``round_trips`` checks of the message's bytes.
     """
 
     message_type: type[M_co]
@@ -279,51 +278,121 @@ class Codec(Generic[M_co]):
     template: dict[str, Any]
     decoders: dict[FieldDescriptor, tuple[str, Decoder | None]]
     fresh: tuple[tuple[str, Callable[[], Any]], ...]
-    checked: _CheckedFields
+    wire_plan: _canonical.WirePlan
 
 
-@dataclass(frozen=True)
-class _CheckedFields:
-    """The fields whose decoding can fail or change the message (each record has one identity
-    origin, one provenance and one JSON-RPC id, and at most one auth).
+# --- the round-trip check ------------------------------------------------------------------------
 
-    ``objects``: (position in what ``read`` gets, name, whether ``""`` means null) of the free-form
-    JSON texts. ``read`` gets, in one call, their texts, the identity origin's number and the
-    provenance.
-    """
+_WIRE_TYPES = {
+    FieldDescriptor.TYPE_STRING: _canonical.WIRE_LEN,
+    FieldDescriptor.TYPE_MESSAGE: _canonical.WIRE_LEN,
+    FieldDescriptor.TYPE_BOOL: _canonical.WIRE_VARINT,
+    FieldDescriptor.TYPE_INT64: _canonical.WIRE_VARINT,
+    FieldDescriptor.TYPE_SINT64: _canonical.WIRE_VARINT,
+    FieldDescriptor.TYPE_INT32: _canonical.WIRE_VARINT,
+    FieldDescriptor.TYPE_ENUM: _canonical.WIRE_VARINT,
+    FieldDescriptor.TYPE_DOUBLE: _canonical.WIRE_I64,
+}
+_Check = tuple[int, object]  # (action, argument) of one field in a wire plan
+_SKIP: _Check = (_canonical.ACTION_SKIP, None)
+_OBJECT: _Check = (_canonical.ACTION_OBJECT, None)
 
-    objects: tuple[tuple[int, str, bool], ...]
-    read: Callable[[Any], tuple[Any, ...]]
-    jsonrpc_id: str
-    auth: str | None
+
+def _mask(numbers: Any) -> int:
+    return sum(1 << number for number in numbers)
 
 
-def _checked_fields(fields: tuple[RecordField, ...]) -> _CheckedFields:
-    def named(kind: Kind) -> list[str]:
-        return [field.name for field in fields if field.kind is kind]
-
-    objects = tuple((field.name, field.kind is Kind.OPTIONAL_OBJECT) for field in fields if field.kind in _OBJECT_KINDS)
-    (origin,), (provenance,), (jsonrpc_id,) = named(Kind.ORIGIN), named(Kind.PROVENANCE), named(Kind.JSONRPC_ID)
-    auth = named(Kind.AUTH)
-    return _CheckedFields(
-        objects=tuple((index, name, optional) for index, (name, optional) in enumerate(objects)),
-        read=operator.attrgetter(*(name for name, _ in objects), origin, provenance),
-        jsonrpc_id=jsonrpc_id,
-        auth=auth[0] if auth else None,
+def _wire_plan(
+    descriptor: Any,
+    checks: Mapping[str, _Check],
+    *,
+    required: tuple[str, ...] = (),
+    any_of: tuple[str, ...] = (),
+    left_to_decode: tuple[str, ...] = (),
+) -> _canonical.WirePlan:
+    """The plan of a message: every field its check (``_SKIP`` unless ``checks`` says otherwise);
+    ``left_to_decode`` fields count as unknown, so a message holding one is decoded."""
+    fields: list[_canonical.FieldCheck | None] = [None] * (max(field.number for field in descriptor.fields) + 1)
+    if len(fields) > _canonical.MAX_FIELD_NUMBER + 1:
+        raise TypeError(
+            f"{descriptor.full_name}: round_trips() checks field numbers up to {_canonical.MAX_FIELD_NUMBER}"
+        )
+    for field in descriptor.fields:
+        if field.name not in left_to_decode:
+            fields[field.number] = (_WIRE_TYPES[field.type], *checks.get(field.name, _SKIP))
+    numbers = descriptor.fields_by_name
+    return (
+        tuple(fields),
+        _mask(numbers[name].number for name in required),
+        _mask(numbers[name].number for name in any_of),
     )
 
 
-_OBJECT_KINDS = (Kind.OBJECT, Kind.OPTIONAL_OBJECT)
-_CHECKED_KINDS = {*_OBJECT_KINDS, Kind.ORIGIN, Kind.PROVENANCE, Kind.JSONRPC_ID, Kind.AUTH}
+def _record_checks() -> dict[Kind, _Check]:
+    """The check of each kind whose decoding can fail or change the message (each record has one
+    identity origin, one provenance and one JSON-RPC id, and at most one auth)."""
+    header = e2a_pb2.HttpHeader.DESCRIPTOR
+    auth = _wire_plan(
+        e2a_pb2.E2AAuth.DESCRIPTOR,
+        # Repeated header names would collapse into one key.
+        {
+            "extra_headers": (
+                _canonical.ACTION_MESSAGE,
+                (_wire_plan(header, {}), header.fields_by_name["name"].number),
+            ),
+            "meta": _OBJECT,
+        },
+    )
+    # An empty source_protocol is how an unset provenance looks, and an unset one decodes as the
+    # default one, which is encoded set: both are left to decode.
+    provenance = _wire_plan(
+        e2a_pb2.E2AProvenance.DESCRIPTOR,
+        {"source_protocol": (_canonical.ACTION_NONEMPTY_TEXT, None), "details": _OBJECT},
+        required=("source_protocol",),
+    )
+    # No kind decodes as null (encoded unset); big_integer_value may hold digits a 64-bit integer
+    # takes or a non-canonical spelling ("007"): both are left to decode.
+    jsonrpc_id = _wire_plan(
+        e2a_pb2.JsonRpcId.DESCRIPTOR,
+        {"number_value": (_canonical.ACTION_FINITE_DOUBLE, None)},
+        any_of=("string_value", "integer_value", "number_value"),
+        left_to_decode=("big_integer_value",),
+    )
+    return {
+        # {} is written as "" where "" is the default, and as "{}" where "" means null.
+        Kind.OBJECT: _OBJECT,
+        Kind.OPTIONAL_OBJECT: (_canonical.ACTION_OPTIONAL_OBJECT, None),
+        Kind.ORIGIN: (_canonical.ACTION_ENUM, _mask(_ORIGIN_FROM_PROTO)),  # set, and a known value
+        Kind.PROVENANCE: (_canonical.ACTION_MESSAGE, (provenance, 0)),
+        Kind.JSONRPC_ID: (_canonical.ACTION_MESSAGE, (jsonrpc_id, 0)),
+        Kind.AUTH: (_canonical.ACTION_MESSAGE, (auth, 0)),
+    }
+
+
+_RECORD_CHECKS = _record_checks()
+_REQUIRED_KINDS = (Kind.ORIGIN, Kind.PROVENANCE)
+
+
+def round_trips(data: bytes, codec: Codec[Message]) -> bool:
+    """Whether ``encode(decode(parse(data)))`` surely gives the parsed message back, unknown fields and all.
+
+    True means the message holds no unknown field, and decoding raises nothing and changes nothing:
+    every free-form text is JSON exactly as ``jsontext.dumps`` writes it (an object, and not
+    ``"{}"`` where ``""`` is the default), the identity origin is set and known, the provenance is
+    set, the JSON-RPC id is a string, a 64-bit integer or a finite number, and auth headers have
+    distinct names. So a record can keep the message and decode it only when read. False says
+    nothing about validity: ``decode`` judges such a message (and names the field at fault).
+    """
+    return _canonical.message_round_trips(data, codec.wire_plan)
 
 
 def codec(message_type: type[M], fields: tuple[RecordField, ...], *, plain: bool = False) -> Codec[M]:
     """The codec of a record type, from its field table; ``plain`` decodes into the ``to_dict()`` form."""
     decoders, fresh = (PLAIN_DECODERS, _PLAIN_FRESH) if plain else (DECODERS, _FRESH)
-    # Every kind that decode() transforms is one that round_trip_values() checks.
-    unchecked = {field.kind for field in fields if field.kind in DECODERS} - _CHECKED_KINDS - {Kind.TEXT_LIST}
+    # Every kind that decode() transforms is one that round_trips() checks.
+    unchecked = {field.kind for field in fields if field.kind in DECODERS} - _RECORD_CHECKS.keys() - {Kind.TEXT_LIST}
     if unchecked:
-        raise TypeError(f"round_trip_values() does not check kinds {sorted(kind.name for kind in unchecked)}")
+        raise TypeError(f"round_trips() does not check kinds {sorted(kind.name for kind in unchecked)}")
 
     def wire_default(field: RecordField) -> Any:
         # An unset enum is IDENTITY_ORIGIN_UNSPECIFIED, which reads as the record's own default.
@@ -337,7 +406,11 @@ def codec(message_type: type[M], fields: tuple[RecordField, ...], *, plain: bool
         template={field.name: wire_default(field) for field in fields},
         decoders={field.descriptor: (field.name, decoders.get(field.kind)) for field in fields},
         fresh=tuple((field.name, fresh[field.kind]) for field in fields if field.kind in fresh),
-        checked=_checked_fields(fields),
+        wire_plan=_wire_plan(
+            message_type.DESCRIPTOR,
+            {field.name: _RECORD_CHECKS[field.kind] for field in fields if field.kind in _RECORD_CHECKS},
+            required=tuple(field.name for field in fields if field.kind in _REQUIRED_KINDS),
+        ),
     )
 
 
@@ -350,79 +423,17 @@ def encode(values: Mapping[str, Any], codec: Codec[M]) -> M:
     return build(codec.message_type, fields, "")
 
 
-def decode(message: M, codec: Codec[M], known: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A message as the attributes of its record, in field order.
-
-    ``known``: attributes already decoded from this message (by ``round_trip_values``), used as they are.
-    """
+def decode(message: M, codec: Codec[M]) -> dict[str, Any]:
+    """A message as the attributes of its record, in field order."""
     values = codec.template.copy()
     decoders = codec.decoders
     for descriptor, value in message.ListFields():
         name, decoder = decoders[descriptor]
-        if known is not None and name in known:
-            values[name] = known[name]
-        else:
-            values[name] = value if decoder is None else decoder(value, name)
+        values[name] = value if decoder is None else decoder(value, name)
     for name, new in codec.fresh:
         if values[name] is None:
             values[name] = new()
     return values
-
-
-def round_trip_values(message: M, codec: Codec[M]) -> dict[str, Any] | None:
-    """The free-form objects of a message, if ``encode(decode(message))`` gives it back, else None.
-
-    Not None means decoding raises nothing and changes nothing but unknown fields: every free-form
-    text is JSON exactly as ``jsontext.dumps`` writes it (an object, and not ``"{}"`` where ``""``
-    is the default), the identity origin is set and known, the provenance is set, the JSON-RPC id
-    is a string, a 64-bit integer or a finite number, and auth headers have distinct names. So a
-    record can keep the message and decode it only when read. None says nothing about validity:
-    ``decode`` judges such a message (and names the field at fault). The objects are keyed by field.
-    """
-    checked = codec.checked
-    read = checked.read(message)
-    provenance = read[-1]
-    details = provenance.details
-    # An unset provenance decodes as the default one, which is encoded set. An empty source_protocol
-    # is how an unset one looks, so that case is left to decode.
-    if (
-        read[-2] not in _ORIGIN_FROM_PROTO
-        or not provenance.source_protocol
-        or (details and not _is_round_trip_object(details))
-    ):
-        return None
-    objects = {}
-    for index, name, optional in checked.objects:
-        text = read[index]
-        if not text:
-            continue
-        value = jsontext.canonical_object(text)
-        # {} is written as "" where "" is the default (and as "{}" where "" means null).
-        if value is None or not (value or optional):
-            return None
-        objects[name] = value
-    if message.HasField(checked.jsonrpc_id) and not _is_round_trip_id(getattr(message, checked.jsonrpc_id)):
-        return None
-    if checked.auth is not None and message.HasField(checked.auth):
-        auth: e2a_pb2.E2AAuth = getattr(message, checked.auth)
-        names = [header.name for header in auth.extra_headers]
-        if len(set(names)) != len(names) or (auth.meta and not _is_round_trip_object(auth.meta)):
-            return None  # repeated header names collapse into one key
-    return objects
-
-
-def _is_round_trip_object(text: str) -> bool:
-    """Whether a non-empty free-form text of a nested message (where ``{}`` is ``""``) re-encodes to itself."""
-    return bool(jsontext.canonical_object(text))
-
-
-def _is_round_trip_id(message: e2a_pb2.JsonRpcId) -> bool:
-    kind = message.WhichOneof("kind")
-    if kind == "number_value":
-        return math.isfinite(message.number_value)
-    # No kind decodes as null (encoded unset); big_integer_value may hold digits a 64-bit integer
-    # takes or a non-canonical spelling ("007"): both are left to decode.
-    return kind in ("string_value", "integer_value")
 
 
 def parse(message_type: type[M], data: bytes) -> M:

@@ -291,14 +291,11 @@ class _Record(Generic[Msg]):
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
         """The record binary protobuf holds; raises as ``from_proto`` does, naming the field at fault."""
-        codec = cls.CODEC
-        message = proto.parse(codec.message_type, data)
-        objects = proto.round_trip_values(message, codec)
-        if objects is None:  # decoding would raise or change the message: do it now
+        message = proto.parse(cls.CODEC.message_type, data)
+        if not proto.round_trips(data, cls.CODEC):  # decoding would raise or change the message: do it now
             return cls.from_proto(message)
-        message.DiscardUnknownFields()  # as decoding would
         record = cls.__new__(cls)
-        record._unread = _FromBytes(cls, message, objects)
+        record._unread = _FromBytes(cls, message)
         return record
 
     @classmethod
@@ -350,26 +347,18 @@ _DECODING = threading.Lock()  # decoding an unread record's attributes into it
 
 
 class _FromBytes:
-    """What a record read by ``from_bytes`` keeps until its attributes are read.
+    """What a record read by ``from_bytes`` keeps until its attributes are read: the parsed message,
+    which ``proto.round_trips`` found to decode and re-encode to itself, so ``to_bytes`` serializes it."""
 
-    ``message``: the parsed message, which ``proto.round_trip_values`` found to decode and
-    re-encode to itself (unknown fields discarded): ``to_bytes`` serializes it. ``objects``: its
-    free-form objects, decoded by that check; the record gets them when it decodes its attributes.
-    """
+    __slots__ = ("message", "record_type", "to_bytes")
 
-    __slots__ = ("message", "objects", "record_type", "to_bytes")
-
-    def __init__(self, record_type: type[_Record[Any]], message: Message, objects: dict[str, Any]) -> None:
+    def __init__(self, record_type: type[_Record[Any]], message: Message) -> None:
         self.record_type = record_type
         self.message = message
-        #: None once handed to a record: a ``copy.copy`` of an unread record shares this object, and
-        #: the objects may have changed since, so they are never written from here again.
-        self.objects: dict[str, Any] | None = objects
         self.to_bytes: Callable[[], bytes] = message.SerializeToString
 
     def attributes(self) -> dict[str, Any]:
-        objects, self.objects = self.objects, None
-        return proto.decode(self.message, self.record_type.CODEC, objects)
+        return proto.decode(self.message, self.record_type.CODEC)
 
     def to_proto(self) -> Message:
         message: Message = self.record_type.CODEC.message_type()
@@ -378,7 +367,7 @@ class _FromBytes:
 
     def to_json(self) -> str:
         # Every value comes from decoding JSON text, which holds no NaN: dumps need not look for one.
-        return jsontext.dumps(proto.decode(self.message, self.record_type._PLAIN_CODEC, self.objects), parsed=True)
+        return jsontext.dumps(proto.decode(self.message, self.record_type._PLAIN_CODEC), parsed=True)
 
 
 class _FromJson:

@@ -1,0 +1,747 @@
+/*
+ * Whether JSON texts and E2A protobuf messages are canonical: exactly what e2a_grpc's own codec
+ * writes for the value they hold. Such input decodes and re-encodes to itself, so a record can keep
+ * it as it came and decode it only when it is read (records.from_bytes).
+ *
+ * Written in C because these checks run over every byte of every message: in Python they cost more
+ * than upb's whole parse and serialize (BENCHMARKS.md, section "codec").
+ *
+ * is_canonical_object(text) is exact: it answers as jsontext.canonical_object(text) is not None
+ * does (orjson.dumps(orjson.loads(text)) == text, for a JSON object), which the tests check against
+ * each other. message_round_trips(data, plan) is a sufficient test: True means the message holds no
+ * unknown field and decoding it raises nothing and changes nothing. False says nothing: the caller
+ * decodes the message, which judges it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* orjson refuses to write more than this many levels of nesting (it raises at 255). */
+#define MAX_LEVELS 254
+/* Keys kept in place before a growing array is allocated; objects up to this size are checked for
+ * repeated keys pair by pair, larger ones through a hash table. */
+#define INLINE_KEYS 8
+/* orjson's longest float text is 24 characters ("-1.2345678901234567e-308"). */
+#define MAX_FLOAT_TEXT 32
+
+/* The protobuf wire types (https://protobuf.dev/programming-guides/encoding/). */
+enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
+
+/* What message_round_trips checks of one field. */
+enum {
+    ACTION_SKIP = 0,            /* any value of the field's wire type */
+    ACTION_OBJECT = 1,          /* JSON text: "" or a canonical non-empty object ("{}" is written "") */
+    ACTION_OPTIONAL_OBJECT = 2, /* JSON text: "" or a canonical object */
+    ACTION_ENUM = 3,            /* a varint whose value is a bit of the argument (an int mask) */
+    ACTION_MESSAGE = 4,         /* a message: argument (plan, key field number or 0 for none) */
+    ACTION_NONEMPTY_TEXT = 5,   /* a string that is not empty */
+    ACTION_FINITE_DOUBLE = 6,   /* a double that is neither NaN nor infinite */
+};
+
+static PyObject *orjson_dumps; /* floats are compared with the text orjson writes for them */
+
+/* --- JSON ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+} Cursor;
+
+typedef struct {
+    const unsigned char *text;
+    Py_ssize_t size;
+} Span;
+
+typedef struct {
+    Span inline_spans[INLINE_KEYS];
+    Span *spans;
+    Py_ssize_t count;
+    Py_ssize_t capacity;
+} Spans;
+
+static void spans_init(Spans *spans)
+{
+    spans->spans = spans->inline_spans;
+    spans->count = 0;
+    spans->capacity = INLINE_KEYS;
+}
+
+static void spans_free(Spans *spans)
+{
+    if (spans->spans != spans->inline_spans) {
+        PyMem_Free(spans->spans);
+    }
+}
+
+/* 0, or -1 with MemoryError set. */
+static int spans_add(Spans *spans, const unsigned char *text, Py_ssize_t size)
+{
+    if (spans->count == spans->capacity) {
+        Py_ssize_t capacity = spans->capacity * 2;
+        Span *grown = PyMem_Malloc((size_t)capacity * sizeof(Span));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(grown, spans->spans, (size_t)spans->count * sizeof(Span));
+        spans_free(spans);
+        spans->spans = grown;
+        spans->capacity = capacity;
+    }
+    spans->spans[spans->count].text = text;
+    spans->spans[spans->count].size = size;
+    spans->count++;
+    return 0;
+}
+
+static int same_span(const Span *a, const Span *b)
+{
+    return a->size == b->size && memcmp(a->text, b->text, (size_t)a->size) == 0;
+}
+
+static uint64_t span_hash(const Span *span)
+{
+    uint64_t hash = 14695981039346656037ULL; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < span->size; i++) {
+        hash = (hash ^ span->text[i]) * 1099511628211ULL;
+    }
+    return hash;
+}
+
+/* 1 if no two spans are equal, 0 if two are, -1 with MemoryError set. Canonical texts spell each
+ * string one way, so equal strings are equal spans. */
+static int spans_distinct(const Spans *spans)
+{
+    Py_ssize_t count = spans->count;
+    if (count <= INLINE_KEYS) {
+        for (Py_ssize_t i = 1; i < count; i++) {
+            for (Py_ssize_t j = 0; j < i; j++) {
+                if (same_span(&spans->spans[i], &spans->spans[j])) {
+                    return 0;
+                }
+            }
+        }
+        return 1;
+    }
+    size_t slots = 1;
+    while (slots < (size_t)count * 2) {
+        slots <<= 1;
+    }
+    const Span **table = PyMem_Calloc(slots, sizeof(Span *));
+    if (table == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int distinct = 1;
+    for (Py_ssize_t i = 0; i < count && distinct; i++) {
+        const Span *span = &spans->spans[i];
+        size_t slot = (size_t)span_hash(span) & (slots - 1);
+        while (table[slot] != NULL) {
+            if (same_span(table[slot], span)) {
+                distinct = 0;
+                break;
+            }
+            slot = (slot + 1) & (slots - 1);
+        }
+        table[slot] = span;
+    }
+    PyMem_Free(table);
+    return distinct;
+}
+
+static int is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Whether any of 8 bytes is '"', '\\' or a control character (as one test: the positions are not exact). */
+static int has_special_byte(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101ULL;
+    const uint64_t highs = 0x8080808080808080ULL;
+    uint64_t word;
+    memcpy(&word, p, sizeof word);
+    uint64_t quotes = word ^ (ones * '"');
+    uint64_t backslashes = word ^ (ones * '\\');
+    uint64_t found = ((quotes - ones) & ~quotes) | ((backslashes - ones) & ~backslashes) | ((word - ones * 0x20) & ~word);
+    return (found & highs) != 0;
+}
+
+/* A string at cursor->p (a '"'), spelled as orjson writes it: UTF-8 left as it is (the caller's
+ * text is valid UTF-8), '"' and '\' escaped, control characters as \b \t \n \f \r or \u00xx. */
+static int json_string(Cursor *cursor, Span *content)
+{
+    const unsigned char *p = cursor->p + 1;
+    const unsigned char *end = cursor->end;
+    content->text = p;
+    for (;;) {
+        while (end - p >= 8 && !has_special_byte(p)) {
+            p += 8; /* long base64 or prose: 8 bytes a test */
+        }
+        if (p >= end) {
+            return 0;
+        }
+        unsigned char c = *p;
+        if (c == '"') {
+            content->size = p - content->text;
+            cursor->p = p + 1;
+            return 1;
+        }
+        if (c < 0x20) {
+            return 0;
+        }
+        if (c != '\\') {
+            p++;
+            continue;
+        }
+        if (end - p < 2) {
+            return 0;
+        }
+        switch (p[1]) {
+        case '"':
+        case '\\':
+        case 'b':
+        case 't':
+        case 'n':
+        case 'f':
+        case 'r':
+            p += 2;
+            continue;
+        case 'u': {
+            if (end - p < 6 || p[2] != '0' || p[3] != '0' || (p[4] != '0' && p[4] != '1')) {
+                return 0;
+            }
+            int low = p[5];
+            int code;
+            if (is_digit((unsigned char)low)) {
+                code = low - '0';
+            }
+            else if (low >= 'a' && low <= 'f') {
+                code = low - 'a' + 10;
+            }
+            else {
+                return 0;
+            }
+            code += (p[4] - '0') * 16;
+            if (code == '\b' || code == '\t' || code == '\n' || code == '\f' || code == '\r') {
+                return 0; /* orjson writes these with their short escapes */
+            }
+            p += 6;
+            continue;
+        }
+        default:
+            return 0;
+        }
+    }
+}
+
+/* A float's text is canonical if it is what orjson writes for the double it reads as. */
+static int canonical_float(const unsigned char *text, Py_ssize_t size)
+{
+    char buffer[MAX_FLOAT_TEXT + 1];
+    if (size > MAX_FLOAT_TEXT) {
+        return 0; /* more digits than the shortest spelling has */
+    }
+    memcpy(buffer, text, (size_t)size);
+    buffer[size] = '\0';
+    /* No overflow exception: a text out of range reads as an infinity, which orjson writes as null. */
+    double value = PyOS_string_to_double(buffer, NULL, NULL);
+    if (value == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *number = PyFloat_FromDouble(value);
+    if (number == NULL) {
+        return -1;
+    }
+    PyObject *written = PyObject_CallOneArg(orjson_dumps, number);
+    Py_DECREF(number);
+    if (written == NULL) {
+        return -1;
+    }
+    int same = PyBytes_GET_SIZE(written) == size && memcmp(PyBytes_AS_STRING(written), text, (size_t)size) == 0;
+    Py_DECREF(written);
+    return same;
+}
+
+/* A number at cursor->p. orjson reads integers from -2**63 to 2**64-1 as ints (and writes them
+ * back digit for digit); beyond, it reads floats. */
+static int json_number(Cursor *cursor)
+{
+    const unsigned char *start = cursor->p;
+    const unsigned char *p = start;
+    const unsigned char *end = cursor->end;
+    int negative = p < end && *p == '-';
+    if (negative) {
+        p++;
+    }
+    const unsigned char *digits = p;
+    if (p >= end || !is_digit(*p)) {
+        return 0;
+    }
+    if (*p == '0') {
+        p++;
+    }
+    else {
+        while (p < end && is_digit(*p)) {
+            p++;
+        }
+    }
+    Py_ssize_t digit_count = p - digits;
+    int is_float = 0;
+    if (p < end && *p == '.') {
+        is_float = 1;
+        p++;
+        if (p >= end || !is_digit(*p)) {
+            return 0;
+        }
+        while (p < end && is_digit(*p)) {
+            p++;
+        }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_float = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) {
+            p++;
+        }
+        if (p >= end || !is_digit(*p)) {
+            return 0;
+        }
+        while (p < end && is_digit(*p)) {
+            p++;
+        }
+    }
+    cursor->p = p;
+    if (is_float) {
+        return canonical_float(start, p - start);
+    }
+    if (negative) {
+        if (digit_count == 1 && digits[0] == '0') {
+            return 0; /* -0 reads as 0 */
+        }
+        return digit_count < 19 || (digit_count == 19 && memcmp(digits, "9223372036854775808", 19) <= 0);
+    }
+    return digit_count < 20 || (digit_count == 20 && memcmp(digits, "18446744073709551615", 20) <= 0);
+}
+
+static int json_value(Cursor *cursor, int level);
+
+static int json_literal(Cursor *cursor, const char *literal, Py_ssize_t size)
+{
+    if (cursor->end - cursor->p < size || memcmp(cursor->p, literal, (size_t)size) != 0) {
+        return 0;
+    }
+    cursor->p += size;
+    return 1;
+}
+
+/* An array at cursor->p (a '['), at nesting level ``level``. */
+static int json_array(Cursor *cursor, int level)
+{
+    if (level > MAX_LEVELS) {
+        return 0;
+    }
+    cursor->p++;
+    if (cursor->p < cursor->end && *cursor->p == ']') {
+        cursor->p++;
+        return 1;
+    }
+    for (;;) {
+        int found = json_value(cursor, level + 1);
+        if (found != 1) {
+            return found;
+        }
+        if (cursor->p >= cursor->end) {
+            return 0;
+        }
+        unsigned char next = *cursor->p++;
+        if (next == ']') {
+            return 1;
+        }
+        if (next != ',') {
+            return 0;
+        }
+    }
+}
+
+/* An object at cursor->p (a '{'), at nesting level ``level``: orjson keeps one of repeated keys. */
+static int json_object(Cursor *cursor, int level)
+{
+    if (level > MAX_LEVELS) {
+        return 0;
+    }
+    cursor->p++;
+    if (cursor->p < cursor->end && *cursor->p == '}') {
+        cursor->p++;
+        return 1;
+    }
+    Spans keys;
+    spans_init(&keys);
+    int found;
+    for (;;) {
+        Span key;
+        if (cursor->p >= cursor->end || *cursor->p != '"' || !json_string(cursor, &key)) {
+            found = 0;
+            break;
+        }
+        if (spans_add(&keys, key.text, key.size) < 0) {
+            found = -1;
+            break;
+        }
+        if (cursor->p >= cursor->end || *cursor->p != ':') {
+            found = 0;
+            break;
+        }
+        cursor->p++;
+        found = json_value(cursor, level + 1);
+        if (found != 1) {
+            break;
+        }
+        if (cursor->p >= cursor->end) {
+            found = 0;
+            break;
+        }
+        unsigned char next = *cursor->p++;
+        if (next == '}') {
+            found = spans_distinct(&keys);
+            break;
+        }
+        if (next != ',') {
+            found = 0;
+            break;
+        }
+    }
+    spans_free(&keys);
+    return found;
+}
+
+/* 1 if the value at cursor->p is canonical, 0 if not, -1 with an exception set. */
+static int json_value(Cursor *cursor, int level)
+{
+    if (cursor->p >= cursor->end) {
+        return 0;
+    }
+    switch (*cursor->p) {
+    case '{':
+        return json_object(cursor, level);
+    case '[':
+        return json_array(cursor, level);
+    case '"': {
+        Span content;
+        return json_string(cursor, &content);
+    }
+    case 't':
+        return json_literal(cursor, "true", 4);
+    case 'f':
+        return json_literal(cursor, "false", 5);
+    case 'n':
+        return json_literal(cursor, "null", 4);
+    default:
+        return json_number(cursor);
+    }
+}
+
+/* Whether UTF-8 ``text`` is a canonical JSON object; -1 with an exception set. */
+static int canonical_object(const unsigned char *text, Py_ssize_t size)
+{
+    Cursor cursor = {text, text + size};
+    if (size == 0 || *text != '{') {
+        return 0;
+    }
+    int found = json_object(&cursor, 1);
+    return found == 1 ? cursor.p == cursor.end : found;
+}
+
+static PyObject *is_canonical_object(PyObject *Py_UNUSED(module), PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "expected a str, got %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    if (utf8 == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            return NULL;
+        }
+        PyErr_Clear(); /* a lone surrogate: no JSON parser reads that text */
+        Py_RETURN_FALSE;
+    }
+    int found = canonical_object((const unsigned char *)utf8, size);
+    if (found < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(found);
+}
+
+/* --- protobuf ------------------------------------------------------------------------------ */
+
+static int read_varint(const unsigned char **p, const unsigned char *end, uint64_t *value)
+{
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*p >= end) {
+            return 0;
+        }
+        unsigned char byte = *(*p)++;
+        result |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) {
+            *value = result;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The value of field ``number`` of a message, whose bytes are [p, end): ``key`` gets the last. */
+static int string_field(const unsigned char *p, const unsigned char *end, uint64_t number, Span *key)
+{
+    key->text = p;
+    key->size = 0;
+    int seen = 0;
+    while (p < end) {
+        uint64_t tag, value;
+        if (!read_varint(&p, end, &tag)) {
+            return 0;
+        }
+        switch (tag & 7) {
+        case WIRE_VARINT:
+            if (!read_varint(&p, end, &value)) {
+                return 0;
+            }
+            break;
+        case WIRE_I64:
+            p += 8;
+            break;
+        case WIRE_I32:
+            p += 4;
+            break;
+        case WIRE_LEN:
+            if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
+                return 0;
+            }
+            if ((tag >> 3) == number) {
+                if (seen++) {
+                    return 0; /* the last one counts: leave that case to the decoder */
+                }
+                key->text = p;
+                key->size = (Py_ssize_t)value;
+            }
+            p += value;
+            break;
+        default:
+            return 0;
+        }
+        if (p > end) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * Whether the message in [p, end) passes ``plan``: a tuple (fields, required, any_of), where
+ * fields[number] is None or (wire type, action, argument), and required / any_of are masks of field
+ * numbers that must all be present / of which one must be. 1, 0, or -1 with an exception set.
+ */
+static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan)
+{
+    PyObject *fields = PyTuple_GET_ITEM(plan, 0);
+    Py_ssize_t field_count = PyTuple_GET_SIZE(fields);
+    uint64_t required = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 1));
+    uint64_t any_of = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 2));
+    uint64_t seen = 0;
+    Spans keys; /* the keys of the one repeated field whose elements must have distinct keys */
+    spans_init(&keys);
+    int passed = 1;
+    while (p < end && passed == 1) {
+        uint64_t tag, value = 0;
+        if (!read_varint(&p, end, &tag)) {
+            passed = 0;
+            break;
+        }
+        uint64_t number = tag >> 3;
+        if (number == 0 || number >= (uint64_t)field_count || number >= 64) {
+            passed = 0; /* unknown */
+            break;
+        }
+        PyObject *field = PyTuple_GET_ITEM(fields, (Py_ssize_t)number);
+        if (field == Py_None || (tag & 7) != PyLong_AsUnsignedLong(PyTuple_GET_ITEM(field, 0))) {
+            passed = 0; /* unknown, or a wire type the decoder keeps as an unknown field */
+            break;
+        }
+        seen |= (uint64_t)1 << number;
+        const unsigned char *payload = p;
+        Py_ssize_t size;
+        switch (tag & 7) {
+        case WIRE_VARINT:
+            if (!read_varint(&p, end, &value)) {
+                passed = 0;
+            }
+            size = 0;
+            break;
+        case WIRE_I64:
+            size = 8;
+            break;
+        case WIRE_I32:
+            size = 4;
+            break;
+        default: /* WIRE_LEN: the plan holds no other wire type */
+            if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
+                passed = 0;
+            }
+            payload = p;
+            size = (Py_ssize_t)value;
+            break;
+        }
+        if (passed != 1 || size > end - p) {
+            passed = 0;
+            break;
+        }
+        p += size;
+        PyObject *argument = PyTuple_GET_ITEM(field, 2);
+        switch (PyLong_AsLong(PyTuple_GET_ITEM(field, 1))) {
+        case ACTION_SKIP:
+            break;
+        case ACTION_OBJECT:
+            if (size > 0) {
+                passed = !(size == 2 && payload[0] == '{' && payload[1] == '}')
+                    ? canonical_object(payload, size)
+                    : 0;
+            }
+            break;
+        case ACTION_OPTIONAL_OBJECT:
+            if (size > 0) {
+                passed = canonical_object(payload, size);
+            }
+            break;
+        case ACTION_ENUM:
+            passed = value < 64 && ((PyLong_AsUnsignedLongLong(argument) >> value) & 1);
+            break;
+        case ACTION_NONEMPTY_TEXT:
+            passed = size > 0;
+            break;
+        case ACTION_FINITE_DOUBLE: {
+            uint64_t bits = 0;
+            for (int i = 7; i >= 0; i--) {
+                bits = bits << 8 | payload[i]; /* little-endian on the wire */
+            }
+            double number_value;
+            memcpy(&number_value, &bits, sizeof number_value);
+            passed = isfinite(number_value);
+            break;
+        }
+        case ACTION_MESSAGE: {
+            PyObject *inner = PyTuple_GET_ITEM(argument, 0);
+            uint64_t inner_key = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(argument, 1));
+            passed = check_message(payload, payload + size, inner);
+            if (passed == 1 && inner_key != 0) {
+                Span element_key;
+                passed = string_field(payload, payload + size, inner_key, &element_key);
+                if (passed == 1 && spans_add(&keys, element_key.text, element_key.size) < 0) {
+                    passed = -1;
+                }
+            }
+            break;
+        }
+        default:
+            PyErr_SetString(PyExc_ValueError, "unknown action in a wire plan");
+            passed = -1;
+        }
+    }
+    if (passed == 1 && ((seen & required) != required || (any_of && !(seen & any_of)))) {
+        passed = 0;
+    }
+    if (passed == 1) {
+        passed = spans_distinct(&keys);
+    }
+    spans_free(&keys);
+    return passed;
+}
+
+static PyObject *message_round_trips(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "message_round_trips(data, plan) takes bytes and a plan tuple");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    const unsigned char *data = view.buf;
+    int passed = check_message(data, data + view.len, args[1]);
+    PyBuffer_Release(&view);
+    if (passed < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(passed);
+}
+
+/* --- module -------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"is_canonical_object", is_canonical_object, METH_O,
+     "Whether a str is a JSON object exactly as orjson writes the value it reads as."},
+    {"message_round_trips", (PyCFunction)(void (*)(void))message_round_trips, METH_FASTCALL,
+     "Whether binary protobuf passes a wire plan: no unknown field, and every checked field canonical."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int exec_module(PyObject *module)
+{
+    PyObject *orjson = PyImport_ImportModule("orjson");
+    if (orjson == NULL) {
+        return -1;
+    }
+    orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
+    Py_DECREF(orjson);
+    if (orjson_dumps == NULL) {
+        return -1;
+    }
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"WIRE_VARINT", WIRE_VARINT},
+        {"WIRE_I64", WIRE_I64},
+        {"WIRE_LEN", WIRE_LEN},
+        {"WIRE_I32", WIRE_I32},
+        {"ACTION_SKIP", ACTION_SKIP},
+        {"ACTION_OBJECT", ACTION_OBJECT},
+        {"ACTION_OPTIONAL_OBJECT", ACTION_OPTIONAL_OBJECT},
+        {"ACTION_ENUM", ACTION_ENUM},
+        {"ACTION_MESSAGE", ACTION_MESSAGE},
+        {"ACTION_NONEMPTY_TEXT", ACTION_NONEMPTY_TEXT},
+        {"ACTION_FINITE_DOUBLE", ACTION_FINITE_DOUBLE},
+        {"MAX_FIELD_NUMBER", 63},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
+        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "e2a_grpc._canonical",
+    .m_doc = "Whether JSON texts and E2A protobuf messages are exactly as e2a_grpc writes them.",
+    .m_size = 0,
+    .m_methods = methods,
+    .m_slots = slots,
+};
+
+PyMODINIT_FUNC PyInit__canonical(void)
+{
+    return PyModuleDef_Init(&module_definition);
+}
