@@ -258,10 +258,11 @@ class FramePublisher:
         self._making_stream: asyncio.Task[None] | None = None
         #: Frames the broker has acknowledged.
         self.published = 0
-        #: Frames given up on: refused for good, too large, failed on a bug, or handed over after a
-        #: publisher task failed.
+        #: Frames given up on: refused for good, too large or failed on a bug, and no stand-in of
+        #: theirs could be published; or handed over after a publisher task failed.
         self.dropped = 0
-        #: Frames the broker could not take (too large, refused), published as stand-ins.
+        #: Stand-ins written for frames the broker could not take (too large, refused) or a bug kept
+        #: from it (the broker drops one as a duplicate if the frame was stored after all).
         self.stood_in = 0
         #: A task of the publisher failed: it publishes nothing more (see the module docstring).
         self.failed = False

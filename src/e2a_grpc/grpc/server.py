@@ -234,7 +234,11 @@ class E2AServer:
                     await self.calls.idle()
                     await self.chat.closing_frames_handed_over()
             except TimeoutError:
-                log.warning("%d calls still running after the shutdown: not waiting for them", self.calls.count)
+                log.warning(
+                    "%d calls still running (or handing their last frames to the publisher) after the shutdown: "
+                    "not waiting for them",
+                    self.calls.count,
+                )
             await self.publisher.close(max(0.1, deadline - time.monotonic()))
         if self._metrics_http is not None:
             self._metrics_http.close()
