@@ -1,6 +1,8 @@
 """Bugs in the NATS publisher (``FramePublisher``), injected through subclasses, against a real
-nats-server: a bug in the handling of one frame loses that frame alone (logged with its traceback)
-and publishing goes on; a failure of a publisher task stops publishing, logged with its traceback,
+nats-server: a bug in the handling of one frame (building its message, sending it, reading its
+answer) is logged with its traceback and the frame's stand-in is published in its place, so the
+broker's copy of its stream has no gap and ends; a frame whose stand-in meets the bug too is lost
+alone, logged as such, and publishing goes on; a failure of a publisher task stops publishing, logged with its traceback,
 and neither ``put`` nor ``flush`` (nor Chat) ever waits for it again."""
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import grpc
 import pytest
 import pytest_asyncio
 
+from e2a.v1.agent_service_pb2 import ChatResponse
 from e2a_grpc.broker import jetstream
-from e2a_grpc.broker.frame_messages import BrokerMessage, FrameMessages
+from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA, BrokerMessage, FrameMessages
 from e2a_grpc.chat.events import Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.client import achat
@@ -65,19 +68,94 @@ def _tracebacks(caplog: pytest.LogCaptureFixture, error: type[BaseException]) ->
     ]
 
 
+def _unencodable(message: BrokerMessage) -> BrokerMessage:
+    """``message`` with a header value nats-py cannot encode (an int): a bug of the kind the publisher
+    meets only when it sends the frame."""
+    return message._replace(headers={**message.headers, "ce-e2abug": 1})  # type: ignore[dict-item]
+
+
 class _UnencodableHeader(FrameMessages):
-    """Writes the messages of the stream ``poison`` with a header value nats-py cannot encode (an int):
-    a bug of the kind the publisher meets only when it sends the frame."""
+    """Writes every message of the stream ``poison`` (stand-ins too) with a header nats-py cannot encode."""
 
     def message(self, frame: bytes) -> BrokerMessage:
         message = super().message(frame)
-        if ".poison" in message.subject:
-            return message._replace(headers={**message.headers, "ce-e2abug": 1})  # type: ignore[dict-item]
-        return message
+        return _unencodable(message) if ".poison" in message.subject else message
+
+
+class _BuggyFrames(FrameMessages):
+    """Meets a bug on exactly the frames given: building the message of those in ``unbuildable``,
+    sending that of those in ``unsendable``. Their stand-ins are other frames, which it spares."""
+
+    def __init__(self, *, unbuildable: tuple[bytes, ...] = (), unsendable: tuple[bytes, ...] = ()) -> None:
+        super().__init__(subject_prefix=PREFIX, type_prefix=DEFAULTS.cloudevents_type_prefix, source=None)
+        self.unbuildable, self.unsendable = unbuildable, unsendable
+
+    def message(self, frame: bytes) -> BrokerMessage:
+        if frame in self.unbuildable:
+            raise RuntimeError("a bug building the message")
+        message = super().message(frame)
+        return _unencodable(message) if frame in self.unsendable else message
+
+
+async def _read_back(broker: NatsServer, request_id: str) -> list[E2AResponse]:
+    """The stream as a subscriber rebuilds it: in order, checked, ending at its final frame."""
+    frames = jetstream.read_streams(broker.url, stream=STREAM, subject_prefix=PREFIX, request_id=request_id)
+    return await within(_collect(frames))
+
+
+async def _publish_all(publisher: jetstream.FramePublisher, frames: list[bytes]) -> None:
+    for frame in frames:
+        await within(publisher.put(frame))
+    await within(publisher.flush())
 
 
 @in_module_loop
-async def test_a_bug_sending_one_frame_loses_that_frame_alone(
+async def test_a_bug_building_the_final_frames_message_publishes_its_stand_in(
+    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+) -> None:
+    publisher = _publisher(jetstream.FramePublisher, broker)
+    frames = _frames("unbuilt-final", 3)
+    publisher._messages = _BuggyFrames(unbuildable=(frames[-1],))
+    await publisher.start()
+    started.append(publisher)
+    await _publish_all(publisher, frames)
+    assert (publisher.dropped, publisher.stood_in, publisher.published) == (0, 1, len(frames))
+    assert await _stored(broker, "unbuilt-final") == len(frames)
+    stream = await _read_back(broker, "unbuilt-final")
+    original = [E2AResponse.from_proto(ChatResponse.FromString(frame).response) for frame in frames]
+    assert [frame.to_json() for frame in stream[:-1]] == [frame.to_json() for frame in original[:-1]]
+    final = stream[-1]
+    assert (final.response_id, final.sequence) == (original[-1].response_id, original[-1].sequence)
+    assert (final.response_kind, final.is_final, final.body["code"]) == ("e2a.error", True, "frame_not_published")
+    assert "RuntimeError" in final.body["details"]["reason"]
+    (logged,) = _tracebacks(caplog, RuntimeError)
+    assert "cannot build the CloudEvent of Chat frame" in logged.getMessage()
+
+
+@in_module_loop
+async def test_a_bug_sending_a_chunk_publishes_its_stand_in_and_leaves_no_gap(
+    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+) -> None:
+    publisher = _publisher(jetstream.FramePublisher, broker)
+    frames = _frames("unsent-chunk", 3)
+    publisher._messages = _BuggyFrames(unsendable=(frames[1],))
+    await publisher.start()
+    started.append(publisher)
+    await _publish_all(publisher, frames)
+    assert (publisher.dropped, publisher.stood_in, publisher.published) == (0, 1, len(frames))
+    assert await _stored(broker, "unsent-chunk") == len(frames)
+    stream = await _read_back(broker, "unsent-chunk")
+    assert [frame.sequence for frame in stream] == list(range(len(frames)))
+    stand_in = stream[1]
+    assert (stand_in.response_kind, stand_in.is_final) == ("e2a.chunk", False)
+    assert stand_in.body["delta"][NOT_PUBLISHED_DELTA]["sequence"] == 1
+    assert stream[-1].response_kind == "e2a.complete"
+    (logged,) = _tracebacks(caplog, AttributeError)
+    assert "cannot publish Chat frame" in logged.getMessage()
+
+
+@in_module_loop
+async def test_a_bug_that_meets_the_stand_in_too_loses_that_frame_alone_and_says_so(
     broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
 ) -> None:
     publisher = _publisher(jetstream.FramePublisher, broker)
@@ -85,22 +163,23 @@ async def test_a_bug_sending_one_frame_loses_that_frame_alone(
     await publisher.start()
     started.append(publisher)
     poisoned, after = _frames("poison", 0), _frames("after-poison", 20)
-    for frame in (*poisoned, *after):
-        await within(publisher.put(frame))
-    await within(publisher.flush())  # returns: the frame no longer waits for an ack
-    assert (publisher.dropped, publisher.published) == (1, len(after))
+    await _publish_all(publisher, [*poisoned, *after])  # returns: the frame no longer waits for an ack
+    assert (publisher.dropped, publisher.stood_in, publisher.published) == (1, 1, len(after))
     assert await _stored(broker, "poison") == 0
     assert await _stored(broker, "after-poison") == len(after)
-    (logged,) = _tracebacks(caplog, AttributeError)
-    assert "cannot publish Chat frame" in logged.getMessage()
+    frame_bug, stand_in_bug = _tracebacks(caplog, AttributeError)
+    assert "cannot publish Chat frame" in frame_bug.getMessage()
+    assert "cannot publish Chat frame" in stand_in_bug.getMessage()
+    assert "nor its stand-in could be published" in caplog.text
     assert not publisher.failed
 
 
 class _BrokenAnswers(jetstream.FramePublisher):
-    """Fails on the broker's answer to the first frame of the stream ``unanswered``."""
+    """Fails on the broker's answer to the first frame of the stream ``unanswered`` (not its stand-in's)."""
 
     def _answered(self, publish: Any, reply: Any) -> None:
-        if ".unanswered" in publish.message.subject and publish.message.headers["ce-seq"] == "0":
+        first_frame = ".unanswered" in publish.message.subject and publish.message.headers["ce-seq"] == "0"
+        if first_frame and not publish.stand_in:
             raise RuntimeError("a bug reading the ack")
         super()._answered(publish, reply)
 
@@ -114,11 +193,12 @@ async def test_a_bug_reading_an_answer_settles_that_frame_and_holds_back_no_othe
     await publisher.start()
     started.append(publisher)
     frames = _frames("unanswered", 10)
-    for frame in frames:
-        await within(publisher.put(frame))
-    await within(publisher.flush())
-    assert (publisher.dropped, publisher.published) == (1, len(frames) - 1)
-    assert await _stored(broker, "unanswered") == len(frames)  # stored all the same: only its ack was lost
+    await _publish_all(publisher, frames)
+    # Its stand-in is published, and acknowledged as a duplicate: the frame was stored, only its ack was lost.
+    assert (publisher.dropped, publisher.stood_in, publisher.published) == (0, 1, len(frames))
+    assert await _stored(broker, "unanswered") == len(frames)
+    stream = await _read_back(broker, "unanswered")
+    assert stream[0].to_json() == E2AResponse.from_proto(ChatResponse.FromString(frames[0]).response).to_json()
     (logged,) = _tracebacks(caplog, RuntimeError)
     assert "cannot read NATS's answer" in logged.getMessage()
 

@@ -6,6 +6,8 @@ ends at once instead of waiting for its idle timeout."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import grpc
@@ -14,13 +16,14 @@ import pytest
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc.broker import jetstream
+from e2a_grpc.chat.events import Event
 from e2a_grpc.grpc import chat_servicer
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import ControlledBackend, EndlessBackend, FloodBackend
 from tests.support.nats_server import NatsServer, stored_messages
-from tests.support.waiting import within
+from tests.support.waiting import EVENT_TIMEOUT_SECONDS, within
 
 pytestmark = pytest.mark.timeout(120)
 DEFAULTS = ServerSettings()
@@ -178,3 +181,111 @@ async def test_a_shutdown_whose_grace_runs_out_under_a_write_still_ends_the_publ
         stream = await within(_all(frames))
         call.cancel()
     _assert_ends_with(stream, ErrorCode.SERVER_SHUTTING_DOWN)
+
+
+class _PausedPublisher(jetstream.FramePublisher):
+    """The server's publisher, sending nothing until ``resume`` is set: its queue fills and stays full.
+    ``put_waits`` is set once a frame is handed over while the queue is full."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.resume = asyncio.Event()
+        self.put_waits = asyncio.Event()
+
+    async def put(self, frame: bytes) -> None:
+        if self._queue.full():
+            self.put_waits.set()
+        await super().put(frame)
+
+    async def _publish_first(self) -> None:
+        await self.resume.wait()
+        await super()._publish_first()
+
+
+class _CallTasks(ControlledBackend):
+    """A ``ControlledBackend`` that keeps the task of each call it serves (the Chat handler's)."""
+
+    def __init__(self, before: tuple[str, ...]) -> None:
+        super().__init__(before=before)
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.append(task)
+        async for event in super().stream(envelope):
+            yield event
+
+
+@pytest.mark.asyncio
+async def test_a_second_cancel_while_the_closing_frames_wait_for_a_full_queue_loses_none(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jetstream, "FramePublisher", _PausedPublisher)  # what serve --publish-nats starts
+    backend = _CallTasks(before=("one ", "two "))
+    async with (
+        # A queue of one and a window of one: "one" waits to be sent, "two" fills the queue.
+        in_process_server(backend, publish_nats=broker.url, nats_publish_queue=1, nats_publish_window=1) as running,
+        grpc.aio.insecure_channel(running.address) as channel,
+    ):
+        publisher = running.server.publisher
+        assert isinstance(publisher, _PausedPublisher)
+        call = _call(channel, _envelope("cancelled-twice"), timeout=30)
+        for _ in range(2):
+            await within(call.read())
+        await within(backend.waiting_turns(1))
+        call.cancel()
+        await within(publisher.put_waits.wait())  # the call hands its final frame to the full queue
+        (handler,) = backend.tasks
+        # A second cancel of the call's task (grpc's stop does not cancel a call its client cancelled,
+        # but the event loop's own shutdown or a wrapper's timeout does).
+        handler.cancel()
+        await within(asyncio.wait([handler]))  # the call ends at once: nothing waits for the broker
+        publisher.resume.set()
+        await within(publisher.flush())
+        stored = await stored_messages(
+            broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id="cancelled-twice")
+        )
+        assert stored == 3  # both chunks and the final frame
+        stream = await _published(broker, running, "cancelled-twice")
+    assert [frame.body.get("delta") for frame in stream[:-1]] == ["one ", "two "]
+    _assert_ends_with(stream, ErrorCode.CLIENT_CANCELLED)
+
+
+class _ClosingFloodBackend(FloodBackend):
+    """A ``FloodBackend`` that says when the server's shutdown has begun (it closes the backend)."""
+
+    def __init__(self, delta_bytes: int, limit: int) -> None:
+        super().__init__(delta_bytes, limit)
+        self.closed = asyncio.Event()
+
+    async def aclose(self) -> None:
+        self.closed.set()
+
+
+@pytest.mark.asyncio
+async def test_a_client_cancel_during_the_shutdowns_grace_ends_the_published_stream_with_client_cancelled(
+    broker: NatsServer,
+) -> None:
+    """The other order, the grace running out under a write before the client cancels, ends with
+    ``server_shutting_down``: test_a_shutdown_whose_grace_runs_out_under_a_write_still_ends_the_published_stream."""
+    backend = _ClosingFloodBackend(HUGE_DELTA_BYTES, limit=2_000)
+    async with (
+        in_process_server(backend, publish_nats=broker.url, grace_seconds=4 * EVENT_TIMEOUT_SECONDS) as running,
+        grpc.aio.insecure_channel(running.address, options=SMALL_WINDOW) as channel,
+    ):
+        call = _call(channel, _envelope("cancelled-in-shutdown"), timeout=30)
+        await within(call.read())  # one frame, then the client reads no more: the server waits in a write
+        stopping = asyncio.create_task(running.stop())
+        await within(backend.closed.wait())  # the shutdown has begun, its grace far from over
+        call.cancel()
+        await within(stopping)  # the cancelled call unwinds, the server stops, the publisher is flushed
+        frames = jetstream.read_streams(
+            broker.url,
+            stream=STREAM,
+            subject_prefix=PREFIX,
+            request_id="cancelled-in-shutdown",
+            idle_timeout=IDLE_TIMEOUT_SECONDS,
+        )
+        stream = await within(_all(frames))
+    _assert_ends_with(stream, ErrorCode.CLIENT_CANCELLED)

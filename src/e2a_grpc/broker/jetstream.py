@@ -15,9 +15,12 @@ broker unless the queue is full. Its tuning (queue, window, ack timeout, linger)
 A frame the broker cannot take (over the server's max_payload, refused by the stream for good: a
 4xx answer) is logged and published as its stand-in (``stand_in_frame``: same sequence and response
 id, a final ``frame_not_published`` error for a final frame), so that it holds back no later frame
-and the broker's copy of its stream has no gap; one whose handling hits a bug (building its message,
-sending it, reading its answer) is logged with the traceback and given up on (counted in
-``dropped``): the same bug could meet its stand-in. A failure of a publisher task itself, outside
+and the broker's copy of its stream has no gap and ends. So is a frame whose handling hits a bug
+(building its message, sending it, reading its answer), logged with the traceback: the stand-in is
+another message, which the bug may spare (if the frame was stored after all, the broker drops the
+stand-in as a duplicate of its message id). A frame whose stand-in fails too is logged at ERROR,
+saying the broker's copy of its stream has a gap or no end, and given up on (counted in
+``dropped``). A failure of a publisher task itself, outside
 the handling of one frame, is a bug in the publisher's own bookkeeping: rather than run on with it
 (a restarted loop could resend, reorder or lose frames without saying so, or fail again at once for
 ever), the publisher stops (``failed``): the failure is logged with its traceback at ERROR, every
@@ -46,11 +49,13 @@ import nats
 import nats.errors
 import nats.js.errors
 import orjson
+from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header, StorageType, StreamConfig
 
+from e2a.v1 import agent_service_pb2
 from e2a_grpc.broker.assembly import StreamAssembler
 from e2a_grpc.broker.frame_messages import (
     MSG_ID_HEADER,
@@ -86,6 +91,25 @@ _UNSENDABLE = (nats.errors.BadSubjectError, nats.errors.BadHeaderError, nats.err
 _NO_RESPONDERS = "503"
 #: Messages asked for per fetch by a reader.
 FETCH_BATCH = 256
+#: What is logged of a frame given up on after a bug met it and its stand-in.
+_NOT_PUBLISHED = (
+    "neither this Chat frame nor its stand-in could be published: the broker's copy of its stream has a gap "
+    "there, or no end if it was the final frame"
+)
+
+
+def _frame_name(frame: bytes) -> str:
+    """How the log names a frame (a serialized ChatResponse) whose message could not be built."""
+    try:
+        response = agent_service_pb2.ChatResponse.FromString(frame).response
+    except DecodeError:
+        return f"of {len(frame)} bytes that are not a ChatResponse"
+    return f"{response.response_id} (sequence {response.sequence} of request {response.request_id})"
+
+
+def _bug_reason(exc: Exception) -> str:
+    """What a stand-in says of a frame a bug of the publisher kept from the broker."""
+    return f"the publisher failed on it ({type(exc).__name__}; see the server log)"
 
 
 def streams_filter(prefix: str, *, session_id: str | None = None, request_id: str | None = None) -> str:
@@ -234,10 +258,11 @@ class FramePublisher:
         self._making_stream: asyncio.Task[None] | None = None
         #: Frames the broker has acknowledged.
         self.published = 0
-        #: Frames given up on: refused for good, too large, failed on a bug, or handed over after a
-        #: publisher task failed.
+        #: Frames given up on: refused for good, too large or failed on a bug, and no stand-in of
+        #: theirs could be published; or handed over after a publisher task failed.
         self.dropped = 0
-        #: Frames the broker could not take (too large, refused), published as stand-ins.
+        #: Stand-ins written for frames the broker could not take (too large, refused) or a bug kept
+        #: from it (the broker drops one as a duplicate if the frame was stored after all).
         self.stood_in = 0
         #: A task of the publisher failed: it publishes nothing more (see the module docstring).
         self.failed = False
@@ -328,11 +353,16 @@ class FramePublisher:
         try:
             # Built here, in the publisher's task, so Chat's own path never decodes its frames.
             publish = _Publish(frame, self._messages.message(frame))
-        except Exception:  # a frame the servicer wrote is valid: a bug, which must not stop the others
-            log.exception("cannot build the CloudEvent of a Chat frame; not published")
-            batch.popleft()
-            self._give_up()
-            return
+        except Exception as exc:  # a frame the servicer wrote is valid: a bug, which must not stop the others
+            log.exception("cannot build the CloudEvent of Chat frame %s", _frame_name(frame))
+            stand_in = self._stand_in_message(frame, _bug_reason(exc))
+            if stand_in is None:
+                log.error("%s: %s", _NOT_PUBLISHED, _frame_name(frame))
+                batch.popleft()
+                self._give_up()
+                return
+            publish = _Publish(frame, stand_in)
+            publish.stand_in = True
         assert self._nc is not None
         max_payload = self._nc.max_payload
         if (size := len(publish.message.payload)) > max_payload:
@@ -356,14 +386,23 @@ class FramePublisher:
         already, or none can be written (a bug, logged)."""
         if publish.stand_in:
             return False
-        try:
-            publish.message = self._messages.message(stand_in_frame(publish.frame, reason))
-        except Exception:
-            log.exception("cannot write a stand-in for Chat frame %s", publish.frame_id)
+        message = self._stand_in_message(publish.frame, reason)
+        if message is None:
             return False
+        publish.message = message
         publish.stand_in = True
-        self.stood_in += 1
         return True
+
+    def _stand_in_message(self, frame: bytes, reason: str) -> BrokerMessage | None:
+        """The message of ``frame``'s stand-in (counted in ``stood_in``), or None when none can be
+        written (a bug, logged)."""
+        try:
+            message = self._messages.message(stand_in_frame(frame, reason))
+        except Exception:
+            log.exception("cannot write a stand-in for Chat frame %s", _frame_name(frame))
+            return None
+        self.stood_in += 1
+        return message
 
     def _send_stand_in_soon(self, publish: _Publish) -> None:
         """A frame sent and refused is sent again as its stand-in, under a reply subject of its own
@@ -391,9 +430,9 @@ class FramePublisher:
                 self._drop(publish)
         except nats.errors.Error:
             self._retry_soon(publish)  # disconnected and the client's buffer full, or closed: send it again later
-        except Exception:  # not the broker's doing: a bug, which sending it again would meet again
-            log.exception("cannot publish Chat frame %s to NATS; not published", publish.frame_id)
-            self._drop(publish)
+        except Exception as exc:  # not the broker's doing: a bug, which sending it again would meet again
+            log.exception("cannot publish Chat frame %s to NATS", publish.frame_id)
+            self._stand_in_after_bug(publish, exc)
         else:
             publish.sent_at = asyncio.get_running_loop().time()
 
@@ -408,8 +447,18 @@ class FramePublisher:
             return  # the ack of a frame sent twice, acknowledged already
         try:
             self._answered(publish, reply)
-        except Exception:  # a bug: nats-py would pass it to the error callback, and the frame wait for ever
-            log.exception("cannot read NATS's answer to Chat frame %s; the frame is dropped", publish.frame_id)
+        except Exception as exc:  # a bug: nats-py would pass it to the error callback, and the frame wait for ever
+            log.exception("cannot read NATS's answer to Chat frame %s", publish.frame_id)
+            self._stand_in_after_bug(publish, exc)
+
+    def _stand_in_after_bug(self, publish: _Publish, exc: Exception) -> None:
+        """A frame (sent, or about to be) whose handling hit a bug is published as its stand-in; a
+        stand-in that hits one, or that cannot be written, is given up on."""
+        if self._stand_in_for(publish, _bug_reason(exc)):
+            log.error("a stand-in is published in the place of Chat frame %s", publish.frame_id)
+            self._send_stand_in_soon(publish)
+        else:
+            log.error("%s: %s", _NOT_PUBLISHED, publish.frame_id)
             self._drop(publish)
 
     def _answered(self, publish: _Publish, reply: Msg) -> None:

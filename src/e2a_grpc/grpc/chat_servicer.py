@@ -12,7 +12,11 @@ ended included, and its copy of every stream ends with exactly one final frame: 
 without one (the client cancelled, its deadline passed, a stalled client got a status, the grace
 period ran out, a bug), a final ``e2a.error`` frame naming why (``client_cancelled``,
 ``deadline_exceeded``, ``stream_time_limit``, ``server_shutting_down``, ``internal``) is built for the
-sink alone, so that a subscriber of the stream sees it end.
+sink alone, so that a subscriber of the stream sees it end. ``server_shutting_down`` names only the
+server's own cancel, once the shutdown's grace period is over: a client that cancels during the
+shutdown, before that, gets ``client_cancelled``. These closing frames reach the sink even if the call
+is cancelled again while it waits for room in the sink (grpc's stop after the client's cancel): their
+hand-off goes on without the call.
 
 The work of one request is bounded (``ServerSettings.chat_max_*``, see ``e2a_grpc.chat.turn``).
 Frames are written one at a time, each write awaited, so a client that stops reading holds the
@@ -129,6 +133,10 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         self._limits = TurnLimits.from_settings(settings)
         self._turns: set[Turn] = set()
         self._shutting_down = False
+        #: The shutdown's grace period is over: grpc's stop cancels the calls still running.
+        self._grace_over = False
+        #: The hand-offs of closing frames to the frame sink still running (``_end_published_stream``).
+        self._closing_hand_offs: set[asyncio.Task[None]] = set()
         self._clock = UtcClock()
 
     async def Chat(  # type: ignore[override]  # frames are written with context.write, not yielded
@@ -176,26 +184,34 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 await self._end_published_stream(self._frame_sink, frames, output, self._call_ending(context, exc))
             raise
 
-    @staticmethod
     async def _end_published_stream(
-        sink: FrameSink, frames: FrameBuilder, output: _CallOutput, ending: Interruption
+        self, sink: FrameSink, frames: FrameBuilder, output: _CallOutput, ending: Interruption
     ) -> None:
         """End the frame sink's copy of a stream whose call ended without its final frame: the frame
         written last, if the sink does not have it yet, then (unless that was the final one) a final
-        ``e2a.error`` frame for the sink alone. The client, gone or getting a status, gets neither."""
-        if output.unpublished is not None:
-            await sink.put(output.unpublished)
-            output.unpublished = None
+        ``e2a.error`` frame for the sink alone. The client, gone or getting a status, gets neither.
+
+        The hand-off is shielded: a call cancelled again while the sink's queue is full (grpc's stop
+        after the client's cancel) ends at once, and its closing frames still reach the sink."""
+        closing = [] if output.unpublished is None else [output.unpublished]
+        output.unpublished = None
         if not frames.finished:
-            await sink.put(frames.error(ending.code, ending.message, ending.details))
+            closing.append(frames.error(ending.code, ending.message, ending.details))
+        if not closing:
+            return
+        hand_off = asyncio.create_task(_hand_over(sink, closing), name="e2a-chat-closing-frames")
+        self._closing_hand_offs.add(hand_off)
+        hand_off.add_done_callback(self._closing_hand_offs.discard)
+        await asyncio.shield(hand_off)
 
     def _call_ending(
         self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], exc: BaseException
     ) -> Interruption:
         """Why a call ended without a final frame (``exc``), as the final frame the sink gets says it."""
-        if self._shutting_down:  # the grace period ran out (or the server stopped) under a write
+        cancelled = isinstance(exc, asyncio.CancelledError)
+        if cancelled and self._grace_over:  # grpc's stop cancelled it: the grace period ran out under a write
             return _SHUTTING_DOWN
-        if not isinstance(exc, asyncio.CancelledError):  # a bug, which grpc logs
+        if not cancelled:  # a bug, which grpc logs
             return Interruption(ErrorCode.INTERNAL, "the Chat call failed; see the server log", {})
         remaining = context.time_remaining()
         if remaining is not None and remaining <= 0:
@@ -253,6 +269,22 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             # sees it as soon as the write is done.
             turn.interrupt(_SHUTTING_DOWN)
         await self.backend.aclose()
+
+    def end_grace(self) -> None:
+        """The shutdown's grace period is over: the calls still running are cancelled by the server
+        (their published streams end with ``server_shutting_down``), not by their clients."""
+        self._grace_over = True
+
+    async def closing_frames_handed_over(self) -> None:
+        """Return once the closing frames of every ended call are with the frame sink (the hand-off of
+        a call cancelled twice goes on after the call)."""
+        if self._closing_hand_offs:
+            await asyncio.wait(set(self._closing_hand_offs))
+
+
+async def _hand_over(sink: FrameSink, frames: list[bytes]) -> None:
+    for frame in frames:
+        await sink.put(frame)
 
 
 #: How every in-flight Chat stream ends when the server stops.

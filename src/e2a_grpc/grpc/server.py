@@ -223,6 +223,8 @@ class E2AServer:
         except TimeoutError:
             if self.calls.count:
                 log.warning("grace period over with %d calls in flight: cancelling them", self.calls.count)
+        # From here a cancelled Chat call is the server's doing, not its client's.
+        self.chat.end_grace()
         await self.server.stop(max(0.0, deadline - time.monotonic()))
         if self.publisher is not None:  # the frames of the last streams, within what is left of the grace
             # The Chat calls grpc's stop cancelled hand their streams' last frames to the publisher as
@@ -230,8 +232,13 @@ class E2AServer:
             try:
                 async with asyncio.timeout(max(0.1, deadline - time.monotonic())):
                     await self.calls.idle()
+                    await self.chat.closing_frames_handed_over()
             except TimeoutError:
-                log.warning("%d calls still running after the shutdown: not waiting for them", self.calls.count)
+                log.warning(
+                    "%d calls still running (or handing their last frames to the publisher) after the shutdown: "
+                    "not waiting for them",
+                    self.calls.count,
+                )
             await self.publisher.close(max(0.1, deadline - time.monotonic()))
         if self._metrics_http is not None:
             self._metrics_http.close()
