@@ -157,18 +157,48 @@ static int is_digit(unsigned char c)
     return c >= '0' && c <= '9';
 }
 
-/* Whether any of 8 bytes is '"', '\\' or a control character (as one test: the positions are not exact). */
-static int has_special_byte(const unsigned char *p)
+/* The first byte at or after p that is '"', '\\' or a control character, or a byte before it: what
+ * is skipped is string content as it is. Long strings (base64, prose) are most of a message's bytes. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+
+static const unsigned char *skip_plain_run(const unsigned char *p, const unsigned char *end)
+{
+    const __m128i last_control = _mm_set1_epi8(0x1f);
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    while (end - p >= 16) {
+        __m128i bytes = _mm_loadu_si128((const __m128i *)p);
+        __m128i control = _mm_cmpeq_epi8(_mm_max_epu8(bytes, last_control), last_control);
+        __m128i special = _mm_or_si128(control, _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)));
+        int found = _mm_movemask_epi8(special);
+        if (found) {
+            return p + __builtin_ctz((unsigned)found);
+        }
+        p += 16;
+    }
+    return p;
+}
+#else
+static const unsigned char *skip_plain_run(const unsigned char *p, const unsigned char *end)
 {
     const uint64_t ones = 0x0101010101010101ULL;
     const uint64_t highs = 0x8080808080808080ULL;
-    uint64_t word;
-    memcpy(&word, p, sizeof word);
-    uint64_t quotes = word ^ (ones * '"');
-    uint64_t backslashes = word ^ (ones * '\\');
-    uint64_t found = ((quotes - ones) & ~quotes) | ((backslashes - ones) & ~backslashes) | ((word - ones * 0x20) & ~word);
-    return (found & highs) != 0;
+    while (end - p >= 8) {
+        uint64_t word;
+        memcpy(&word, p, sizeof word);
+        uint64_t quotes = word ^ (ones * '"');
+        uint64_t backslashes = word ^ (ones * '\\');
+        /* Whether any byte is one of them (as one test: borrows blur which one). */
+        uint64_t found = ((quotes - ones) & ~quotes) | ((backslashes - ones) & ~backslashes) | ((word - ones * 0x20) & ~word);
+        if (found & highs) {
+            return p;
+        }
+        p += 8;
+    }
+    return p;
 }
+#endif
 
 /* A string at cursor->p (a '"'), spelled as orjson writes it: UTF-8 left as it is (the caller's
  * text is valid UTF-8), '"' and '\' escaped, control characters as \b \t \n \f \r or \u00xx. */
@@ -178,9 +208,7 @@ static int json_string(Cursor *cursor, Span *content)
     const unsigned char *end = cursor->end;
     content->text = p;
     for (;;) {
-        while (end - p >= 8 && !has_special_byte(p)) {
-            p += 8; /* long base64 or prose: 8 bytes a test */
-        }
+        p = skip_plain_run(p, end);
         if (p >= end) {
             return 0;
         }

@@ -1,4 +1,3 @@
-
 # A field's check: (wire type, action, argument). The argument is None, an int mask of the enum
 # values allowed (ACTION_ENUM), or (plan, key field number or 0) (ACTION_MESSAGE).
 FieldCheck = tuple[int, int, object]
