@@ -39,6 +39,8 @@ def sdist_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         "testdata/spec/11.1-0.json",
         "src/e2a/v1/e2a_pb2.py",
         "src/e2a_grpc/model/records.py",
+        "src/e2a_grpc/_canonical.c",
+        "setup.py",
         "Makefile",
         "codegen/generate.sh",
     ],
@@ -52,6 +54,9 @@ def test_wheel_installs_the_generated_package_at_its_proto_path(tmp_path: Path) 
         names = set(wheel.namelist())
     assert {"e2a/v1/e2a_pb2.py", "e2a/v1/e2a_pb2.pyi", "e2a_grpc/py.typed", "e2a_grpc/model/records.py"} <= names
     assert not any(name.startswith(("tests/", "bench/")) for name in names)
+    # The C extension, built for this interpreter, and its stub.
+    assert "e2a_grpc/_canonical.pyi" in names
+    assert any(name.startswith("e2a_grpc/_canonical.") and name.endswith(".so") for name in names)
 
 
 def test_an_e2a_directory_of_the_user_does_not_hide_the_generated_package(tmp_path: Path) -> None:
