@@ -14,7 +14,7 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.invariants import StreamChecker
-from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, run_turn
+from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
 from e2a_grpc.model import DeltaKind, ErrorCode
 
 LIMITS = TurnLimits(max_prompt_bytes=1000, max_frames=5, max_seconds=30.0)
@@ -31,6 +31,30 @@ class Frames:
 
     async def write(self, frame: bytes, kind: str) -> None:
         self.written.append((E2AResponse.from_proto(pb.ChatResponse.FromString(frame).response), kind))
+
+    async def drain(self) -> None:
+        pass
+
+
+class OneInFlight(Frames):
+    """A ``FrameOutput`` that lets a write go on after ``write`` returns (as the Chat servicer's does):
+    the frame is written once ``taken`` is set; the next ``write``, or ``drain``, waits for that."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight: tuple[bytes, str] | None = None
+        self.taken = asyncio.Event()
+
+    async def write(self, frame: bytes, kind: str) -> None:
+        await self.drain()
+        self.in_flight = (frame, kind)
+        self.taken = asyncio.Event()
+
+    async def drain(self) -> None:
+        if self.in_flight is not None:
+            await self.taken.wait()
+            await super().write(*self.in_flight)
+            self.in_flight = None
 
 
 async def _script(*items: Event | Exception) -> AsyncGenerator[Event, None]:
@@ -101,7 +125,7 @@ async def test_the_agent_ids_are_adopted_only_when_asked(adopt: bool) -> None:
     assert (frames[0].task_id, frames[0].context_id) == (("agent-task", "agent-context") if adopt else (None, None))
 
 
-async def _turn_stuck_after(*events: Event) -> tuple[asyncio.Task[None], Turn, Frames]:
+async def _turn_stuck_after(*events: Event, output: Frames | None = None) -> tuple[asyncio.Task[None], Turn, Frames]:
     """A turn running in a task, its backend waiting for ever after ``events``, once it waits."""
     waiting = asyncio.Event()
 
@@ -112,7 +136,8 @@ async def _turn_stuck_after(*events: Event) -> tuple[asyncio.Task[None], Turn, F
         await asyncio.Event().wait()
         yield Complete({})  # never reached
 
-    output = Frames()
+    if output is None:
+        output = Frames()
 
     async def turn_task() -> None:
         frames = FrameBuilder(ENVELOPE, BackendInfo("script", "e2a"), UtcClock())
@@ -138,3 +163,33 @@ async def test_a_cancel_from_outside_writes_nothing_more() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert output.written == []
+
+
+async def test_an_interruption_while_a_write_is_in_flight_writes_its_frame_after_that_write() -> None:
+    output = OneInFlight()
+    task, turn, _ = await _turn_stuck_after(Delta(DeltaKind.TEXT, "a"), output=output)
+    assert output.in_flight is not None and output.written == []  # the turn waits on its backend meanwhile
+    turn.interrupt(Interruption(ErrorCode.SERVER_SHUTTING_DOWN, "stopping", {}))
+    await asyncio.sleep(0)  # the turn is cancelled at its backend, and waits for the write in flight
+    assert not task.done() and output.written == []
+    output.taken.set()  # the chunk is written: the final frame's write starts
+    for _ in range(10):
+        await asyncio.sleep(0)
+        if output.written and output.in_flight is not None:
+            break
+    assert len(output.written) == 1 and not task.done()
+    output.taken.set()
+    await task
+    frames = [frame for frame, _ in output.written]
+    assert [frame.sequence for frame in frames] == [0, 1]
+    assert _ending(frames) == ("e2a.error", ErrorCode.SERVER_SHUTTING_DOWN)
+
+
+async def test_a_write_in_flight_that_never_ends_is_cancelled_after_the_stall_grace() -> None:
+    output = OneInFlight()
+    task, turn, _ = await _turn_stuck_after(Delta(DeltaKind.TEXT, "a"), output=output)
+    time_limit = Interruption(ErrorCode.STREAM_TIME_LIMIT, "too long", {})
+    turn.interrupt(time_limit, stall_grace=0.01)  # its reader never takes the frame in flight
+    with pytest.raises(TurnStalled):
+        await task
+    assert output.written == [] and turn.stalled
