@@ -193,3 +193,22 @@ async def test_a_write_in_flight_that_never_ends_is_cancelled_after_the_stall_gr
     with pytest.raises(TurnStalled):
         await task
     assert output.written == [] and turn.stalled
+
+
+class NeverTakesTheSecond(Frames):
+    """A ``FrameOutput`` whose reader takes the first frame and then nothing more."""
+
+    async def write(self, frame: bytes, kind: str) -> None:
+        if self.written:
+            await asyncio.Event().wait()
+        await super().write(frame, kind)
+
+
+async def test_a_final_frame_its_reader_never_takes_is_cancelled_after_the_stall_grace() -> None:
+    output = NeverTakesTheSecond()
+    task, turn, _ = await _turn_stuck_after(Delta(DeltaKind.TEXT, "a"), output=output)
+    # The time limit comes while the turn waits on its backend, not while it writes.
+    turn.interrupt(Interruption(ErrorCode.STREAM_TIME_LIMIT, "too long", {}), stall_grace=0.01)
+    with pytest.raises(TurnStalled):
+        await task
+    assert len(output.written) == 1 and turn.stalled
