@@ -2,9 +2,8 @@
 
 The agent is a ``PushBackend``: the test puts its events while the servicer writes. To hold a write in
 flight without timing, the client keeps its HTTP/2 window at the initial 64 KiB (no BDP probing) and
-reads nothing: a first frame of ``STALL_BYTES`` cannot be written until it reads. The servicer builds
-the next frame while a write is in flight, so it takes one more event (``HELD``) and then waits for
-the stalled write: every event put after that one waits in the inbox. When the client keeps up, each delta is one frame.
+reads nothing: a first frame of ``STALL_BYTES`` cannot be written until it reads, so every event put
+after the servicer took that one waits in the inbox. When the client keeps up, each delta is one frame.
 Every stream is checked against spec section 12 (``StreamChecker``) and the deltas must concatenate to
 the agent's text exactly.
 """
@@ -35,8 +34,6 @@ STALL_BYTES = 1024 * 1024
 #: The client's channel: its window does not grow, so a reader that stops reading stops the writes.
 FIXED_WINDOW = [("grpc.http2.bdp_probe", 0), ("grpc.max_receive_message_length", 4 * STALL_BYTES)]
 MAX_COALESCED_BYTES = 100
-#: The delta the servicer takes, alone, while the stalling frame is being written.
-HELD = "held "
 
 
 @pytest_asyncio.fixture
@@ -77,14 +74,11 @@ async def _read_all(call: Any) -> list[E2AResponse]:
 
 
 async def _stall(backend: PushBackend, call: Any) -> str:
-    """Start the stream and leave the servicer writing a frame its client cannot take yet, with the
-    next frame (``HELD``) built and waiting for that write."""
+    """Start the stream and leave the servicer writing a frame its client cannot take yet."""
     await within(backend.started.wait())
     stalling = "s" * STALL_BYTES
     backend.put(stalling)
     await within(backend.taken_at_least(1))  # its write is in flight now, and stays so: nobody reads
-    backend.put(HELD)
-    await within(backend.taken_at_least(2))  # the next frame, built while that write is in flight
     return stalling
 
 
@@ -108,15 +102,15 @@ async def test_deltas_that_wait_behind_a_stalled_write_go_out_merged(
     call = _call(channel, timeout=30)
     stalling = await _stall(backend, call)
     await _put_one_by_one(backend, list(pieces))
-    backend.finish(stalling + HELD + "".join(pieces))
+    backend.finish(stalling + "".join(pieces))
     frames = await within(_read_all(call))
     *chunks, final = frames
     deltas = [chunk.body["delta"] for chunk in chunks]
-    # 25 deltas, 14 of them fit in 100 bytes: 2 frames instead of 25, none over the bound, in order.
-    assert deltas == [stalling, HELD, "".join(pieces[:14]), "".join(pieces[14:])]
+    # 25 deltas, 14 of them fit in 100 bytes: 3 frames instead of 25, none over the bound, in order.
+    assert deltas == [stalling, "".join(pieces[:14]), "".join(pieces[14:])]
     assert all(len(delta.encode()) <= MAX_COALESCED_BYTES for delta in deltas[1:])
     assert "".join(deltas) == final.body["result"]["content"]
-    assert len(backend.taken) == 5  # the stalling delta, the held one, the 2 merged ones and the result
+    assert len(backend.taken) == 4  # the stalling delta, the 2 merged ones and the result
 
 
 @pytest.mark.asyncio
@@ -133,17 +127,17 @@ async def test_merging_keeps_to_one_kind_and_never_passes_another_event(
     call = _call(channel, timeout=30)
     stalling = await _stall(backend, call)
     await _put_one_by_one(backend, events)
-    backend.finish(stalling + HELD + "abcdefghi")
+    backend.finish(stalling + "abcdefghi")
     frames = await within(_read_all(call))
     kinds = [frame.response_kind for frame in frames]
-    assert kinds == ["e2a.chunk"] * 7 + ["acp.session_update"] + ["e2a.chunk"] * 5 + ["e2a.complete"]
+    assert kinds == ["e2a.chunk"] * 6 + ["acp.session_update"] + ["e2a.chunk"] * 5 + ["e2a.complete"]
     assert _chunks(frames) == [
-        ("text", stalling), ("text", HELD), ("text", "ab"), ("reasoning", "think more"), ("text", "c"), ("tool", tool.delta),
+        ("text", stalling), ("text", "ab"), ("reasoning", "think more"), ("text", "c"), ("tool", tool.delta),
         ("text", "de"), ("text", "f"), ("text", "typed"), ("text", "g"), ("custom", image.delta), ("text", "hi"),
     ]  # fmt: skip
-    assert frames[7].body == plan.body
+    assert frames[6].body == plan.body
     mime_types = [frame.body.get("mime_type") for frame in frames if frame.response_kind == "e2a.chunk"]
-    assert mime_types[8:11] == ["text/markdown", None, "image/png"]
+    assert mime_types[7:10] == ["text/markdown", None, "image/png"]
 
 
 @pytest.mark.asyncio
@@ -177,25 +171,8 @@ async def test_a_client_cancel_with_deltas_waiting_stops_the_agent(
     call.cancel()
     await within(backend.stopped.wait())
     assert await call.code() == grpc.StatusCode.CANCELLED
-    assert len(backend.taken) == 2  # the waiting deltas were not taken after the cancel
+    assert len(backend.taken) == 1  # the waiting deltas were not written after the cancel
     assert not caplog.records  # a cancel under a pending write is no backend failure, nor a second write
-
-
-@pytest.mark.asyncio
-async def test_a_client_cancel_while_a_write_is_in_flight_and_the_agent_is_waited_on_stops_the_agent(
-    backend: PushBackend, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.WARNING)
-    call = _call(channel, timeout=30)
-    await within(backend.started.wait())
-    backend.put("s" * STALL_BYTES)
-    await within(backend.taken_at_least(1))  # its write is in flight; the servicer waits on the agent
-    call.cancel()
-    await within(backend.cancelled.wait())  # cancelled where it waited; the write in flight is dropped
-    await within(backend.stopped.wait())
-    assert await call.code() == grpc.StatusCode.CANCELLED
-    assert len(backend.taken) == 1
-    assert not caplog.records  # nor a warning about a write left behind
 
 
 @pytest.mark.asyncio
@@ -208,7 +185,7 @@ async def test_a_deadline_with_deltas_waiting_stops_the_agent(
     await _put_one_by_one(backend, ["one ", "two "])
     await within(backend.stopped.wait())  # the deadline passes while the write waits for the client
     assert await call.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert len(backend.taken) == 2
+    assert len(backend.taken) == 1
     assert not caplog.records
 
 
@@ -223,8 +200,8 @@ async def test_a_shutdown_with_deltas_waiting_still_ends_with_the_shutdown_frame
     await within(backend.closed.wait())  # the servicer has begun its shutdown (it closes its backend)
     frames = await within(_read_all(call))  # the stalled write completes as the client reads
     await within(stopping)
-    chunk, held, final = frames
-    assert (chunk.body["delta"], held.body["delta"]) == (stalling, HELD)
+    chunk, final = frames
+    assert chunk.body["delta"] == stalling
     assert (final.response_kind, final.status, final.body["code"]) == (
         "e2a.error", "failed", ErrorCode.SERVER_SHUTTING_DOWN,
     )  # fmt: skip

@@ -32,30 +32,6 @@ class Frames:
     async def write(self, frame: bytes, kind: str) -> None:
         self.written.append((E2AResponse.from_proto(pb.ChatResponse.FromString(frame).response), kind))
 
-    async def drain(self) -> None:
-        pass
-
-
-class OneInFlight(Frames):
-    """A ``FrameOutput`` that lets a write go on after ``write`` returns (as the Chat servicer's does):
-    the frame is written once ``taken`` is set; the next ``write``, or ``drain``, waits for that."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.in_flight: tuple[bytes, str] | None = None
-        self.taken = asyncio.Event()
-
-    async def write(self, frame: bytes, kind: str) -> None:
-        await self.drain()
-        self.in_flight = (frame, kind)
-        self.taken = asyncio.Event()
-
-    async def drain(self) -> None:
-        if self.in_flight is not None:
-            await self.taken.wait()
-            await super().write(*self.in_flight)
-            self.in_flight = None
-
 
 async def _script(*items: Event | Exception) -> AsyncGenerator[Event, None]:
     for item in items:
@@ -163,36 +139,6 @@ async def test_a_cancel_from_outside_writes_nothing_more() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert output.written == []
-
-
-async def test_an_interruption_while_a_write_is_in_flight_writes_its_frame_after_that_write() -> None:
-    output = OneInFlight()
-    task, turn, _ = await _turn_stuck_after(Delta(DeltaKind.TEXT, "a"), output=output)
-    assert output.in_flight is not None and output.written == []  # the turn waits on its backend meanwhile
-    turn.interrupt(Interruption(ErrorCode.SERVER_SHUTTING_DOWN, "stopping", {}))
-    await asyncio.sleep(0)  # the turn is cancelled at its backend, and waits for the write in flight
-    assert not task.done() and output.written == []
-    output.taken.set()  # the chunk is written: the final frame's write starts
-    for _ in range(10):
-        await asyncio.sleep(0)
-        if output.written and output.in_flight is not None:
-            break
-    assert len(output.written) == 1 and not task.done()
-    output.taken.set()
-    await task
-    frames = [frame for frame, _ in output.written]
-    assert [frame.sequence for frame in frames] == [0, 1]
-    assert _ending(frames) == ("e2a.error", ErrorCode.SERVER_SHUTTING_DOWN)
-
-
-async def test_a_write_in_flight_that_never_ends_is_cancelled_after_the_stall_grace() -> None:
-    output = OneInFlight()
-    task, turn, _ = await _turn_stuck_after(Delta(DeltaKind.TEXT, "a"), output=output)
-    time_limit = Interruption(ErrorCode.STREAM_TIME_LIMIT, "too long", {})
-    turn.interrupt(time_limit, stall_grace=0.01)  # its reader never takes the frame in flight
-    with pytest.raises(TurnStalled):
-        await task
-    assert output.written == [] and turn.stalled
 
 
 class NeverTakesTheSecond(Frames):

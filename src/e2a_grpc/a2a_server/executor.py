@@ -329,6 +329,3 @@ class _Publisher:
         event.task_id = self._task_id
         event.context_id = self._context_id
         await self._queue.enqueue_event(event)
-
-    async def drain(self) -> None:
-        """Nothing to wait for: ``write`` returns once its event is queued."""

@@ -1,12 +1,11 @@
 """Where a backend puts the events its agent sends as they arrive, and where text deltas that piled up
 behind a slow client are merged into one.
 
-The Chat servicer asks a backend for its next event while the previous frame is being written, and
-writes that event's frame once the previous one is written, so a backend that *pulls* its answer (the
-echo backend) is simply held back by a client that reads slowly (HTTP/2 flow control): nothing piles
-up, and each event is one frame. An agent that *pushes* (an ACP agent's ``session/update``
-notifications) does not wait for the client: its events are put in an ``EventInbox`` as they arrive
-and wait there while the servicer waits for a write. When the servicer asks again,
+The Chat servicer asks a backend for its next event only once the previous frame is written, so a
+backend that *pulls* its answer (the echo backend) is simply held back by a client that reads slowly
+(HTTP/2 flow control): nothing piles up, and each event is one frame. An agent that *pushes* (an ACP
+agent's ``session/update`` notifications) does not wait for the client: its events are put in an
+``EventInbox`` as they arrive and wait there while a write is in flight. When the servicer asks again,
 the inbox hands it the first waiting event and, when that is a string delta, the deltas of the same
 kind waiting right behind it, joined, up to ``max_coalesced_bytes`` of UTF-8: one frame instead of
 many. When the client keeps up, the servicer is already waiting when an event arrives and gets it

@@ -13,10 +13,9 @@ than ``max_seconds`` has its backend stopped (generator closed, or cancelled at 
 (``Turn.interrupt``: the server shutting down).
 
 A write cannot be interrupted by another (the final frame cannot start while a frame is being
-written), so nothing cancels the turn while it waits for a write: an interruption then takes effect
-once the write is done. An output may let a write go on while the turn asks its backend for the next
-event (``FrameOutput.write``); a turn interrupted there writes its final frame after that write. Only
-a write still pending ``stall_grace`` seconds after the time limit is cancelled: its reader took
+written), so nothing cancels the turn while it writes: an interruption then takes effect once the
+write is done. Only a write still pending ``stall_grace`` seconds after the time limit (the final
+frame's too, when the limit came while the turn waited on its backend) is cancelled: its reader took
 nothing for that long, no final frame could reach it, and the turn ends with ``TurnStalled`` instead
 of a frame. Any other cancellation (the client went away) ends the turn with no further frame.
 """
@@ -69,12 +68,7 @@ class FrameOutput(Protocol):
 
     async def write(self, frame: bytes, kind: str) -> None:
         """Write one frame (a serialized ``ChatResponse``; ``kind``: its response_kind), the final one
-        last. It may return while the frame is still being written, once the frame before it is
-        written: the turn builds the next frame meanwhile. A write that fails because the reader is
-        gone raises ``asyncio.CancelledError``."""
-
-    async def drain(self) -> None:
-        """Return once every frame ``write`` was given is written (called after the final one)."""
+        last. A write that fails because the reader is gone raises ``asyncio.CancelledError``."""
 
 
 class TurnStalled(Exception):
@@ -114,8 +108,7 @@ class Turn:
             self.interruption = interruption
         if not self.writing:
             self.task.cancel()
-        # Even when the turn waits on its backend: a write may be in flight meanwhile, and the final
-        # frame waits for it.
+        # Also when the turn waits on its backend: its final frame's write may stall in turn.
         if stall_grace is not None:
             self._timers.append(asyncio.get_running_loop().call_later(stall_grace, self._on_stalled))
 
@@ -179,11 +172,10 @@ async def run_turn(
                 frame = frames.for_event(event)
             turn.writing = True
             await output.write(frame, frames.last_kind)
+            turn.writing = False
             if frames.finished:
-                await output.drain()
                 turn.final_code = frames.final_code
                 return
-            turn.writing = False
             if turn.interruption is not None:  # it came during the write: only a wait on the backend is cancelled
                 final = _interrupted(turn, frames)
                 break
@@ -210,7 +202,6 @@ async def run_turn(
     turn.writing = True
     try:
         await output.write(final, frames.last_kind)
-        await output.drain()
     except asyncio.CancelledError:
         if turn.stalled:
             raise TurnStalled from None

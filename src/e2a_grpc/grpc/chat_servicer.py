@@ -8,20 +8,19 @@ or deadline stops the backend (CancelledError at its current await) and writes n
 client.
 
 The frame sink (``serve --publish-nats``) gets every frame built, the one being written when the call
-ended and the one built meanwhile included, and its copy of every stream ends with exactly one final
-frame: when the call ends without one (the client cancelled, its deadline passed, a stalled client
-got a status, the grace period ran out, a bug), a final ``e2a.error`` frame naming why
-(``client_cancelled``, ``deadline_exceeded``, ``stream_time_limit``, ``server_shutting_down``,
-``internal``) is built for the sink alone, so that a subscriber of the stream sees it end.
+ended included, and its copy of every stream ends with exactly one final frame: when the call ends
+without one (the client cancelled, its deadline passed, a stalled client got a status, the grace
+period ran out, a bug), a final ``e2a.error`` frame naming why (``client_cancelled``,
+``deadline_exceeded``, ``stream_time_limit``, ``server_shutting_down``, ``internal``) is built for the
+sink alone, so that a subscriber of the stream sees it end.
 
 The work of one request is bounded (``ServerSettings.chat_max_*``, see ``e2a_grpc.chat.turn``).
-Frames are written one at a time, in order: a frame's write starts once the one before it is written,
-and the next frame is built while a write is in flight (which saves the server a wait per frame). So a
-client that stops reading holds the backend back (HTTP/2 flow control) and its stream holds two frames
-(one being written, the next built); if it still takes none ``STALLED_WRITE_GRACE_SECONDS`` after the
-time limit, no final frame could reach it, so the call ends with RESOURCE_EXHAUSTED. An agent that
-pushes its events (ACP) is not held back: what it sends meanwhile waits in the backend's
-``EventInbox``, and text deltas that waited there come out merged (``e2a_grpc.chat.coalesce``).
+Frames are written one at a time, each write awaited, so a client that stops reading holds the
+backend back (HTTP/2 flow control) and its stream holds one frame; if it still takes none
+``STALLED_WRITE_GRACE_SECONDS`` after the time limit, no final frame could reach it, so the call ends
+with RESOURCE_EXHAUSTED. An agent that pushes its events (ACP) is not held back: what it sends
+meanwhile waits in the backend's ``EventInbox``, and text deltas that waited there come out merged
+(``e2a_grpc.chat.coalesce``).
 
 Frames are written as the bytes ``FrameBuilder`` serialized them (``add_chat_service`` registers the
 RPC without a response serializer).
@@ -32,9 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
@@ -44,7 +42,6 @@ from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
 from e2a_grpc.errors import E2AFieldError
-from e2a_grpc.grpc.eager import EagerStart
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import status_for
 from e2a_grpc.model import ErrorCode
@@ -74,14 +71,9 @@ class FrameSink(Protocol):
 
 
 class _CallOutput:
-    """Where a Chat turn's frames go: the call, then the metrics and the frame sink.
+    """Where a Chat turn's frames go: the call, then the metrics and the frame sink."""
 
-    A frame's write starts once the frame before it is written, and ``write`` returns while it is in
-    flight, so the turn builds the next frame meanwhile (grpc's write started at once: ``EagerStart``).
-    At most one write is in flight; ``drain`` waits for it.
-    """
-
-    __slots__ = ("_context", "_frame_sink", "_in_flight", "_in_flight_kind", "_metrics", "_request_id", "unpublished")
+    __slots__ = ("_context", "_frame_sink", "_metrics", "_request_id", "unpublished")
 
     def __init__(
         self,
@@ -94,54 +86,25 @@ class _CallOutput:
         self._metrics = metrics
         self._frame_sink = frame_sink
         self._request_id = request_id
-        #: The write in flight, and the response_kind of its frame.
-        self._in_flight: EagerStart | None = None
-        self._in_flight_kind = ""
-        #: The frames handed to ``write`` that the frame sink does not have yet, oldest first: the one
-        #: in flight, and the next one while it waits for it (a call may end under either).
-        self.unpublished: deque[bytes] = deque()
+        #: The last frame written, until the frame sink has it (a call may end while it is written).
+        self.unpublished: bytes | None = None
 
     async def write(self, frame: bytes, kind: str) -> None:
-        self.unpublished.append(frame)
-        if self._in_flight is not None:
-            await self.drain()
+        self.unpublished = frame
         try:
-            self._in_flight = EagerStart(self._context.write(frame))
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # grpc's AbortError / UsageError: the call is over
-            self._call_over()
-        self._in_flight_kind = kind
-
-    async def drain(self) -> None:
-        """Wait for the write in flight, if any; then the metrics and the frame sink get its frame."""
-        in_flight = self._in_flight
-        if in_flight is None:
-            return
-        self._in_flight = None  # awaited: it ends here, whatever happens
-        try:
-            await in_flight
+            await self._context.write(frame)
         except asyncio.CancelledError:
             raise
         except Exception:  # grpc's ExecuteBatchError: the call is over (the client cancelled, or its deadline passed)
-            self._call_over()
+            # As a cancel: grpc then sends no status of its own over the failed write (which it
+            # would log as an error), and the caller's finally blocks stop the backend.
+            log.debug("Chat call %s ended while a frame was being written", self._request_id)
+            raise asyncio.CancelledError from None
         if self._metrics is not None:
-            self._metrics.chat_frame_sent(self._in_flight_kind)
+            self._metrics.chat_frame_sent(kind)
         if self._frame_sink is not None:
-            await self._frame_sink.put(self.unpublished[0])
-        self.unpublished.popleft()
-
-    def abandon(self) -> None:
-        """The call ended with a write in flight that nobody will await (the client went away)."""
-        if self._in_flight is not None:
-            self._in_flight.abandon()
-            self._in_flight = None
-
-    def _call_over(self) -> NoReturn:
-        # As a cancel: grpc then sends no status of its own over the failed write (which it would log
-        # as an error), and the caller's finally blocks stop the backend.
-        log.debug("Chat call %s ended while a frame was being written", self._request_id)
-        raise asyncio.CancelledError from None
+            await self._frame_sink.put(frame)
+        self.unpublished = None
 
 
 class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
@@ -203,7 +166,6 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                         self._metrics.chat_limits_hit.labels(turn.limit_hit).inc()
                 turn.cancel_timers()
                 self._turns.discard(turn)
-                output.abandon()
                 await events.aclose()
         except TurnStalled:
             if self._frame_sink is not None:
@@ -218,13 +180,12 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
     async def _end_published_stream(
         sink: FrameSink, frames: FrameBuilder, output: _CallOutput, ending: Interruption
     ) -> None:
-        """End the frame sink's copy of a stream whose call ended without its final frame: the frames
-        it does not have yet (the one being written, and the next if it was built), then (unless one of
-        them was the final one) a final ``e2a.error`` frame for the sink alone. The client, gone or
-        getting a status, gets neither."""
-        while output.unpublished:
-            await sink.put(output.unpublished[0])
-            output.unpublished.popleft()
+        """End the frame sink's copy of a stream whose call ended without its final frame: the frame
+        written last, if the sink does not have it yet, then (unless that was the final one) a final
+        ``e2a.error`` frame for the sink alone. The client, gone or getting a status, gets neither."""
+        if output.unpublished is not None:
+            await sink.put(output.unpublished)
+            output.unpublished = None
         if not frames.finished:
             await sink.put(frames.error(ending.code, ending.message, ending.details))
 
