@@ -14,7 +14,7 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.invariants import StreamChecker
-from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, run_turn
+from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
 from e2a_grpc.model import DeltaKind, ErrorCode
 
 LIMITS = TurnLimits(max_prompt_bytes=1000, max_frames=5, max_seconds=30.0)
@@ -101,7 +101,7 @@ async def test_the_agent_ids_are_adopted_only_when_asked(adopt: bool) -> None:
     assert (frames[0].task_id, frames[0].context_id) == (("agent-task", "agent-context") if adopt else (None, None))
 
 
-async def _turn_stuck_after(*events: Event) -> tuple[asyncio.Task[None], Turn, Frames]:
+async def _turn_stuck_after(*events: Event, output: Frames | None = None) -> tuple[asyncio.Task[None], Turn, Frames]:
     """A turn running in a task, its backend waiting for ever after ``events``, once it waits."""
     waiting = asyncio.Event()
 
@@ -112,7 +112,8 @@ async def _turn_stuck_after(*events: Event) -> tuple[asyncio.Task[None], Turn, F
         await asyncio.Event().wait()
         yield Complete({})  # never reached
 
-    output = Frames()
+    if output is None:
+        output = Frames()
 
     async def turn_task() -> None:
         frames = FrameBuilder(ENVELOPE, BackendInfo("script", "e2a"), UtcClock())
@@ -138,3 +139,22 @@ async def test_a_cancel_from_outside_writes_nothing_more() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert output.written == []
+
+
+class NeverTakesTheSecond(Frames):
+    """A ``FrameOutput`` whose reader takes the first frame and then nothing more."""
+
+    async def write(self, frame: bytes, kind: str) -> None:
+        if self.written:
+            await asyncio.Event().wait()
+        await super().write(frame, kind)
+
+
+async def test_a_final_frame_its_reader_never_takes_is_cancelled_after_the_stall_grace() -> None:
+    output = NeverTakesTheSecond()
+    task, turn, _ = await _turn_stuck_after(Delta(DeltaKind.TEXT, "a"), output=output)
+    # The time limit comes while the turn waits on its backend, not while it writes.
+    turn.interrupt(Interruption(ErrorCode.STREAM_TIME_LIMIT, "too long", {}), stall_grace=0.01)
+    with pytest.raises(TurnStalled):
+        await task
+    assert len(output.written) == 1 and turn.stalled

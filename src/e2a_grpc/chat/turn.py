@@ -14,10 +14,10 @@ than ``max_seconds`` has its backend stopped (generator closed, or cancelled at 
 
 A write cannot be interrupted by another (the final frame cannot start while a frame is being
 written), so nothing cancels the turn while it writes: an interruption then takes effect once the
-write is done. Only a write still pending ``stall_grace`` seconds after the time limit is cancelled:
-its reader took nothing for that long, no final frame could reach it, and the turn ends with
-``TurnStalled`` instead of a frame. Any other cancellation (the client went away) ends the turn with
-no further frame.
+write is done. Only a write still pending ``stall_grace`` seconds after the time limit (the final
+frame's too, when the limit came while the turn waited on its backend) is cancelled: its reader took
+nothing for that long, no final frame could reach it, and the turn ends with ``TurnStalled`` instead
+of a frame. Any other cancellation (the client went away) ends the turn with no further frame.
 """
 
 from __future__ import annotations
@@ -108,7 +108,8 @@ class Turn:
             self.interruption = interruption
         if not self.writing:
             self.task.cancel()
-        elif stall_grace is not None:
+        # Also when the turn waits on its backend: its final frame's write may stall in turn.
+        if stall_grace is not None:
             self._timers.append(asyncio.get_running_loop().call_later(stall_grace, self._on_stalled))
 
     def limit_time(self, limits: TurnLimits, stall_grace: float | None = None) -> None:
