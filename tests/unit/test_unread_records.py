@@ -358,6 +358,18 @@ def test_a_message_with_unknown_fields_is_decoded_at_once(suffix: bytes) -> None
     assert record.to_bytes() == E2AEnvelope.from_dict(SPEC_EXAMPLE).to_bytes()
 
 
+@pytest.mark.parametrize("repeated", [False, True])
+def test_many_auth_headers_are_told_apart(repeated: bool) -> None:
+    """Past eight headers the names are compared through a hash table: a repeat is still found."""
+    message = E2AEnvelope.from_dict(SPEC_EXAMPLE).to_proto()
+    names = [f"X-Header-{index}" for index in range(12)] + (["X-Header-3"] if repeated else [])
+    message.auth.extra_headers.extend(e2a_pb2.HttpHeader(name=name, value="v") for name in names)
+    data = message.SerializeToString()
+    record = E2AEnvelope.from_bytes(data)
+    assert _is_unread(record) is not repeated
+    assert record.to_bytes() == E2AEnvelope.from_proto(message).to_bytes()
+
+
 @PROPERTY
 @given(canonical_envelopes | canonical_responses)
 def test_what_the_codec_writes_is_kept_unread(values: dict[str, Any]) -> None:
