@@ -170,6 +170,8 @@ def loads(text: str, field: str, *, max_depth: int = MAX_DEPTH) -> Any:
 
     ``max_depth`` is more than ``MAX_DEPTH`` only for documents that wrap E2A documents (a CloudEvent
     carrying a record is one level deeper than the record)."""
+    if _canonical.is_canonical_object(text):  # the common case, checked without writing it back
+        return orjson.loads(text)
     try:
         value = orjson.loads(text)
         # Texts orjson writes back identically need no other check: orjson writes 255 levels at most.
