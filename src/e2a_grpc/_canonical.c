@@ -36,7 +36,8 @@ enum {
     ACTION_OBJECT = 1,          /* JSON text: "" or a canonical non-empty object ("{}" is written "") */
     ACTION_OPTIONAL_OBJECT = 2, /* JSON text: "" or a canonical object */
     ACTION_ENUM = 3,            /* a varint whose value is a bit of the argument (an int mask) */
-    ACTION_MESSAGE = 4,         /* a message: argument (plan, key field number or 0 for none) */
+    ACTION_MESSAGE = 4,         /* a message: argument (plan, key field number or 0); with a key, the
+                                 * field is repeated and its elements' keys distinct, with 0 singular */
     ACTION_NONEMPTY_TEXT = 5,   /* a string that is not empty */
     ACTION_FINITE_DOUBLE = 6,   /* a double that is neither NaN nor infinite */
 };
@@ -542,11 +543,15 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
             }
             break;
         case WIRE_I64:
-            p += 8;
+        case WIRE_I32: {
+            /* Compared before moving: a pointer past the end is undefined even if never read. */
+            Py_ssize_t size = (tag & 7) == WIRE_I64 ? 8 : 4;
+            if (end - p < size) {
+                return 0;
+            }
+            p += size;
             break;
-        case WIRE_I32:
-            p += 4;
-            break;
+        }
         case WIRE_LEN:
             if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
                 return 0;
@@ -561,9 +566,6 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
             p += value;
             break;
         default:
-            return 0;
-        }
-        if (p > end) {
             return 0;
         }
     }
@@ -601,6 +603,7 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
             passed = 0; /* unknown, or a wire type the decoder keeps as an unknown field */
             break;
         }
+        int repeated = (seen >> number) & 1;
         seen |= (uint64_t)1 << number;
         const unsigned char *payload = p;
         Py_ssize_t size;
@@ -665,6 +668,13 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
         case ACTION_MESSAGE: {
             PyObject *inner = PyTuple_GET_ITEM(argument, 0);
             uint64_t inner_key = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(argument, 1));
+            if (repeated && inner_key == 0) {
+                /* A singular message (no key: not a repeated element) the parser merges from its
+                 * parts: checked part by part, the merge could still repeat a key (two auth parts
+                 * naming the same header). The codec writes it once; leave the rest to decode. */
+                passed = 0;
+                break;
+            }
             passed = check_message(payload, payload + size, inner);
             if (passed == 1 && inner_key != 0) {
                 Span element_key;
@@ -725,6 +735,7 @@ static int exec_module(PyObject *module)
     if (orjson == NULL) {
         return -1;
     }
+    Py_XDECREF(orjson_dumps); /* the module object can be made again from the same library */
     orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
     Py_DECREF(orjson);
     if (orjson_dumps == NULL) {
