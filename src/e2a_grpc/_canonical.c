@@ -572,6 +572,13 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
     return 1;
 }
 
+/* -1 with TypeError set: plans come from proto._wire_plan, but a wrong one must not read astray. */
+static int malformed_plan(void)
+{
+    PyErr_SetString(PyExc_TypeError, "malformed wire plan (see e2a_grpc/_canonical.pyi)");
+    return -1;
+}
+
 /*
  * Whether the message in [p, end) passes ``plan``: a tuple (fields, required, any_of), where
  * fields[number] is None or (wire type, action, argument), and required / any_of are masks of field
@@ -579,10 +586,16 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
  */
 static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan)
 {
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(plan, 0))) {
+        return malformed_plan();
+    }
     PyObject *fields = PyTuple_GET_ITEM(plan, 0);
     Py_ssize_t field_count = PyTuple_GET_SIZE(fields);
     uint64_t required = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 1));
     uint64_t any_of = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 2));
+    if (PyErr_Occurred()) {
+        return -1;
+    }
     uint64_t seen = 0;
     Spans keys; /* the keys of the one repeated field whose elements must have distinct keys */
     spans_init(&keys);
@@ -599,8 +612,22 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
             break;
         }
         PyObject *field = PyTuple_GET_ITEM(fields, (Py_ssize_t)number);
-        if (field == Py_None || (tag & 7) != PyLong_AsUnsignedLong(PyTuple_GET_ITEM(field, 0))) {
-            passed = 0; /* unknown, or a wire type the decoder keeps as an unknown field */
+        if (field == Py_None) {
+            passed = 0; /* unknown */
+            break;
+        }
+        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 3) {
+            passed = malformed_plan();
+            break;
+        }
+        long wire_type = PyLong_AsLong(PyTuple_GET_ITEM(field, 0));
+        long action = PyLong_AsLong(PyTuple_GET_ITEM(field, 1));
+        if ((wire_type == -1 || action == -1) && PyErr_Occurred()) {
+            passed = -1;
+            break;
+        }
+        if ((long)(tag & 7) != wire_type) {
+            passed = 0; /* a wire type the decoder keeps as an unknown field */
             break;
         }
         int repeated = (seen >> number) & 1;
@@ -620,21 +647,24 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
         case WIRE_I32:
             size = 4;
             break;
-        default: /* WIRE_LEN: the plan holds no other wire type */
+        case WIRE_LEN:
             if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
                 passed = 0;
             }
             payload = p;
             size = (Py_ssize_t)value;
             break;
+        default:
+            passed = malformed_plan();
+            size = 0;
         }
         if (passed != 1 || size > end - p) {
-            passed = 0;
+            passed = passed < 0 ? -1 : 0;
             break;
         }
         p += size;
         PyObject *argument = PyTuple_GET_ITEM(field, 2);
-        switch (PyLong_AsLong(PyTuple_GET_ITEM(field, 1))) {
+        switch (action) {
         case ACTION_SKIP:
             break;
         case ACTION_OBJECT:
@@ -649,13 +679,23 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
                 passed = canonical_object(payload, size);
             }
             break;
-        case ACTION_ENUM:
-            passed = value < 64 && ((PyLong_AsUnsignedLongLong(argument) >> value) & 1);
+        case ACTION_ENUM: {
+            uint64_t allowed = PyLong_AsUnsignedLongLong(argument);
+            if (allowed == (uint64_t)-1 && PyErr_Occurred()) {
+                passed = -1;
+                break;
+            }
+            passed = value < 64 && ((allowed >> value) & 1);
             break;
+        }
         case ACTION_NONEMPTY_TEXT:
             passed = size > 0;
             break;
         case ACTION_FINITE_DOUBLE: {
+            if (size != 8) {
+                passed = malformed_plan(); /* a double is an I64 field */
+                break;
+            }
             uint64_t bits = 0;
             for (int i = 7; i >= 0; i--) {
                 bits = bits << 8 | payload[i]; /* little-endian on the wire */
@@ -666,8 +706,16 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
             break;
         }
         case ACTION_MESSAGE: {
+            if (!PyTuple_Check(argument) || PyTuple_GET_SIZE(argument) != 2) {
+                passed = malformed_plan();
+                break;
+            }
             PyObject *inner = PyTuple_GET_ITEM(argument, 0);
             uint64_t inner_key = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(argument, 1));
+            if (inner_key == (uint64_t)-1 && PyErr_Occurred()) {
+                passed = -1;
+                break;
+            }
             if (repeated && inner_key == 0) {
                 /* A singular message (no key: not a repeated element) the parser merges from its
                  * parts: checked part by part, the merge could still repeat a key (two auth parts

@@ -249,6 +249,30 @@ def test_the_round_trip_check_sees_repeated_fields(case: tuple[RecordType, bytes
     _kept_only_if_decoding_changes_nothing(*case)
 
 
+@pytest.mark.parametrize(
+    ("data", "plan"),
+    [
+        (b"", ()),
+        (b"", ("fields", 0, 0)),
+        (b"", ((), 2**64, 0)),  # a mask beyond 64 bits
+        (b"\x08\x01", ((None, "check"), 0, 0)),
+        (b"\x08\x01", ((None, (0, "action", None)), 0, 0)),
+        (b"\x08\x01", ((None, (0, native.ACTION_ENUM, "mask")), 0, 0)),
+        (b"\x0d\x00\x00\x80\x7f", ((None, (native.WIRE_I32, native.ACTION_FINITE_DOUBLE, None)), 0, 0)),
+        (b"\x0b", ((None, (3, native.ACTION_SKIP, None)), 0, 0)),  # a group: no plan has one
+        (b"\x0a\x00", ((None, (native.WIRE_LEN, native.ACTION_MESSAGE, ())), 0, 0)),
+    ],
+)
+def test_a_malformed_plan_is_a_type_error(data: bytes, plan: Any) -> None:
+    with pytest.raises((TypeError, OverflowError)):
+        native.message_round_trips(data, plan)
+
+
+def test_an_unknown_action_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown action"):
+        native.message_round_trips(b"\x08\x01", ((None, (native.WIRE_VARINT, 99, None)), 0, 0))
+
+
 _HEADER_A1 = e2a_pb2.HttpHeader(name="X-A", value="1")
 
 
