@@ -36,7 +36,8 @@ enum {
     ACTION_OBJECT = 1,          /* JSON text: "" or a canonical non-empty object ("{}" is written "") */
     ACTION_OPTIONAL_OBJECT = 2, /* JSON text: "" or a canonical object */
     ACTION_ENUM = 3,            /* a varint whose value is a bit of the argument (an int mask) */
-    ACTION_MESSAGE = 4,         /* a message: argument (plan, key field number or 0 for none) */
+    ACTION_MESSAGE = 4,         /* a message: argument (plan, key field number or 0); with a key, the
+                                 * field is repeated and its elements' keys distinct, with 0 singular */
     ACTION_NONEMPTY_TEXT = 5,   /* a string that is not empty */
     ACTION_FINITE_DOUBLE = 6,   /* a double that is neither NaN nor infinite */
 };
@@ -542,11 +543,15 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
             }
             break;
         case WIRE_I64:
-            p += 8;
+        case WIRE_I32: {
+            /* Compared before moving: a pointer past the end is undefined even if never read. */
+            Py_ssize_t size = (tag & 7) == WIRE_I64 ? 8 : 4;
+            if (end - p < size) {
+                return 0;
+            }
+            p += size;
             break;
-        case WIRE_I32:
-            p += 4;
-            break;
+        }
         case WIRE_LEN:
             if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
                 return 0;
@@ -563,11 +568,15 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
         default:
             return 0;
         }
-        if (p > end) {
-            return 0;
-        }
     }
     return 1;
+}
+
+/* -1 with TypeError set: plans come from proto._wire_plan, but a wrong one must not read astray. */
+static int malformed_plan(void)
+{
+    PyErr_SetString(PyExc_TypeError, "malformed wire plan (see e2a_grpc/_canonical.pyi)");
+    return -1;
 }
 
 /*
@@ -577,10 +586,16 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
  */
 static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan)
 {
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(plan, 0))) {
+        return malformed_plan();
+    }
     PyObject *fields = PyTuple_GET_ITEM(plan, 0);
     Py_ssize_t field_count = PyTuple_GET_SIZE(fields);
     uint64_t required = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 1));
     uint64_t any_of = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 2));
+    if (PyErr_Occurred()) {
+        return -1;
+    }
     uint64_t seen = 0;
     Spans keys; /* the keys of the one repeated field whose elements must have distinct keys */
     spans_init(&keys);
@@ -597,10 +612,25 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
             break;
         }
         PyObject *field = PyTuple_GET_ITEM(fields, (Py_ssize_t)number);
-        if (field == Py_None || (tag & 7) != PyLong_AsUnsignedLong(PyTuple_GET_ITEM(field, 0))) {
-            passed = 0; /* unknown, or a wire type the decoder keeps as an unknown field */
+        if (field == Py_None) {
+            passed = 0; /* unknown */
             break;
         }
+        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 3) {
+            passed = malformed_plan();
+            break;
+        }
+        long wire_type = PyLong_AsLong(PyTuple_GET_ITEM(field, 0));
+        long action = PyLong_AsLong(PyTuple_GET_ITEM(field, 1));
+        if ((wire_type == -1 || action == -1) && PyErr_Occurred()) {
+            passed = -1;
+            break;
+        }
+        if ((long)(tag & 7) != wire_type) {
+            passed = 0; /* a wire type the decoder keeps as an unknown field */
+            break;
+        }
+        int repeated = (seen >> number) & 1;
         seen |= (uint64_t)1 << number;
         const unsigned char *payload = p;
         Py_ssize_t size;
@@ -617,21 +647,24 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
         case WIRE_I32:
             size = 4;
             break;
-        default: /* WIRE_LEN: the plan holds no other wire type */
+        case WIRE_LEN:
             if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
                 passed = 0;
             }
             payload = p;
             size = (Py_ssize_t)value;
             break;
+        default:
+            passed = malformed_plan();
+            size = 0;
         }
         if (passed != 1 || size > end - p) {
-            passed = 0;
+            passed = passed < 0 ? -1 : 0;
             break;
         }
         p += size;
         PyObject *argument = PyTuple_GET_ITEM(field, 2);
-        switch (PyLong_AsLong(PyTuple_GET_ITEM(field, 1))) {
+        switch (action) {
         case ACTION_SKIP:
             break;
         case ACTION_OBJECT:
@@ -646,13 +679,23 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
                 passed = canonical_object(payload, size);
             }
             break;
-        case ACTION_ENUM:
-            passed = value < 64 && ((PyLong_AsUnsignedLongLong(argument) >> value) & 1);
+        case ACTION_ENUM: {
+            uint64_t allowed = PyLong_AsUnsignedLongLong(argument);
+            if (allowed == (uint64_t)-1 && PyErr_Occurred()) {
+                passed = -1;
+                break;
+            }
+            passed = value < 64 && ((allowed >> value) & 1);
             break;
+        }
         case ACTION_NONEMPTY_TEXT:
             passed = size > 0;
             break;
         case ACTION_FINITE_DOUBLE: {
+            if (size != 8) {
+                passed = malformed_plan(); /* a double is an I64 field */
+                break;
+            }
             uint64_t bits = 0;
             for (int i = 7; i >= 0; i--) {
                 bits = bits << 8 | payload[i]; /* little-endian on the wire */
@@ -663,8 +706,23 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
             break;
         }
         case ACTION_MESSAGE: {
+            if (!PyTuple_Check(argument) || PyTuple_GET_SIZE(argument) != 2) {
+                passed = malformed_plan();
+                break;
+            }
             PyObject *inner = PyTuple_GET_ITEM(argument, 0);
             uint64_t inner_key = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(argument, 1));
+            if (inner_key == (uint64_t)-1 && PyErr_Occurred()) {
+                passed = -1;
+                break;
+            }
+            if (repeated && inner_key == 0) {
+                /* A singular message (no key: not a repeated element) the parser merges from its
+                 * parts: checked part by part, the merge could still repeat a key (two auth parts
+                 * naming the same header). The codec writes it once; leave the rest to decode. */
+                passed = 0;
+                break;
+            }
             passed = check_message(payload, payload + size, inner);
             if (passed == 1 && inner_key != 0) {
                 Span element_key;
@@ -725,6 +783,7 @@ static int exec_module(PyObject *module)
     if (orjson == NULL) {
         return -1;
     }
+    Py_XDECREF(orjson_dumps); /* the module object can be made again from the same library */
     orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
     Py_DECREF(orjson);
     if (orjson_dumps == NULL) {

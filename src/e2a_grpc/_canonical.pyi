@@ -1,5 +1,6 @@
 # A field's check: (wire type, action, argument). The argument is None, an int mask of the enum
-# values allowed (ACTION_ENUM), or (plan, key field number or 0) (ACTION_MESSAGE).
+# values allowed (ACTION_ENUM), or (plan, key field number or 0) (ACTION_MESSAGE: with a key, a repeated
+# field whose elements' keys must be distinct; with 0, a singular message, which must occur once).
 FieldCheck = tuple[int, int, object]
 # (fields indexed by field number, mask of required field numbers, mask of which one must be present)
 WirePlan = tuple[tuple[FieldCheck | None, ...], int, int]

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from e2a.v1 import e2a_pb2
 from e2a_grpc import E2AEnvelope, E2AFieldError, E2AResponse, jsontext
+from e2a_grpc import _canonical as native
 from e2a_grpc.model import records
 from e2a_grpc.model.fields import Kind
 from tests.support.strategies import (
@@ -30,6 +31,7 @@ from tests.support.strategies import (
     json_values,
     unicode_text,
 )
+from tests.support.wire import field_number, top_level_fields
 
 PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -165,6 +167,137 @@ def test_from_bytes_is_from_proto_for_any_message(case: tuple[RecordType, bytes]
         return
     assert lazy == eager
     assert _writes(lambda: record_type.from_bytes(data)) == _writes(decoded_at_once)
+
+
+def _plans(plan: Any) -> list[Any]:
+    """A wire plan and the plans of the messages it checks, nested ones included."""
+    nested = [check[2][0] for check in plan[0] if check is not None and check[1] == native.ACTION_MESSAGE]
+    return [plan, *(inner for outer in nested for inner in _plans(outer))]
+
+
+ALL_PLANS = [plan for record_type in (E2AEnvelope, E2AResponse) for plan in _plans(record_type.CODEC.wire_plan)]
+
+
+@st.composite
+def _rearranged(draw: st.DrawFn) -> tuple[RecordType, bytes]:
+    """A message with whole fields repeated (the parser merges a repeated message field) or dropped."""
+    if draw(st.integers(min_value=0, max_value=3)) == 0:
+        record_type, data = draw(messages())
+    else:  # mostly messages kept unread, as long as no field is repeated; auth is the one merge that collapses
+        values = draw(canonical_envelopes.map(dict) | canonical_responses)
+        if "auth" in values and draw(st.booleans()):
+            values["auth"] = {
+                "extra_headers": draw(st.dictionaries(unicode_text, unicode_text, min_size=1, max_size=3))
+            }
+        record_type, values = _canonical(values)
+        data = record_type.dict_to_bytes(values)
+    parts = top_level_fields(data)
+    assert parts is not None
+    descriptor = record_type.CODEC.message_type.DESCRIPTOR
+    message_numbers = {field.number for field in descriptor.fields if field.message_type is not None}
+    if draw(st.booleans()):  # every message field twice: the parser merges the parts
+        parts = [twice for part in parts for twice in [part] * (2 if field_number(part) in message_numbers else 1)]
+    for _ in range(draw(st.integers(min_value=0, max_value=3))):
+        if parts:
+            repeated = parts[draw(st.integers(min_value=0, max_value=len(parts) - 1))]
+            parts.insert(draw(st.integers(min_value=0, max_value=len(parts))), repeated)
+        if draw(st.booleans()) and parts:
+            del parts[draw(st.integers(min_value=0, max_value=len(parts) - 1))]
+    return record_type, b"".join(parts)
+
+
+@st.composite
+def _mangled(draw: st.DrawFn) -> tuple[RecordType, bytes]:
+    """A message with bytes overwritten, inserted or cut off: mostly not one upb reads."""
+    record_type, data = draw(messages())
+    out = bytearray(data)
+    for at, byte in draw(
+        st.lists(st.tuples(st.integers(min_value=0, max_value=4096), st.integers(0, 255)), max_size=3)
+    ):
+        out.insert(at % (len(out) + 1), byte)
+    return record_type, bytes(out[: draw(st.integers(min_value=0, max_value=len(out)))])
+
+
+def _kept_only_if_decoding_changes_nothing(record_type: RecordType, data: bytes) -> None:
+    """Every plan answers for ``data`` without raising; True on a message upb reads means keeping it
+    unread writes what decoding it at once writes."""
+    for plan in ALL_PLANS:
+        assert type(native.message_round_trips(data, plan)) is bool
+    if not native.message_round_trips(data, record_type.CODEC.wire_plan):
+        return
+    try:
+        record_type.CODEC.message_type.FromString(data)
+    except DecodeError:
+        return  # from_bytes raises before asking
+
+    def decoded_at_once() -> Record:
+        message: Any = record_type.CODEC.message_type.FromString(data)
+        return record_type.from_proto(message)
+
+    assert _writes(lambda: record_type.from_bytes(data)) == _writes(decoded_at_once)
+
+
+@PROPERTY
+@given(record_types.flatmap(lambda kind: st.tuples(st.just(kind), st.binary(max_size=200))) | _mangled())
+def test_the_round_trip_check_takes_any_bytes(case: tuple[RecordType, bytes]) -> None:
+    _kept_only_if_decoding_changes_nothing(*case)
+
+
+@PROPERTY
+@given(_rearranged())
+def test_the_round_trip_check_sees_repeated_fields(case: tuple[RecordType, bytes]) -> None:
+    _kept_only_if_decoding_changes_nothing(*case)
+
+
+@pytest.mark.parametrize(
+    ("data", "plan"),
+    [
+        (b"", ()),
+        (b"", ("fields", 0, 0)),
+        (b"", ((), 2**64, 0)),  # a mask beyond 64 bits
+        (b"\x08\x01", ((None, "check"), 0, 0)),
+        (b"\x08\x01", ((None, (0, "action", None)), 0, 0)),
+        (b"\x08\x01", ((None, (0, native.ACTION_ENUM, "mask")), 0, 0)),
+        (b"\x0d\x00\x00\x80\x7f", ((None, (native.WIRE_I32, native.ACTION_FINITE_DOUBLE, None)), 0, 0)),
+        (b"\x0b", ((None, (3, native.ACTION_SKIP, None)), 0, 0)),  # a group: no plan has one
+        (b"\x0a\x00", ((None, (native.WIRE_LEN, native.ACTION_MESSAGE, ())), 0, 0)),
+    ],
+)
+def test_a_malformed_plan_is_a_type_error(data: bytes, plan: Any) -> None:
+    with pytest.raises((TypeError, OverflowError)):
+        native.message_round_trips(data, plan)
+
+
+def test_an_unknown_action_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown action"):
+        native.message_round_trips(b"\x08\x01", ((None, (native.WIRE_VARINT, 99, None)), 0, 0))
+
+
+_HEADER_A1 = e2a_pb2.HttpHeader(name="X-A", value="1")
+
+
+@pytest.mark.parametrize(
+    ("field", "first", "second"),
+    [
+        # Each part's header names are distinct, the merged auth's are not (the check saw each part).
+        ("auth", e2a_pb2.E2AAuth(extra_headers=[_HEADER_A1]), e2a_pb2.E2AAuth(extra_headers=[_HEADER_A1])),
+        ("auth", e2a_pb2.E2AAuth(extra_headers=[_HEADER_A1]), e2a_pb2.E2AAuth(meta='{"k":1}')),
+        ("provenance", e2a_pb2.E2AProvenance(source_protocol="acp"), e2a_pb2.E2AProvenance(source_protocol="e2a")),
+        ("jsonrpc_id", e2a_pb2.JsonRpcId(string_value="a"), e2a_pb2.JsonRpcId(integer_value=5)),
+    ],
+)
+def test_a_message_field_in_parts_is_decoded_at_once(field: str, first: Message, second: Message) -> None:
+    """The parser merges the parts of a singular message field; the codec never writes parts."""
+    message = E2AEnvelope.from_dict(SPEC_EXAMPLE).to_proto()
+    message.ClearField(field)
+    data = message.SerializeToString()
+    for part in (first, second):
+        holder = e2a_pb2.E2AEnvelope()
+        getattr(holder, field).CopyFrom(part)
+        data += holder.SerializeToString()
+    record = E2AEnvelope.from_bytes(data)
+    assert not _is_unread(record)
+    assert record.to_bytes() == E2AEnvelope.from_proto(e2a_pb2.E2AEnvelope.FromString(data)).to_bytes()
 
 
 def _canonical(values: dict[str, Any]) -> tuple[RecordType, dict[str, Any]]:

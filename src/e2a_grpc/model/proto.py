@@ -379,9 +379,10 @@ def round_trips(data: bytes, codec: Codec[Message]) -> bool:
     True means the message holds no unknown field, and decoding raises nothing and changes nothing:
     every free-form text is JSON exactly as ``jsontext.dumps`` writes it (an object, and not
     ``"{}"`` where ``""`` is the default), the identity origin is set and known, the provenance is
-    set, the JSON-RPC id is a string, a 64-bit integer or a finite number, and auth headers have
-    distinct names. So a record can keep the message and decode it only when read. False says
-    nothing about validity: ``decode`` judges such a message (and names the field at fault).
+    set, the JSON-RPC id is a string, a 64-bit integer or a finite number, auth headers have
+    distinct names, and each message field comes in one part (the parser merges parts). So a
+    record can keep the message and decode it only when read. False says nothing about validity:
+    ``decode`` judges such a message (and names the field at fault).
     """
     return _canonical.message_round_trips(data, codec.wire_plan)
 
