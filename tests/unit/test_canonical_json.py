@@ -1,8 +1,9 @@
 """``_canonical.is_canonical_object`` answers exactly as its definition does: a JSON object that
 orjson reads and writes back byte for byte.
 
-The definition is written here once, with orjson itself; the C check must agree with it on every
-text, canonical or not: the texts orjson writes, those other writers produce, and mangled ones.
+The definition is written once, with orjson itself (``tests/support/canonical_json.py``); the C
+check must agree with it on every text, canonical or not: the texts orjson writes, those other
+writers produce, and mangled ones.
 """
 
 from __future__ import annotations
@@ -17,25 +18,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from e2a_grpc import _canonical, jsontext
 from tests.conftest import REPO_ROOT
+from tests.support.canonical_json import is_canonical
 from tests.support.strategies import json_objects, json_values
 
 PROPERTY = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def is_canonical(text: str) -> bool:
-    """The definition: what ``jsontext.canonical_object`` stood for before the check was in C."""
-    try:
-        value = orjson.loads(text)
-        return type(value) is dict and orjson.dumps(value) == text.encode()
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError, UnicodeEncodeError):
-        return False
 
 
 @functools.cache

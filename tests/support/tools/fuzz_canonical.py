@@ -30,9 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import orjson
 from google.protobuf.message import DecodeError
 
+from tests.support.canonical_json import is_canonical
 from tests.support.wire import top_level_fields
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -92,14 +92,6 @@ def mutate(rng: random.Random, data: bytes, alphabet: bytes) -> bytes:
                 [b"\xff" * 9 + b"\x01", b"\xff" * 10, b"\x80" * 9 + b"\x00", b"\xfe\xff\xff\xff\x0f"]
             )
     return bytes(out)
-
-
-def is_canonical(text: str) -> bool:
-    try:
-        value = orjson.loads(text)
-        return type(value) is dict and orjson.dumps(value) == text.encode()
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError, UnicodeEncodeError):
-        return False
 
 
 def main() -> None:
