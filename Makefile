@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 NODE_MODULES := clients/ts/node_modules/.package-lock.json
 # The last commit of the schema as first shipped: later schemas must stay wire compatible with it.
 SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
-PY_SRC := src/e2a_grpc tests bench conformance
+PY_SRC := src/e2a_grpc tests bench conformance setup.py
 
 .PHONY: venv gen check-gen lint test nats-server test-go test-java test-rust conformance fuzz bench bench-tools serve clean
 

@@ -379,7 +379,8 @@ class _FromJson:
     def __init__(self, record_type: type[_Record[Any]], values: dict[str, Any]) -> None:
         self.record_type = record_type
         self.values = values
-        self.handed_out = False  # as _FromBytes.objects: once handed out, they may have changed
+        #: Once handed to a record (or a copy of it), the values may have changed: to_json checks them again.
+        self.handed_out = False
 
     def attributes(self) -> dict[str, Any]:
         self.handed_out = True
