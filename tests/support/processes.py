@@ -48,6 +48,23 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def connections_to(pid: int, port: int) -> int:
+    """How many of a process's sockets are TCP connections to ``port`` on IPv4 loopback (Linux ``/proc``).
+
+    Lets a leak check tell a connection pool's idle keep-alive connections from other open files.
+    """
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):  # closed since listdir
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    remote = f"0100007F:{port:04X}"
+    lines = Path(f"/proc/{pid}/net/tcp").read_text(encoding="ascii").splitlines()[1:]
+    # Columns: sl, local_address, rem_address, st, queues, tr, retrnsmt, uid, timeout, inode, ...
+    return sum(1 for line in lines if (fields := line.split())[2] == remote and fields[9] in inodes)
+
+
 def wait_until(condition: Callable[[], bool], timeout: float, interval: float = 0.02) -> bool:
     """Poll ``condition`` until it holds or ``timeout`` passes; return its last value.
 
