@@ -4,6 +4,7 @@ value from the whole input dict, current key first, legacy key or shape as the f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
@@ -122,3 +123,22 @@ def provenance(data: dict[str, Any]) -> E2AProvenance:
         converted_at=current.converted_at,
         details={**current.details, "migrated_from_binding": text},
     )
+
+
+#: The keys each reader reads besides its own field's: a dict that holds none of them gives the
+#: reader nothing to fall back on (tests/unit/test_legacy_readers.py records the keys each one reads).
+FALLBACK_KEYS: dict[Callable[[dict[str, Any]], Any], tuple[str, ...]] = {
+    timestamp: (),
+    response_kind: (),
+    channel: ("channel_id",),
+    method: ("req_method",),
+    agent_id: ("source_agent_id",),
+    service_id: (),
+    workspace_key: ("workspace_dir",),
+    params: ("payload",),
+    channel_context: ("metadata", "app_id"),
+    provenance: ("binding",),
+}
+#: The readers that change strings of their own key (they strip them); the others, given no
+#: fallback key, return a value of their own key that the field's type allows as its kind reads it.
+NORMALIZING = frozenset({agent_id, service_id, workspace_key})

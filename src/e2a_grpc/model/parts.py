@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from e2a_grpc.errors import E2ATypeError, type_name
@@ -47,6 +47,23 @@ class E2AProvenance:
         details = dict(details) if type(details) is dict else readers.json_object(details, f"{path}.details")
         return cls(source_protocol, converter, converted_at, details)
 
+    @classmethod
+    def from_canonical(cls, data: Any) -> E2AProvenance | None:
+        """The provenance of a dict exactly as ``to_dict()`` writes one (its keys in order, each
+        value of the type written), taking its values without copying them; None for anything else,
+        which ``from_dict`` then reads or rejects."""
+        if type(data) is not dict or tuple(data) != _PROVENANCE_KEYS:
+            return None
+        source_protocol, converter, converted_at, details = data.values()
+        if (
+            type(source_protocol) is str
+            and (converter is None or type(converter) is str)
+            and (converted_at is None or type(converted_at) is str)
+            and type(details) is dict
+        ):
+            return cls(source_protocol, converter, converted_at, details)
+        return None
+
 
 @dataclass
 class E2AFileRef:
@@ -83,6 +100,9 @@ class E2AFileRef:
             size=size,
             _meta=readers.json_object(data.get("_meta"), f"{path}._meta"),
         )
+
+
+_PROVENANCE_KEYS = tuple(item.name for item in fields(E2AProvenance))
 
 
 @dataclass
@@ -123,3 +143,24 @@ class E2AAuth:
             extra_headers=headers,
             _meta=readers.json_object(data.get("_meta"), f"{path}._meta"),
         )
+
+    @classmethod
+    def from_canonical(cls, data: Any) -> E2AAuth | None:
+        """As ``E2AProvenance.from_canonical``: the auth of a dict exactly as ``to_dict()`` writes one."""
+        if type(data) is not dict or tuple(data) != _AUTH_KEYS:
+            return None
+        method_id, bearer_token, api_key_ref, credential_ref, headers, meta = data.values()
+        if (
+            (method_id is None or type(method_id) is str)
+            and (bearer_token is None or type(bearer_token) is str)
+            and (api_key_ref is None or type(api_key_ref) is str)
+            and (credential_ref is None or type(credential_ref) is str)
+            and type(headers) is dict
+            and all(type(value) is str for value in headers.values())
+            and type(meta) is dict
+        ):
+            return cls(method_id, bearer_token, api_key_ref, credential_ref, headers, meta)
+        return None
+
+
+_AUTH_KEYS = tuple(item.name for item in fields(E2AAuth))

@@ -104,13 +104,14 @@ def unicode_text(value: str, path: str) -> str:
     return value
 
 
-_ORIGINS: dict[str, IdentityOrigin] = {origin.value: origin for origin in IdentityOrigin}
+#: Each origin by the string that names it.
+ORIGINS: dict[str, IdentityOrigin] = {origin.value: origin for origin in IdentityOrigin}
 
 
 def identity_origin(value: Any, path: str) -> IdentityOrigin:
     """An ``IdentityOrigin`` member or its string value."""
-    if type(value) is str and value in _ORIGINS:  # IdentityOrigin(value), without the Enum call's cost
-        return _ORIGINS[value]
+    if type(value) is str and value in ORIGINS:  # IdentityOrigin(value), without the Enum call's cost
+        return ORIGINS[value]
     if isinstance(value, IdentityOrigin):
         return value
     if isinstance(value, str):

@@ -83,6 +83,28 @@ _TAKEN_AS_IS: dict[Kind, frozenset[type]] = {
 
 LegacyReader = Callable[[dict[str, Any]], Any]
 
+# For ``from_json``'s canonical form (see ``_compile_canonical_reader``): per kind, the statements
+# that take the value ``{v}`` as ``to_dict`` writes it, or return None for any other value.
+_CANONICAL: dict[Kind, str] = {
+    Kind.TEXT: "if {v} is not None and type({v}) is not str: return None",
+    Kind.PLAIN_TEXT: "if type({v}) is not str: return None",
+    Kind.FLAG: "if type({v}) is not bool: return None",
+    Kind.INTEGER: "if type({v}) is not int: return None",
+    Kind.TEXT_LIST: "if type({v}) is not list or {v} and not all(type(item) is str for item in {v}): return None",
+    Kind.OBJECT: "if type({v}) is not dict: return None",
+    Kind.OPTIONAL_OBJECT: "if {v} is not None and type({v}) is not dict: return None",
+    Kind.JSONRPC_ID: "if {v} is not None and type({v}) not in jsonrpc_id_types: return None",
+    Kind.ORIGIN: "{v} = origins.get({v}) if type({v}) is str else None\n    if {v} is None: return None",
+    Kind.PROVENANCE: "{v} = provenance({v})\n    if {v} is None: return None",
+    Kind.AUTH: "if {v} is not None and ({v} := auth({v})) is None: return None",
+}
+_CANONICAL_NAMESPACE: dict[str, Any] = {
+    "jsonrpc_id_types": (str, int, float),
+    "origins": readers.ORIGINS,
+    "provenance": E2AProvenance.from_canonical,
+    "auth": E2AAuth.from_canonical,
+}
+
 
 def _reader(item: RecordField) -> Callable[[Any, str], Any]:
     """How ``from_dict`` reads a present key of this field.
@@ -131,6 +153,38 @@ def _compile_dict_reader(
     return read
 
 
+def _compile_canonical_reader(
+    fields: tuple[RecordField, ...], legacy_readers: Mapping[str, LegacyReader]
+) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """A reader of the canonical form of a record dict, compiled as ``_compile_dict_reader`` is:
+    exactly what ``to_dict`` writes (every field's key, in field order, and no other key; each value
+    of the type written), or None for any other dict, which ``_read_dict`` then reads or rejects.
+
+    It takes the values themselves (for ``from_json``, which owns the dict it parsed: nothing is
+    copied), so the record they make writes the dict back unchanged. A legacy reader is called only
+    if a fallback key of it is a field or it strips strings, and must return the value unchanged.
+    """
+    names = tuple(item.name for item in fields)
+    namespace = {**_CANONICAL_NAMESPACE, "names": names}
+    unpacked = ", ".join(f"v_{name}" for name in names)
+    lines = ["def read(data):", "    if tuple(data) != names: return None", f"    ({unpacked},) = data.values()"]
+    for index, item in enumerate(fields):
+        value = f"v_{item.name}"
+        lines.append("    " + _CANONICAL[item.kind].format(v=value))
+        read = legacy_readers.get(item.name)
+        if read is None:
+            continue
+        namespace[f"legacy_{index}"] = read
+        if not set(legacy.FALLBACK_KEYS[read]).isdisjoint(names):
+            lines.append(f"    if legacy_{index}(data) is not {value}: return None")
+        elif read in legacy.NORMALIZING:  # null stays null: it is not a string
+            lines.append(f"    if {value} is not None and legacy_{index}(data) is not {value}: return None")
+    lines.append("    return {" + ", ".join(f"{name!r}: v_{name}" for name in names) + "}")
+    exec("\n".join(lines), namespace)  # the text is built above from the field table alone
+    read_canonical: Callable[[dict[str, Any]], dict[str, Any] | None] = namespace["read"]
+    return read_canonical
+
+
 Msg = TypeVar("Msg", bound=Message)
 
 
@@ -158,6 +212,8 @@ class _Record(Generic[Msg]):
     _TEMPLATE: ClassVar[dict[str, None]]
     #: ``_read_dict``'s common case, compiled per class (see ``_compile_dict_reader``).
     _READ_TAKING_AS_IS: ClassVar[Callable[[dict[str, Any]], dict[str, Any] | None]]
+    #: ``from_json``'s reader of a dict in canonical form (see ``_compile_canonical_reader``).
+    _READ_CANONICAL: ClassVar[Callable[[dict[str, Any]], dict[str, Any] | None]]
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
     CODEC: ClassVar[proto.Codec[Any]]
@@ -185,6 +241,7 @@ class _Record(Generic[Msg]):
         # Per field without a legacy reader whose kind is in _TAKEN_AS_IS: name, types taken as is, default.
         taken_as_is = tuple((item.name, _TAKEN_AS_IS[item.kind], item.default) for item in as_is)
         cls._READ_TAKING_AS_IS = _compile_dict_reader(cls._FROM_DICT, taken_as_is)
+        cls._READ_CANONICAL = _compile_canonical_reader(cls.FIELDS, cls.LEGACY_READERS)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
         cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
         # The dataclass left each plain default as a class attribute (its __init__ does not use them):
@@ -334,7 +391,14 @@ class _Record(Generic[Msg]):
             except UnicodeDecodeError as exc:
                 raise E2AValueError("$", f"JSON text is not UTF-8: {exc}") from None
         record = cls.__new__(cls)
-        record._unread = _FromJson(cls, cls._read_dict(jsontext.loads(text, "$")))
+        data = jsontext.canonical_object(text)
+        if data is not None:
+            values = cls._READ_CANONICAL(data)
+            if values is not None:  # the record's to_json() is the text itself
+                record._unread = _FromJson(cls, values, text)
+                return record
+        values = cls._read_dict(jsontext.loads(text, "$") if data is None else data)
+        record._unread = _FromJson(cls, values)
         return record
 
     def ensure_timestamp(self) -> None:
@@ -372,13 +436,15 @@ class _FromBytes:
 
 class _FromJson:
     """What a record read by ``from_json`` keeps until its attributes are read: the attributes,
-    read and checked by ``from_dict``'s readers from a JSON parser's values (so no NaN)."""
+    read and checked by ``from_dict``'s readers from a JSON parser's values (so no NaN), and the
+    text they were read from if the record writes exactly that text (its canonical form)."""
 
-    __slots__ = ("handed_out", "record_type", "values")
+    __slots__ = ("handed_out", "record_type", "text", "values")
 
-    def __init__(self, record_type: type[_Record[Any]], values: dict[str, Any]) -> None:
+    def __init__(self, record_type: type[_Record[Any]], values: dict[str, Any], text: str | None = None) -> None:
         self.record_type = record_type
         self.values = values
+        self.text = text
         #: Once handed to a record (or a copy of it), the values may have changed: to_json checks them again.
         self.handed_out = False
 
@@ -397,6 +463,8 @@ class _FromJson:
     def to_json(self) -> str:
         if self.handed_out:
             return jsontext.dumps(self.record_type._plain(self.values.copy()))
+        if self.text is not None:
+            return self.text
         # The readers gave plain dicts, lists and scalars: only the nested records and the enum
         # need their to_dict() form.
         values = self.values.copy()
