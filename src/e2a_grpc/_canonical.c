@@ -10,7 +10,8 @@
  * does (orjson.dumps(orjson.loads(text)) == text, for a JSON object), which the tests check against
  * each other. message_round_trips(data, plan) is a sufficient test: True means the message holds no
  * unknown field and decoding it raises nothing and changes nothing. False says nothing: the caller
- * decodes the message, which judges it.
+ * decodes the message, which judges it. floats_finite(value) spares jsontext.dumps reading its
+ * output back to find a NaN or an infinity that orjson wrote as null.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -767,6 +768,61 @@ static PyObject *message_round_trips(PyObject *Py_UNUSED(module), PyObject *cons
     return PyBool_FromLong(passed);
 }
 
+/* --- finite floats ------------------------------------------------------------------------- */
+
+/* 1: every float in value is finite; 0: one is NaN or infinite (orjson writes it as null); -1: the
+ * walk cannot tell, as value holds a type other than dict (with str keys), list, tuple, str, int,
+ * bool, None and float (a subclass or an Enum member may hold a float the walk does not see), or
+ * nests deeper than MAX_LEVELS. No Python code runs during the walk, so nothing changes under it. */
+static int floats_finite_at(PyObject *value, int level)
+{
+    PyTypeObject *type = Py_TYPE(value);
+    if (type == &PyFloat_Type) {
+        return isfinite(PyFloat_AS_DOUBLE(value)) ? 1 : 0;
+    }
+    if (type == &PyUnicode_Type || type == &PyLong_Type || type == &PyBool_Type || value == Py_None) {
+        return 1;
+    }
+    if (level >= MAX_LEVELS) {
+        return -1;
+    }
+    if (type == &PyDict_Type) {
+        Py_ssize_t position = 0;
+        PyObject *key, *item;
+        while (PyDict_Next(value, &position, &key, &item)) {
+            if (!PyUnicode_CheckExact(key)) {
+                return -1;
+            }
+            int finite = floats_finite_at(item, level + 1);
+            if (finite != 1) {
+                return finite;
+            }
+        }
+        return 1;
+    }
+    if (type == &PyList_Type || type == &PyTuple_Type) {
+        Py_ssize_t size = PySequence_Fast_GET_SIZE(value);
+        PyObject **items = PySequence_Fast_ITEMS(value);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            int finite = floats_finite_at(items[i], level + 1);
+            if (finite != 1) {
+                return finite;
+            }
+        }
+        return 1;
+    }
+    return -1;
+}
+
+static PyObject *floats_finite(PyObject *Py_UNUSED(module), PyObject *value)
+{
+    int finite = floats_finite_at(value, 0);
+    if (finite < 0) {
+        Py_RETURN_NONE;
+    }
+    return PyBool_FromLong(finite);
+}
+
 /* --- module -------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -774,6 +830,8 @@ static PyMethodDef methods[] = {
      "Whether a str is a JSON object exactly as orjson writes the value it reads as."},
     {"message_round_trips", (PyCFunction)(void (*)(void))message_round_trips, METH_FASTCALL,
      "Whether binary protobuf passes a wire plan: no unknown field, and every checked field canonical."},
+    {"floats_finite", floats_finite, METH_O,
+     "True if every float in a JSON value is finite, False if one is not, None if the walk cannot tell."},
     {NULL, NULL, 0, NULL},
 };
 
