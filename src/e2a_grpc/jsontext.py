@@ -66,15 +66,13 @@ def dumps(value: Any, field: str = "$", *, parsed: bool = False) -> str:
         # and pre-encodes what orjson cannot write.
         return orjson.dumps(_encodable(value, field, 0)).decode()
     # orjson writes NaN/Infinity as null. The C walk says whether the value holds one; where it
-    # cannot tell, the output is read back: the value differs (None != nan), and the walk names it.
-    # (A tuple holding None also differs from the list read back; it is valid.)
-    if (
-        not parsed
-        and b"null" in encoded
-        and _canonical.floats_finite(value) is not True
-        and orjson.loads(encoded) != value
-    ):
-        _encodable(value, field, 0)
+    # cannot tell, output with a null is read back: the value differs (None != nan). Either way
+    # the walk below names the value. (A tuple holding None also differs from the list read back;
+    # it is valid.)
+    if not parsed:
+        finite = _canonical.floats_finite(value)
+        if finite is False or (finite is None and b"null" in encoded and orjson.loads(encoded) != value):
+            _encodable(value, field, 0)
     return encoded.decode()
 
 
