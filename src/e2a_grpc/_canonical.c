@@ -43,13 +43,22 @@ enum {
     ACTION_FINITE_DOUBLE = 6,   /* a double that is neither NaN nor infinite */
 };
 
-static PyObject *orjson_dumps; /* floats are compared with the text orjson writes for them */
+/* The module's state: each (sub)interpreter that imports the module has its own. */
+typedef struct {
+    PyObject *orjson_dumps; /* floats are compared with the text orjson writes for them */
+} ModuleState;
+
+static ModuleState *module_state(PyObject *module)
+{
+    return (ModuleState *)PyModule_GetState(module);
+}
 
 /* --- JSON ---------------------------------------------------------------------------------- */
 
 typedef struct {
     const unsigned char *p;
     const unsigned char *end;
+    PyObject *orjson_dumps;
 } Cursor;
 
 typedef struct {
@@ -269,7 +278,7 @@ static int json_string(Cursor *cursor, Span *content)
 }
 
 /* A float's text is canonical if it is what orjson writes for the double it reads as. */
-static int canonical_float(const unsigned char *text, Py_ssize_t size)
+static int canonical_float(const unsigned char *text, Py_ssize_t size, PyObject *orjson_dumps)
 {
     char buffer[MAX_FLOAT_TEXT + 1];
     if (size > MAX_FLOAT_TEXT) {
@@ -346,7 +355,7 @@ static int json_number(Cursor *cursor)
     }
     cursor->p = p;
     if (is_float) {
-        return canonical_float(start, p - start);
+        return canonical_float(start, p - start, cursor->orjson_dumps);
     }
     if (negative) {
         if (digit_count == 1 && digits[0] == '0') {
@@ -475,9 +484,9 @@ static int json_value(Cursor *cursor, int level)
 }
 
 /* Whether UTF-8 ``text`` is a canonical JSON object; -1 with an exception set. */
-static int canonical_object(const unsigned char *text, Py_ssize_t size)
+static int canonical_object(const unsigned char *text, Py_ssize_t size, PyObject *orjson_dumps)
 {
-    Cursor cursor = {text, text + size};
+    Cursor cursor = {text, text + size, orjson_dumps};
     if (size == 0 || *text != '{') {
         return 0;
     }
@@ -485,7 +494,7 @@ static int canonical_object(const unsigned char *text, Py_ssize_t size)
     return found == 1 ? cursor.p == cursor.end : found;
 }
 
-static PyObject *is_canonical_object(PyObject *Py_UNUSED(module), PyObject *text)
+static PyObject *is_canonical_object(PyObject *module, PyObject *text)
 {
     if (!PyUnicode_Check(text)) {
         PyErr_Format(PyExc_TypeError, "expected a str, got %.100s", Py_TYPE(text)->tp_name);
@@ -500,7 +509,7 @@ static PyObject *is_canonical_object(PyObject *Py_UNUSED(module), PyObject *text
         PyErr_Clear(); /* a lone surrogate: no JSON parser reads that text */
         Py_RETURN_FALSE;
     }
-    int found = canonical_object((const unsigned char *)utf8, size);
+    int found = canonical_object((const unsigned char *)utf8, size, module_state(module)->orjson_dumps);
     if (found < 0) {
         return NULL;
     }
@@ -585,7 +594,7 @@ static int malformed_plan(void)
  * fields[number] is None or (wire type, action, argument), and required / any_of are masks of field
  * numbers that must all be present / of which one must be. 1, 0, or -1 with an exception set.
  */
-static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan)
+static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan, PyObject *orjson_dumps)
 {
     if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(plan, 0))) {
         return malformed_plan();
@@ -671,13 +680,13 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
         case ACTION_OBJECT:
             if (size > 0) {
                 passed = !(size == 2 && payload[0] == '{' && payload[1] == '}')
-                    ? canonical_object(payload, size)
+                    ? canonical_object(payload, size, orjson_dumps)
                     : 0;
             }
             break;
         case ACTION_OPTIONAL_OBJECT:
             if (size > 0) {
-                passed = canonical_object(payload, size);
+                passed = canonical_object(payload, size, orjson_dumps);
             }
             break;
         case ACTION_ENUM: {
@@ -724,7 +733,7 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
                 passed = 0;
                 break;
             }
-            passed = check_message(payload, payload + size, inner);
+            passed = check_message(payload, payload + size, inner, orjson_dumps);
             if (passed == 1 && inner_key != 0) {
                 Span element_key;
                 passed = string_field(payload, payload + size, inner_key, &element_key);
@@ -749,7 +758,7 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
     return passed;
 }
 
-static PyObject *message_round_trips(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+static PyObject *message_round_trips(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyTuple_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "message_round_trips(data, plan) takes bytes and a plan tuple");
@@ -760,7 +769,7 @@ static PyObject *message_round_trips(PyObject *Py_UNUSED(module), PyObject *cons
         return NULL;
     }
     const unsigned char *data = view.buf;
-    int passed = check_message(data, data + view.len, args[1]);
+    int passed = check_message(data, data + view.len, args[1], module_state(module)->orjson_dumps);
     PyBuffer_Release(&view);
     if (passed < 0) {
         return NULL;
@@ -841,10 +850,10 @@ static int exec_module(PyObject *module)
     if (orjson == NULL) {
         return -1;
     }
-    Py_XDECREF(orjson_dumps); /* the module object can be made again from the same library */
-    orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
+    ModuleState *state = module_state(module);
+    state->orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
     Py_DECREF(orjson);
-    if (orjson_dumps == NULL) {
+    if (state->orjson_dumps == NULL) {
         return -1;
     }
     static const struct {
@@ -872,8 +881,28 @@ static int exec_module(PyObject *module)
     return 0;
 }
 
+static int traverse_module(PyObject *module, visitproc visit, void *arg)
+{
+    Py_VISIT(module_state(module)->orjson_dumps);
+    return 0;
+}
+
+static int clear_module(PyObject *module)
+{
+    Py_CLEAR(module_state(module)->orjson_dumps);
+    return 0;
+}
+
+static void free_module(void *module)
+{
+    clear_module((PyObject *)module);
+}
+
 static PyModuleDef_Slot slots[] = {
     {Py_mod_exec, exec_module},
+#ifdef Py_mod_multiple_interpreters /* Python 3.12 and later */
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
     {0, NULL},
 };
 
@@ -881,9 +910,12 @@ static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
     .m_name = "e2a_grpc._canonical",
     .m_doc = "Whether JSON texts and E2A protobuf messages are exactly as e2a_grpc writes them.",
-    .m_size = 0,
+    .m_size = sizeof(ModuleState),
     .m_methods = methods,
     .m_slots = slots,
+    .m_traverse = traverse_module,
+    .m_clear = clear_module,
+    .m_free = free_module,
 };
 
 PyMODINIT_FUNC PyInit__canonical(void)

@@ -7,7 +7,9 @@ the first in place of ``e2a_grpc._canonical`` and, for ``--seconds``, feeds both
   their nested messages), in buffers malloc'd to their exact size so a read one byte past the end
   is caught; when upb parses the bytes and the answer is True, ``from_bytes`` must write what
   ``from_proto`` writes;
-- ``is_canonical_object``: mutated JSON texts, whose answer must be orjson's.
+- ``is_canonical_object``: mutated JSON texts, whose answer must be orjson's;
+- ``floats_finite``: random values (NaN and infinities, subclasses, non-str keys, deep nesting),
+  whose answer must be its definition's (``tests/support/canonical_json.py``).
 
 Run (ASan must be loaded first, and Python's allocator bypassed so ASan sees every buffer)::
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.util
+import math
 import random
 import subprocess
 import sys
@@ -32,7 +35,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from tests.support.canonical_json import is_canonical
+from tests.support.canonical_json import MAX_LEVELS, floats_finite, is_canonical
 from tests.support.wire import top_level_fields
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -94,6 +97,26 @@ def mutate(rng: random.Random, data: bytes, alphabet: bytes) -> bytes:
     return bytes(out)
 
 
+class _Text(str):
+    pass
+
+
+_LEAVES: list[Any] = [None, True, 0, 2**70, 1.5, -0.0, math.nan, math.inf, -math.inf, "x", _Text("y"), b"z"]
+
+
+def random_value(rng: random.Random, levels: int) -> Any:
+    """A leaf, or a dict, list or tuple of up to 4 random values, ``levels`` deep at most."""
+    if levels == 0 or rng.random() < 0.3:
+        return rng.choice(_LEAVES)
+    items = [random_value(rng, levels - 1) for _ in range(rng.randint(0, 4))]
+    kind = rng.randrange(4)
+    if kind == 0:
+        return {(f"k{index}" if rng.random() < 0.95 else index): item for index, item in enumerate(items)}
+    if kind == 1:
+        return tuple(items)
+    return items
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=120.0)
@@ -133,7 +156,7 @@ def main() -> None:
     ]
     rng = random.Random(arguments.seed)
     deadline = time.monotonic() + arguments.seconds
-    counts = {"messages": 0, "true": 0, "parsed_true": 0, "texts": 0, "canonical": 0}
+    counts = {"messages": 0, "true": 0, "parsed_true": 0, "texts": 0, "canonical": 0, "values": 0}
     while time.monotonic() < deadline:
         for _ in range(200):
             if rng.random() < 0.2:
@@ -170,6 +193,11 @@ def main() -> None:
             for module in (sse2, portable):
                 assert module.is_canonical_object(text) is expected, text
             counts["texts"] += 1
+            value = random_value(rng, rng.choice([3, 6]))
+            for _ in range(rng.choice([0, 0, MAX_LEVELS - 4, MAX_LEVELS + 2])):  # a long chain around it
+                value = [value] if rng.random() < 0.5 else {"k": value}
+            assert sse2.floats_finite(value) is floats_finite(value), value
+            counts["values"] += 1
             if expected:
                 counts["canonical"] += 1
                 if len(texts) < 200:
