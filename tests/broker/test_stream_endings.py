@@ -289,3 +289,30 @@ async def test_a_client_cancel_during_the_shutdowns_grace_ends_the_published_str
         )
         stream = await within(_all(frames))
     _assert_ends_with(stream, ErrorCode.CLIENT_CANCELLED)
+
+
+@pytest.mark.asyncio
+async def test_callers_waiting_for_room_when_the_publisher_closes_wait_no_longer(broker: NatsServer) -> None:
+    """Calls that outlived the shutdown's wait may still be handing frames to a full queue when the
+    publisher closes: they are given up on (and counted), not left waiting for ever."""
+    publisher = _PausedPublisher(
+        broker.url,
+        stream=STREAM,
+        subject_prefix=PREFIX,
+        type_prefix=DEFAULTS.cloudevents_type_prefix,
+        source=None,
+        queue_size=1,
+        window=1,
+        ack_timeout=DEFAULTS.nats_ack_timeout_seconds,
+        linger=0.0,
+    )
+    await publisher.start()
+    # The first frame is taken and held unsent (paused), the second fills the queue, the rest wait.
+    callers = [asyncio.create_task(publisher.put(b"frame %d" % number)) for number in range(5)]
+    await within(publisher.put_waits.wait())
+    assert sum(caller.done() for caller in callers) == 2
+    await within(publisher.close(timeout=SHORT_SECONDS))
+    await within(asyncio.wait(callers))  # each caller's frame was handed over, none waits any more
+    assert publisher.dropped == 4  # the first frame was never published either: close logs it
+    await within(publisher.put(b"after close"))
+    assert publisher.dropped == 5

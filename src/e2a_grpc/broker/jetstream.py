@@ -8,7 +8,9 @@ stored once. The stream (file storage, so a broker restart keeps it) is created 
 ``FramePublisher`` takes frames from the Chat servicer through a bounded queue and publishes them
 as they come, up to a window of them unacknowledged at a time (JetStream's acks come back to an
 inbox of its own), sending each again until the broker acknowledges it; Chat never waits for the
-broker unless the queue is full. Its tuning (queue, window, ack timeout, linger) is the server's
+broker unless the queue is full. ``close`` publishes what it can within its timeout, then gives up
+on the frames left (logged, counted in ``dropped``), those of callers still waiting for room
+included, so that no caller waits for ever. Its tuning (queue, window, ack timeout, linger) is the server's
 ``nats_publish_*`` / ``nats_ack_timeout_seconds`` settings. Each frame's message is written by
 ``FrameMessages`` (frame_messages.py), the fast form of the general mapping ``frame_message``.
 
@@ -266,6 +268,8 @@ class FramePublisher:
         self.stood_in = 0
         #: A task of the publisher failed: it publishes nothing more (see the module docstring).
         self.failed = False
+        #: ``close`` has run: frames handed over now are given up on at once.
+        self.closed = False
 
     @classmethod
     def from_settings(cls, config: ServerSettings) -> FramePublisher:
@@ -305,6 +309,9 @@ class FramePublisher:
 
     async def put(self, frame: bytes) -> None:
         """Hand over a frame, a serialized ChatResponse (Chat waits here only while the queue is full)."""
+        if self.closed:
+            self.dropped += 1
+            return
         await self._queue.put(frame)
 
     async def flush(self) -> None:
@@ -330,6 +337,22 @@ class FramePublisher:
             await asyncio.wait(tasks)  # a task that failed was logged then
         if self._nc is not None:
             await self._nc.close()
+        await self._give_up_the_rest()
+
+    async def _give_up_the_rest(self) -> None:
+        """Once closed, give up on the frames still queued and on those of callers waiting for room in
+        the full queue (the last frames of calls that outlived the shutdown's wait), so none of
+        them waits for ever; they count in ``dropped``."""
+        self.closed = True
+        given_up = 0
+        while not self._queue.empty():
+            while not self._queue.empty():
+                self._queue.get_nowait()
+                given_up += 1
+            await asyncio.sleep(0)  # each caller woken by the room made hands its frame over
+        self._give_up(given_up)
+        if given_up:
+            log.warning("%d Chat frames handed to the publisher were given up on when it closed", given_up)
 
     async def _run(self) -> None:
         batch = self._batch
