@@ -35,7 +35,7 @@ from e2a_grpc.model.constants import E2A_RESPONSE_KIND_E2A_COMPLETE
 CONCURRENT_STREAMS = 8
 #: Mode name -> streams kept in flight at once on the one channel.
 MODES = {"1 stream at a time": 1, f"{CONCURRENT_STREAMS} concurrent streams": CONCURRENT_STREAMS}
-PAIRS = 6
+PAIRS = 10
 ROUND_SECONDS = 1.5
 WARMUP_SECONDS = 0.5
 CEILING_ROUNDS = 3
