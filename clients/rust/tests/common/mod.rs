@@ -4,9 +4,18 @@
 
 use std::path::PathBuf;
 
+/// This crate's directory, as cargo tells the running test. Not the path compiled in: a test
+/// binary that cargo reuses from a build in another checkout (CI shares its target directory)
+/// would look there.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"),
+    )
+}
+
 /// The repository root (the crate is `clients/rust`).
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    crate_dir().join("../..")
 }
 
 /// A JSON value as the wire JSON rules compare it: key order kept, integers by their exact
