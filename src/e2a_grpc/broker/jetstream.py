@@ -261,7 +261,8 @@ class FramePublisher:
         #: Frames the broker has acknowledged.
         self.published = 0
         #: Frames given up on: refused for good, too large or failed on a bug, and no stand-in of
-        #: theirs could be published; or handed over after a publisher task failed.
+        #: theirs could be published; handed over after a publisher task failed; or not published
+        #: by the time the publisher closed.
         self.dropped = 0
         #: Stand-ins written for frames the broker could not take (too large, refused) or a bug kept
         #: from it (the broker drops one as a duplicate if the frame was stored after all).
@@ -320,14 +321,9 @@ class FramePublisher:
 
     async def close(self, timeout: float) -> None:
         """Publish what is queued (for at most ``timeout`` seconds), then disconnect."""
-        try:
+        with contextlib.suppress(TimeoutError):  # what is left is given up on below, and logged
             async with asyncio.timeout(timeout):
                 await self.flush()
-        except TimeoutError:
-            log.warning(
-                "%d Chat frames were not published to NATS before shutdown",
-                self._queue.qsize() + len(self._batch) + len(self._unacked),
-            )
         if self.failed:
             log.error("the NATS publisher had failed: %d Chat frames in all were not published", self.dropped)
         tasks = [task for task in (*self._tasks, self._making_stream) if task is not None]
@@ -340,11 +336,13 @@ class FramePublisher:
         await self._give_up_the_rest()
 
     async def _give_up_the_rest(self) -> None:
-        """Once closed, give up on the frames still queued and on those of callers waiting for room in
-        the full queue (the last frames of calls that outlived the shutdown's wait), so none of
-        them waits for ever; they count in ``dropped``."""
+        """Once closed, give up on the frames taken but not acknowledged, those still queued and those
+        of callers waiting for room in the full queue (the last frames of calls that outlived the
+        shutdown's wait), so that neither they nor ``flush`` wait for ever; they count in ``dropped``."""
         self.closed = True
-        given_up = 0
+        given_up = len(self._batch) + len(self._unacked)
+        self._batch.clear()
+        self._unacked.clear()
         while not self._queue.empty():
             while not self._queue.empty():
                 self._queue.get_nowait()
@@ -352,7 +350,7 @@ class FramePublisher:
             await asyncio.sleep(0)  # each caller woken by the room made hands its frame over
         self._give_up(given_up)
         if given_up:
-            log.warning("%d Chat frames handed to the publisher were given up on when it closed", given_up)
+            log.warning("%d Chat frames were not published to NATS before shutdown: given up on", given_up)
 
     async def _run(self) -> None:
         batch = self._batch
