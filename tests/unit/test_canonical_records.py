@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from e2a_grpc import E2AAuth, E2AEnvelope, E2AFieldError, E2AProvenance, E2AResponse, jsontext
+from e2a_grpc import E2AAuth, E2AEnvelope, E2AProvenance, E2AResponse, jsontext
 from e2a_grpc.model import legacy, records
 from e2a_grpc.model.fields import Kind
+from tests.support.outcomes import outcome
 from tests.support.strategies import canonical_envelopes, canonical_responses, json_values
 
 PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -81,13 +82,6 @@ def _mangled(draw: st.DrawFn, record_type: RecordType, data: dict[str, Any]) -> 
     return {**data, key: {**nested, inner: draw(json_values)}}
 
 
-def _outcome(action: Callable[[], Any]) -> Any:
-    try:
-        return action()
-    except E2AFieldError as exc:
-        return (type(exc), exc.field, exc.problem)
-
-
 @PROPERTY
 @given(record_dicts())
 def test_every_dict_to_dict_writes_is_read_in_canonical_form(case: tuple[RecordType, dict[str, Any]]) -> None:
@@ -142,11 +136,11 @@ def test_the_canonical_reader_reads_as_the_readers_do(case: tuple[RecordType, di
 @given(record_dicts().flatmap(lambda case: st.tuples(st.just(case[0]), _mangled(*case))))
 def test_from_json_of_any_changed_text_is_from_dict(case: tuple[RecordType, dict[str, Any]]) -> None:
     record_type, data = case
-    text = _outcome(lambda: jsontext.dumps(data))
+    text = outcome(lambda: jsontext.dumps(data))
     if not isinstance(text, str):
         return  # not JSON text (a lone surrogate key written as an escape reads back differently: fine)
-    eager = _outcome(lambda: record_type.from_dict(jsontext.loads(text, "$")).to_json())
-    assert _outcome(lambda: record_type.from_json(text).to_json()) == eager
+    eager = outcome(lambda: record_type.from_dict(jsontext.loads(text, "$")).to_json())
+    assert outcome(lambda: record_type.from_json(text).to_json()) == eager
 
 
 class _Recording(dict[str, Any]):
@@ -195,7 +189,7 @@ def test_a_legacy_reader_reads_only_its_declared_keys(
     )
     def reads(case: tuple[RecordType, dict[str, Any]], legacy_values: dict[str, Any], null: bool) -> None:
         recording = _Recording({**case[1], **legacy_values, **({name: None} if null else {})})
-        _outcome(lambda: reader(recording))
+        outcome(lambda: reader(recording))
         assert recording.looked_up <= {name, *legacy.FALLBACK_KEYS[reader]}
 
     reads()
@@ -220,11 +214,11 @@ def test_a_reader_with_no_fallback_key_changes_only_what_it_declares(
         given_data = {
             key: each for key, each in {**data, name: value}.items() if key not in legacy.FALLBACK_KEYS[reader]
         }
-        read = _outcome(lambda: reader(given_data))
+        read = outcome(lambda: reader(given_data))
         if reader in legacy.NORMALIZING:
             if value is None:
                 assert read is None
             return
-        assert repr(read) == repr(_outcome(lambda: records._reader(item)(value, name)))
+        assert repr(read) == repr(outcome(lambda: records._reader(item)(value, name)))
 
     reads()

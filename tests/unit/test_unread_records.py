@@ -19,10 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from e2a.v1 import e2a_pb2
-from e2a_grpc import E2AEnvelope, E2AFieldError, E2AResponse, jsontext
+from e2a_grpc import E2AEnvelope, E2AResponse, jsontext
 from e2a_grpc import _canonical as native
 from e2a_grpc.model import records
 from e2a_grpc.model.fields import Kind
+from tests.support.outcomes import outcome
 from tests.support.strategies import (
     assert_identical,
     canonical_envelopes,
@@ -128,22 +129,14 @@ def messages(draw: st.DrawFn) -> tuple[RecordType, bytes]:
     return record_type, message.SerializeToString() + draw(unknown_fields)
 
 
-def _outcome(action: Callable[[], Any]) -> Any:
-    """What ``action`` returns, or the error it raises (type, field, problem)."""
-    try:
-        return action()
-    except E2AFieldError as exc:
-        return (type(exc), exc.field, exc.problem)
-
-
 def _writes(read: Callable[[], Record]) -> dict[str, Any]:
     """Everything a record writes, each from a freshly read one (reading an attribute decodes it)."""
     return {
-        "bytes": _outcome(lambda: read().to_bytes()),
-        "json": _outcome(lambda: read().to_json()),
-        "proto": _outcome(lambda: read().to_proto().SerializeToString()),
-        "dict": _outcome(lambda: json.dumps(read().to_dict(), default=repr)),
-        "repr": _outcome(lambda: repr(read())),
+        "bytes": outcome(lambda: read().to_bytes()),
+        "json": outcome(lambda: read().to_json()),
+        "proto": outcome(lambda: read().to_proto().SerializeToString()),
+        "dict": outcome(lambda: json.dumps(read().to_dict(), default=repr)),
+        "repr": outcome(lambda: repr(read())),
     }
 
 
@@ -160,8 +153,8 @@ def test_from_bytes_is_from_proto_for_any_message(case: tuple[RecordType, bytes]
         message: Any = record_type.CODEC.message_type.FromString(data)
         return record_type.from_proto(message)
 
-    eager = _outcome(decoded_at_once)
-    lazy = _outcome(lambda: record_type.from_bytes(data))
+    eager = outcome(decoded_at_once)
+    lazy = outcome(lambda: record_type.from_bytes(data))
     if isinstance(eager, tuple):  # the same error, raised by from_bytes itself
         assert lazy == eager
         return
@@ -401,8 +394,8 @@ def _documents() -> st.SearchStrategy[str]:
 @PROPERTY
 @given(record_types, _documents())
 def test_from_json_is_from_dict_for_any_text(record_type: RecordType, text: str) -> None:
-    eager = _outcome(lambda: record_type.from_dict(jsontext.loads(text, "$")))
-    lazy = _outcome(lambda: record_type.from_json(text))
+    eager = outcome(lambda: record_type.from_dict(jsontext.loads(text, "$")))
+    lazy = outcome(lambda: record_type.from_json(text))
     if isinstance(eager, tuple):
         assert lazy == eager
         return
@@ -420,8 +413,8 @@ def test_a_copy_never_writes_a_value_changed_through_the_other(source: str) -> N
     unread = E2AEnvelope.from_bytes(record.to_bytes()) if source == "bytes" else E2AEnvelope.from_json(original)
     first, second = copy.copy(unread), copy.copy(unread)
     first.params["x"] = float("nan")
-    outcome = _outcome(second.to_json)
-    assert outcome == original or (isinstance(outcome, tuple) and outcome[1] == "$.params.x")
+    written = outcome(second.to_json)
+    assert written == original or (isinstance(written, tuple) and written[1] == "$.params.x")
 
 
 @pytest.mark.parametrize("source", ["bytes", "json"])
@@ -560,7 +553,7 @@ def test_values_from_dict_takes_as_is_are_what_the_reader_returns(kind: Kind) ->
 
 
 def _documents_as_dicts() -> st.SearchStrategy[Any]:
-    return _documents().map(lambda text: _outcome(lambda: jsontext.loads(text, "$")))
+    return _documents().map(lambda text: outcome(lambda: jsontext.loads(text, "$")))
 
 
 @PROPERTY
@@ -574,6 +567,6 @@ def test_reading_takes_values_as_is_only_where_the_readers_would(record_type: Re
         return record_type._read_every_field(data)
 
     def repr_of(read: Callable[[], dict[str, Any]]) -> Any:
-        return _outcome(lambda: repr(list(read().items())))
+        return outcome(lambda: repr(list(read().items())))
 
     assert repr_of(lambda: record_type._read_dict(data)) == repr_of(every_reader)

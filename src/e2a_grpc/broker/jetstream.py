@@ -10,8 +10,8 @@ as they come, up to a window of them unacknowledged at a time (JetStream's acks 
 inbox of its own), sending each again until the broker acknowledges it; Chat never waits for the
 broker unless the queue is full. ``close`` publishes what it can within its timeout, then gives up
 on the frames left (logged, counted in ``dropped``), those of callers still waiting for room
-included, so that no caller waits for ever. Its tuning (queue, window, ack timeout, linger) is the server's
-``nats_publish_*`` / ``nats_ack_timeout_seconds`` settings. Each frame's message is written by
+included, so that no caller waits for ever. Its tuning (queue, window, ack timeout, linger) is the
+server's ``nats_publish_*`` / ``nats_ack_timeout_seconds`` settings. Each frame's message is written by
 ``FrameMessages`` (frame_messages.py), the fast form of the general mapping ``frame_message``.
 
 A frame the broker cannot take (over the server's max_payload, refused by the stream for good: a

@@ -126,7 +126,7 @@ def provenance(data: dict[str, Any]) -> E2AProvenance:
 
 
 #: The keys each reader reads besides its own field's: a dict that holds none of them gives the
-#: reader nothing to fall back on (tests/unit/test_legacy_readers.py records the keys each one reads).
+#: reader nothing to fall back on (tests/unit/test_canonical_records.py records the keys each one reads).
 FALLBACK_KEYS: dict[Callable[[dict[str, Any]], Any], tuple[str, ...]] = {
     timestamp: (),
     response_kind: (),
