@@ -10,7 +10,7 @@ PY_SRC := src/e2a_grpc tests bench conformance setup.py
 
 .PHONY: venv gen check-gen lint test nats-server test-go test-java test-rust conformance fuzz bench bench-tools serve clean
 
-$(STAMP): pyproject.toml setup.py src/e2a_grpc/_canonical.c
+$(STAMP): pyproject.toml setup.py src/e2a_grpc/_canonical.c src/e2a_grpc/chat/_frame_bytes.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'

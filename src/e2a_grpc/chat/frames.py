@@ -9,7 +9,8 @@ This is the per-frame hot path of the service, so a frame is built as the bytes 
 per stream, and a frame is those bytes with its own fields (response id, sequence, kind, status,
 timestamp, body) encoded in between, in field-number order as protobuf serializes them. The bytes are
 exactly what ``ChatResponse.SerializeToString()`` gives for the same frame (tests/unit/test_frames.py);
-gRPC sends them as they are.
+gRPC sends them as they are. A text delta's frame (most frames) and the timestamps are made in C
+(``_frame_bytes``), from the pieces cut here.
 
 The agent's ids (``task_id``, ``context_id``): a request that sets one gets it echoed on every
 frame, whatever the agent calls its task. A request that leaves one unset lets the agent
@@ -24,14 +25,11 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from datetime import UTC, datetime
-from time import time_ns
 from typing import Any
-
-import orjson
 
 from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
+from e2a_grpc.chat._frame_bytes import text_chunk, utc_timestamp
 from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Passthrough
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
@@ -46,32 +44,9 @@ _ASSIGNED_METADATA = json.dumps({REQUEST_ID_ASSIGNED_KEY: True})
 
 class UtcClock:
     """RFC 3339 UTC timestamps with microseconds, as ASCII bytes (what a frame carries), always
-    ``TIMESTAMP_BYTES`` long; the date-time part is formatted once a second, the microseconds from
-    tables (no integer formatting per call)."""
+    ``TIMESTAMP_BYTES`` long: "YYYY-MM-DDTHH:MM:SS.ffffff+00:00" (made in C, ``_frame_bytes``)."""
 
-    def __init__(self) -> None:
-        self._second_start = 0  # in ns since the epoch; 0: none yet (now() formats the first second)
-        self._prefix = b""
-
-    def now(self) -> bytes:
-        nanoseconds = time_ns()
-        into_second = nanoseconds - self._second_start
-        if not 0 <= into_second < 1_000_000_000:
-            second = nanoseconds // 1_000_000_000
-            self._second_start = second * 1_000_000_000
-            time = datetime.fromtimestamp(second, UTC)
-            # Formatted here rather than by strftime, whose %Y may leave a year before 1000 unpadded.
-            self._prefix = b"%04d-%02d-%02dT%02d:%02d:%02d." % (
-                time.year,
-                time.month,
-                time.day,
-                time.hour,
-                time.minute,
-                time.second,
-            )
-            into_second = nanoseconds - self._second_start
-        microseconds = into_second // 1000
-        return self._prefix + _THREE_DIGITS[microseconds // 1000] + _THREE_DIGITS_UTC[microseconds % 1000]
+    now = staticmethod(utc_timestamp)
 
 
 class FrameBuilder:
@@ -146,23 +121,19 @@ class FrameBuilder:
         self._before_sequence = before_sequence
         self._before_body = before_body
         self._after_body = after_body
-        # A text delta's frame, in as few pieces as its fields allow (a join of more than 10 pieces
-        # allocates): the id's hex digits formatted with the fields up to the sequence; the chunk's kind
-        # fields with the timestamp's tag and size; the body field's tag with the fields before it; the
-        # end of its body with the fields after it.
-        self._text_id_end = b"%%0%dx%s" % (_RESPONSE_ID_HEX_DIGITS, before_sequence.replace(b"%", b"%%"))
-        self._text_before_timestamp = self._chunk_kind + _TIMESTAMP_TAG + _SMALL_VARINTS[TIMESTAMP_BYTES]
-        self._text_before_body_size = before_body + _BODY_TAG
-        self._text_after_json = b"}" + after_body
-        # The size of the pieces every text delta frame has, its sequence field and body aside.
-        self._text_fixed_size = (
-            len(self._before_id)
-            + _RESPONSE_ID_HEX_DIGITS
-            + len(before_sequence)
-            + len(self._text_before_timestamp)
-            + TIMESTAMP_BYTES
-            + len(self._text_before_body_size)
-            + len(self._text_after_json)
+        # A text delta's frame, assembled by ``_frame_bytes.text_chunk`` from these pieces (in the order
+        # its ``enum`` names them).
+        self._text_layout = (
+            _CHAT_RESPONSE_TAG,
+            self._before_id,
+            before_sequence,
+            _SEQUENCE_TAG,
+            self._chunk_kind + _TIMESTAMP_TAG + _SMALL_VARINTS[TIMESTAMP_BYTES],
+            before_body + _BODY_TAG,
+            _TEXT_DELTA_PREFIX,
+            b"}",
+            after_body,
+            _RESPONSE_ID_HEX_DIGITS,
         )
 
     def _frame(self, body: bytes, kind_fields: bytes, kind: str, final: bool = False) -> bytes:
@@ -212,43 +183,12 @@ class FrameBuilder:
         )
 
     def delta(self, event: Delta) -> bytes:
-        text = event.delta
-        if type(text) is str and event.delta_kind is _TEXT and event.mime_type is None:
-            try:  # the common case, without building a dict: the same bytes jsontext.dumps writes
-                text_json = orjson.dumps(text)
-            except orjson.JSONEncodeError:
-                pass  # a lone surrogate: the general path escapes it
-            else:
-                # Most frames of most streams: ``_frame``'s work inlined, in one join of 10 pieces.
-                if self.finished:
-                    raise RuntimeError("a stream has exactly one final frame, and it is the last")
-                sequence = self.sequence
-                if sequence < 0x80:
-                    sequence_field = _SEQUENCE_FIELDS[sequence]
-                elif sequence < 0x4000:
-                    sequence_field = _SEQUENCE_TAGGED_FIRST_BYTES[sequence & 0x7F] + _SMALL_VARINTS[sequence >> 7]
-                else:
-                    sequence_field = _sequence_field(sequence)
-                body_size = len(text_json) + _TEXT_DELTA_OVERHEAD
-                body_head = _TEXT_BODY_HEADS[body_size] if body_size < 0x80 else _varint(body_size) + _TEXT_DELTA_PREFIX
-                size = self._text_fixed_size + len(sequence_field) + len(body_head) + len(text_json)
-                timestamp = self._clock.now()
-                frame = b"".join(
-                    (
-                        _CHAT_RESPONSE_HEADS[size & 0x7F] + _SMALL_VARINTS[size >> 7]
-                        if 0x80 <= size < 0x4000
-                        else _CHAT_RESPONSE_TAG + _varint(size),
-                        self._before_id,
-                        self._text_id_end % sequence,
-                        sequence_field,
-                        self._text_before_timestamp,
-                        timestamp,
-                        self._text_before_body_size,
-                        body_head,
-                        text_json,
-                        self._text_after_json,
-                    )
-                )
+        if event.delta_kind is _TEXT and event.mime_type is None and not self.finished:
+            sequence = self.sequence
+            timestamp = self._clock.now()
+            # Most frames of most streams; None for what only the general path below writes or refuses.
+            frame = text_chunk(self._text_layout, sequence, timestamp, event.delta)
+            if frame is not None:
                 self.sequence = sequence + 1
                 self.last_kind = _CHUNK
                 if self._log:
@@ -316,27 +256,15 @@ _SEQUENCE_TAG = bytes((_SEQUENCE << 3 | _VARINT,))
 _TIMESTAMP_TAG = bytes((_TIMESTAMP << 3 | _LENGTH_DELIMITED,))
 _BODY_TAG = bytes((_BODY << 3 | _LENGTH_DELIMITED,))
 _TEXT_DELTA_PREFIX = b'{"delta_kind":"text","delta":'
-#: The bytes of a text delta's body around its JSON string: the prefix and the closing brace.
-_TEXT_DELTA_OVERHEAD = len(_TEXT_DELTA_PREFIX) + 1
 #: A response id: the stream's 24-character prefix (a UUIDv4's first four groups and dashes), then the
 #: sequence number in 12 hex digits (a UUID's last group; 2**48 frames are more than any stream has).
 _RESPONSE_ID_HEX_DIGITS = 12
 _RESPONSE_ID_BYTES = 24 + _RESPONSE_ID_HEX_DIGITS
 _MAX_FRAMES = 16**_RESPONSE_ID_HEX_DIGITS
-#: The sequence field of the first 128 frames (the first frame's 0 is left out, as proto3 does).
-_SEQUENCE_FIELDS = [b""] + [_SEQUENCE_TAG + _SMALL_VARINTS[sequence] for sequence in range(1, 0x80)]
 #: The two-byte varints start with one of these (the low 7 bits and the continuation bit).
 _VARINT_FIRST_BYTES = [bytes((value | 0x80,)) for value in range(0x80)]
-_SEQUENCE_TAGGED_FIRST_BYTES = [_SEQUENCE_TAG + first for first in _VARINT_FIRST_BYTES]
-#: A ChatResponse's tag and the first byte of its size, for sizes of two-byte varints.
-_CHAT_RESPONSE_HEADS = [_CHAT_RESPONSE_TAG + first for first in _VARINT_FIRST_BYTES]
-#: The start of a text delta's body, with the body's size before it, for sizes of one-byte varints.
-_TEXT_BODY_HEADS = [_SMALL_VARINTS[size] + _TEXT_DELTA_PREFIX for size in range(0x80)]
 #: ``UtcClock``'s timestamps: "YYYY-MM-DDTHH:MM:SS.ffffff+00:00".
 TIMESTAMP_BYTES = 32
-#: A timestamp's microseconds, three digits at a time: the first three, the last three with the offset.
-_THREE_DIGITS = [b"%03d" % value for value in range(1000)]
-_THREE_DIGITS_UTC = [b"%03d+00:00" % value for value in range(1000)]
 # Enum members as module constants: in Python 3.11 ``Enum.MEMBER`` is a slow class attribute lookup.
 _TEXT = DeltaKind.TEXT
 _CHUNK = ResponseKind.E2A_CHUNK
