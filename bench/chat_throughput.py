@@ -13,17 +13,19 @@ the transport's ceiling on this machine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import grpc
 
-from bench import goload, paired
+from bench import goload, paired, placement
 from bench.chat_server import BARE_METHOD, CHAT_METHOD, WORDS, chat_request, chat_text
 from bench.report import SectionResult
 from bench.serverproc import server_process, wait_serving
@@ -49,14 +51,22 @@ _RPCS = {ECHO: CHAT_METHOD, BARE: BARE_METHOD}
 _STREAM_TIMEOUT_SECONDS = 30.0
 
 
-def _round(address: str, method: str, request: Path, streams: int, seconds: float, server_pid: int) -> paired.Round:
+def _round(
+    address: str,
+    method: str,
+    request: Path,
+    streams: int,
+    seconds: float,
+    server_pid: int,
+    client_cpu: int | None = None,
+) -> paired.Round:
     """``streamload`` keeps ``streams`` streams in flight for ``seconds``; frames/s counts the frames
     received by then. Each stream starts anew as soon as its last one ends; those open at the
     deadline are cancelled (with several streams sharing the server, one stream of ``WORDS`` frames
-    can outlast a round)."""
+    can outlast a round). ``client_cpu``: the one CPU the client runs on."""
     clock = paired.RoundClock(server_pid)
     load = goload.streamload(
-        address, method, request, mode=goload.Mode.SERVER_STREAMS, streams=streams, seconds=seconds
+        address, method, request, mode=goload.Mode.SERVER_STREAMS, streams=streams, seconds=seconds, cpu=client_cpu
     )
     return clock.stop(load.counted, load.done, load.seconds, load.client_cpu_seconds)
 
@@ -109,12 +119,26 @@ async def _measure(
         _round(address, method, request_path, max(MODES.values()), WARMUP_SECONDS, process.pid)
     measured = []
     for mode, streams in MODES.items():
+        with _placed(process.pid, streams) as client_cpu:
 
-        async def run_round(rpc: str, streams: int = streams) -> paired.Round:
-            return _round(address, _RPCS[rpc], request_path, streams, ROUND_SECONDS, process.pid)
+            async def run_round(rpc: str, streams: int = streams, client_cpu: int | None = client_cpu) -> paired.Round:
+                return _round(address, _RPCS[rpc], request_path, streams, ROUND_SECONDS, process.pid, client_cpu)
 
-        measured.append(await paired.alternate(mode, (ECHO, BARE), ("Chat", "bare"), PAIRS, run_round))
+            measured.append(await paired.alternate(mode, (ECHO, BARE), ("Chat", "bare"), PAIRS, run_round))
     return stream, bare_frames, measured
+
+
+@contextlib.contextmanager
+def _placed(server_pid: int, streams: int) -> Iterator[int | None]:
+    """For one stream at a time, the server on one CPU and the client on another (bench/placement.py);
+    yields the client's CPU, None when nothing is pinned."""
+    cpus = placement.cpu_pair() if streams == 1 else None
+    if cpus is None:
+        yield None
+        return
+    server_cpu, client_cpu = cpus
+    with placement.server_on(server_pid, server_cpu):
+        yield client_cpu
 
 
 def _ceilings(bare_frames: list[bytes], request_path: Path, results: list[paired.Paired]) -> list[paired.Ceiling]:
@@ -123,15 +147,29 @@ def _ceilings(bare_frames: list[bytes], request_path: Path, results: list[paired
     with goload.ceiling_server(bare_frames) as (address, pid):
         _round(address, BARE_METHOD, request_path, max(MODES.values()), WARMUP_SECONDS, pid)
         for (mode, streams), result in zip(MODES.items(), results, strict=True):
-            rounds = [
-                _round(address, BARE_METHOD, request_path, streams, ROUND_SECONDS, pid) for _ in range(CEILING_ROUNDS)
-            ]
+            with _placed(pid, streams) as client_cpu:
+                rounds = [
+                    _round(address, BARE_METHOD, request_path, streams, ROUND_SECONDS, pid, client_cpu)
+                    for _ in range(CEILING_ROUNDS)
+                ]
             python = {
                 "Python bare": statistics.median(result.rates(BARE)),
                 "Chat": statistics.median(result.rates(ECHO)),
             }
             ceilings.append(paired.Ceiling(mode, "bare stream", rounds, python))
     return ceilings
+
+
+def _placement_note() -> str:
+    cpus = placement.cpu_pair()
+    if cpus is None:
+        return "This machine has one CPU: nothing is pinned."
+    return (
+        f"With one stream, every thread of the server runs on CPU {cpus[0]} and the client on CPU {cpus[1]}"
+        " (bench/placement.py: unpinned, whether the scheduler puts gRPC's completion-queue thread and the"
+        " event loop's on one CPU or two decides a round, ~23k or ~14k frames/s for the bare stream);"
+        " the grpc-go ceiling's one-stream rounds likewise. Several streams are not pinned."
+    )
 
 
 def run() -> SectionResult:
@@ -165,8 +203,9 @@ to the request's text with a final `e2a.complete`, and the bare stream to have a
 `Chat`, each of the same size. The streams are then read by bench/go's `streamload` (a grpc-go client
 on one connection that keeps each frame's bytes unparsed, so its work per frame is the same for both
 RPCs). Modes: one stream at a time, and {CONCURRENT_STREAMS} streams in flight, each started anew as
-soon as it ends. After a {WARMUP_SECONDS} s warm-up per RPC, per mode {PAIRS} pairs of {ROUND_SECONDS} s
-rounds, `Chat` and bare back to back (order alternating per pair). frames/s counts the frames
+soon as it ends. {_placement_note()}
+After a {WARMUP_SECONDS} s warm-up per RPC, per mode {PAIRS} pairs of {ROUND_SECONDS} s rounds,
+`Chat` and bare back to back (order alternating per pair). frames/s counts the frames
 received within a round; streams still open at its end are cancelled. "Chat/bare (median)" is the
 median over pairs of the ratio within a pair; the target uses it. Server CPU (user + system, all
 threads, from `/proc`) over the frames of a round gives the server's CPU µs per frame; "cores busy"

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import json
+import os
 import re
 import resource
 import subprocess
@@ -66,10 +68,11 @@ class Load:
     client_cpu_seconds: float
 
 
-def _run(command: list[str], seconds: float) -> str:
-    """The command's stdout; its stderr in the error if it fails."""
+def _run(command: list[str], seconds: float, cpu: int | None = None) -> str:
+    """The command's stdout (run on ``cpu`` alone if given); its stderr in the error if it fails."""
+    pin = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60)
+        done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60, preexec_fn=pin)
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"{Path(command[0]).name} failed ({exc.returncode}): {exc.stderr.strip()}") from None
     return done.stdout
@@ -132,10 +135,12 @@ def streamload(
     seconds: float,
     window: int = 1,
     connections: int = 1,
+    cpu: int | None = None,
 ) -> Load:
     """Calls of ``method`` ("/package.Service/Method"): ``streams`` in flight for ``seconds``; each
     unary call is followed by the next, each server stream sends the request once and reads the
-    frames, each bidi stream keeps ``window`` requests unanswered."""
+    frames, each bidi stream keeps ``window`` requests unanswered. ``cpu``: the one CPU the client
+    runs on (default: any)."""
     output = _run(
         [
             str(STREAMLOAD),
@@ -149,6 +154,7 @@ def streamload(
             f"-duration={seconds}s",
         ],
         seconds,
+        cpu,
     )
     report = json.loads(output)
     return Load(

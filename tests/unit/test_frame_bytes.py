@@ -12,13 +12,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from e2a.v1 import agent_service_pb2 as pb
-from e2a_grpc import E2AEnvelope
+from e2a_grpc import E2AEnvelope, jsontext
 from e2a_grpc.chat._frame_bytes import text_chunk, utc_timestamp
 from e2a_grpc.chat.events import BackendInfo, Delta
 from e2a_grpc.chat.frames import TIMESTAMP_BYTES, FrameBuilder, UtcClock
 from e2a_grpc.model import DeltaKind
+from tests.support.strategies import any_text
 
 _TIMESTAMP = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00")
 #: The frame with the largest sequence a response id's 12 hex digits can hold.
@@ -50,6 +53,15 @@ def test_timestamps_are_the_time_now_in_rfc_3339_utc_across_a_change_of_second()
 def _builder() -> FrameBuilder:
     envelope = E2AEnvelope(method="chat.send", params={"text": "hi"}, request_id="r-1")
     return FrameBuilder(envelope, BackendInfo("echo", "e2a"), UtcClock())
+
+
+@given(st.one_of(any_text, st.text(st.characters(max_codepoint=0x7F), max_size=40)))
+def test_a_text_delta_body_is_the_very_text_jsontext_writes(text: str) -> None:
+    """Byte for byte (a record keeps a canonical text as it is): strings without escapes are written
+    by the C side itself, the others by orjson, lone surrogates by the general path."""
+    frame = _builder().delta(Delta(DeltaKind.TEXT, text))
+    body = pb.ChatResponse.FromString(frame).response.body
+    assert body == jsontext.dumps({"delta_kind": DeltaKind.TEXT, "delta": text})
 
 
 def test_the_last_sequence_a_response_id_holds_is_written_and_the_next_is_refused() -> None:

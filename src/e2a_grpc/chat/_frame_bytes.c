@@ -40,8 +40,7 @@ enum {
 
 /* The module's state: each (sub)interpreter that imports the module has its own. */
 typedef struct {
-    PyObject *orjson_dumps; /* the delta's string is written as jsontext.dumps writes it: by orjson */
-    PyObject *encode_error; /* orjson.JSONEncodeError: a lone surrogate */
+    PyObject *orjson_dumps; /* strings with escapes are written as jsontext.dumps writes them: by orjson */
     time_t second;          /* the second second_prefix spells, once one was asked for */
     char second_prefix[SECOND_PREFIX_BYTES + 1];
 } ModuleState;
@@ -76,6 +75,17 @@ static char *write_bytes(char *out, PyObject *piece)
     Py_ssize_t size = PyBytes_GET_SIZE(piece);
     memcpy(out, PyBytes_AS_STRING(piece), (size_t)size);
     return out + size;
+}
+
+/* Whether a JSON string of this UTF-8 needs an escape: a quote, a backslash or a control character. */
+static int needs_escapes(const unsigned char *utf8, Py_ssize_t size)
+{
+    for (Py_ssize_t i = 0; i < size; i++) {
+        if (utf8[i] < 0x20 || utf8[i] == '"' || utf8[i] == '\\') {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* text_chunk(layout, sequence, timestamp, text) -> bytes | None */
@@ -122,21 +132,33 @@ static PyObject *text_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
         Py_RETURN_NONE; /* more frames than the id has digits for */
     }
 
-    ModuleState *state = module_state(module);
-    PyObject *json = PyObject_CallOneArg(state->orjson_dumps, text);
-    if (json == NULL) {
-        if (PyErr_ExceptionMatches(state->encode_error)) {
+    Py_ssize_t text_size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &text_size);
+    if (utf8 == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
             PyErr_Clear(); /* a lone surrogate: jsontext.dumps escapes it */
             Py_RETURN_NONE;
         }
         return NULL;
+    }
+    /* A string with nothing to escape is written as it is between quotes, by any JSON writer; others
+     * are written by orjson, as jsontext.dumps writes them (orjson allocates 1 KB per call). */
+    PyObject *json = NULL;
+    if (!needs_escapes((const unsigned char *)utf8, text_size)) {
+        text_size += 2; /* the quotes */
+    } else {
+        json = PyObject_CallOneArg(module_state(module)->orjson_dumps, text);
+        if (json == NULL) {
+            return NULL;
+        }
+        text_size = PyBytes_GET_SIZE(json);
     }
 
     PyObject *piece[LAYOUT_ITEMS];
     for (int item = 0; item < ID_HEX_DIGITS; item++) {
         piece[item] = PyTuple_GET_ITEM(layout, item);
     }
-    Py_ssize_t body_size = PyBytes_GET_SIZE(piece[BODY_PREFIX]) + PyBytes_GET_SIZE(json) + PyBytes_GET_SIZE(piece[BODY_SUFFIX]);
+    Py_ssize_t body_size = PyBytes_GET_SIZE(piece[BODY_PREFIX]) + text_size + PyBytes_GET_SIZE(piece[BODY_SUFFIX]);
     Py_ssize_t sequence_field_size = sequence ? PyBytes_GET_SIZE(piece[SEQUENCE_TAG]) + varint_size(sequence) : 0;
     Py_ssize_t response_size = PyBytes_GET_SIZE(piece[BEFORE_ID_DIGITS]) + hex_digits + PyBytes_GET_SIZE(piece[BEFORE_SEQUENCE])
                                + sequence_field_size + PyBytes_GET_SIZE(piece[BEFORE_TIMESTAMP]) + PyBytes_GET_SIZE(timestamp)
@@ -146,7 +168,7 @@ static PyObject *text_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
 
     PyObject *frame = PyBytes_FromStringAndSize(NULL, frame_size);
     if (frame == NULL) {
-        Py_DECREF(json);
+        Py_XDECREF(json);
         return NULL;
     }
     char *out = PyBytes_AS_STRING(frame);
@@ -166,10 +188,17 @@ static PyObject *text_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
     out = write_bytes(out, piece[BEFORE_BODY_SIZE]);
     out = write_varint(out, (uint64_t)body_size);
     out = write_bytes(out, piece[BODY_PREFIX]);
-    out = write_bytes(out, json);
+    if (json == NULL) {
+        *out++ = '"';
+        memcpy(out, utf8, (size_t)text_size - 2);
+        out += text_size - 2;
+        *out++ = '"';
+    } else {
+        out = write_bytes(out, json);
+        Py_DECREF(json);
+    }
     out = write_bytes(out, piece[BODY_SUFFIX]);
     out = write_bytes(out, piece[AFTER_BODY]);
-    Py_DECREF(json);
     assert(out == PyBytes_AS_STRING(frame) + frame_size);
     return frame;
 }
@@ -218,9 +247,8 @@ static int exec_module(PyObject *module)
     }
     ModuleState *state = module_state(module);
     state->orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
-    state->encode_error = PyObject_GetAttrString(orjson, "JSONEncodeError");
     Py_DECREF(orjson);
-    if (state->orjson_dumps == NULL || state->encode_error == NULL) {
+    if (state->orjson_dumps == NULL) {
         return -1;
     }
     return 0;
@@ -229,14 +257,12 @@ static int exec_module(PyObject *module)
 static int traverse_module(PyObject *module, visitproc visit, void *arg)
 {
     Py_VISIT(module_state(module)->orjson_dumps);
-    Py_VISIT(module_state(module)->encode_error);
     return 0;
 }
 
 static int clear_module(PyObject *module)
 {
     Py_CLEAR(module_state(module)->orjson_dumps);
-    Py_CLEAR(module_state(module)->encode_error);
     return 0;
 }
 

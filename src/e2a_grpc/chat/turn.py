@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from e2a_grpc.chat.events import AgentIds, BackendError, Complete, Delta, Event
 from e2a_grpc.chat.frames import FrameBuilder
 from e2a_grpc.chat.requests import prompt_size_bytes
+from e2a_grpc.chat.timers import TURN_TIMERS, OffLoopTimer
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, ErrorCode
 from e2a_grpc.settings import ServerSettings
@@ -79,7 +80,8 @@ class Turn:
     """One running turn, as the limits and the server's shutdown see it.
 
     ``writing`` and the interruption are plain attributes, so the per-frame path stays a flag check:
-    one timer per turn (``limit_time``), not one per event.
+    one timer per turn (``limit_time``), not one per event, and off the event loop's timer heap
+    (``e2a_grpc.chat.timers``).
     """
 
     __slots__ = ("_timers", "backend_error", "final_code", "interruption", "limit_hit", "stalled", "task", "writing")
@@ -98,7 +100,7 @@ class Turn:
         self.limit_hit: ErrorCode | None = None
         #: The code of the backend's error that ended the turn, if one did (for the metrics).
         self.backend_error: ErrorCode | int | None = None
-        self._timers: list[asyncio.TimerHandle] = []
+        self._timers: list[asyncio.TimerHandle | OffLoopTimer] = []
 
     def interrupt(self, interruption: Interruption, stall_grace: float | None = None) -> None:
         """End the turn with ``interruption``'s frame: at once when it waits on its backend, after the
@@ -117,9 +119,7 @@ class Turn:
         interruption = Interruption(
             ErrorCode.STREAM_TIME_LIMIT, limits.time_limit_message(), {"max_stream_seconds": limits.max_seconds}
         )
-        self._timers.append(
-            asyncio.get_running_loop().call_later(limits.max_seconds, self.interrupt, interruption, stall_grace)
-        )
+        self._timers.append(TURN_TIMERS.call_later(limits.max_seconds, self.interrupt, interruption, stall_grace))
 
     def _on_stalled(self) -> None:
         if self.writing:
