@@ -295,6 +295,8 @@ async def test_a_client_that_does_not_read_holds_the_server_back(
         await call.done_writing()
 
     writer = asyncio.create_task(write_all())
+    while not converted:  # a busy machine may take longer than one look below to start
+        await asyncio.sleep(0.05)
     previous = -1
     while converted != previous:  # until the server stops converting
         previous = converted

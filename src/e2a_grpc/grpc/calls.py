@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -42,18 +42,17 @@ class InFlightCalls:
     def count(self) -> int:
         return self._count
 
-    @contextlib.contextmanager
-    def tracking(self) -> Iterator[None]:
-        """Count one call while the block runs."""
+    def __enter__(self) -> None:
+        """``with calls:`` counts one call while the block runs (a class, not a generator: it runs per call)."""
         self._count += 1
-        self._idle.clear()
+        if self._count == 1:
+            self._idle.clear()
         self._started.set()
-        try:
-            yield
-        finally:
-            self._count -= 1
-            if self._count == 0:
-                self._idle.set()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._count -= 1
+        if self._count == 0:
+            self._idle.set()
 
     async def idle(self) -> None:
         """Return once no call is in flight (after grpc's stop: once the calls it cancelled have unwound)."""
@@ -102,29 +101,31 @@ def parsing_handler(handler: Handler, calls: InFlightCalls) -> Handler:
     # The generated code registers each request class's FromString.
     type_name: str = parse.__self__.DESCRIPTOR.full_name  # type: ignore[attr-defined]
 
-    async def parsed(data: bytes, context: Context) -> Message:
-        try:
-            message: Message = parse(data)
-            return message
-        except DecodeError as exc:
-            await context.abort_with_status(undecodable_request(type_name, exc))
-            raise AssertionError("unreachable: abort_with_status raises") from exc
+    async def refuse(context: Context, exc: DecodeError) -> NoReturn:
+        await context.abort_with_status(undecodable_request(type_name, exc))
+        raise AssertionError("unreachable: abort_with_status raises") from exc
 
     async def parsed_stream(stream: AsyncIterator[bytes], context: Context) -> AsyncIterator[Message]:
         async for data in stream:
-            yield await parsed(data, context)
+            try:
+                message: Message = parse(data)
+            except DecodeError as exc:
+                await refuse(context, exc)
+            yield message
 
-    async def request_of(raw: Any, context: Context) -> Any:
-        if handler.request_streaming:
-            return parsed_stream(raw, context)
-        return await parsed(raw, context)
+    def request_of(raw: Any, context: Context) -> Any:
+        """The request (a stream parsed message by message); raises ``DecodeError`` for a single one."""
+        return parsed_stream(raw, context) if handler.request_streaming else parse(raw)
 
     behavior = behavior_of(handler)
     if inspect.isasyncgenfunction(behavior):
 
         async def stream_replies(raw: Any, context: Context) -> AsyncIterator[Any]:
-            with calls.tracking():
-                request = await request_of(raw, context)
+            with calls:
+                try:
+                    request = request_of(raw, context)
+                except DecodeError as exc:
+                    await refuse(context, exc)
                 async with contextlib.aclosing(behavior(request, context)) as replies:
                     async for reply in replies:
                         yield reply
@@ -133,8 +134,12 @@ def parsing_handler(handler: Handler, calls: InFlightCalls) -> Handler:
     elif inspect.iscoroutinefunction(behavior):
 
         async def call(raw: Any, context: Context) -> Any:
-            with calls.tracking():
-                return await behavior(await request_of(raw, context), context)
+            with calls:
+                try:
+                    request = request_of(raw, context)
+                except DecodeError as exc:
+                    await refuse(context, exc)
+                return await behavior(request, context)
 
         new_behavior = call
     else:
