@@ -233,6 +233,14 @@ def object_or_none(text: str) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
+def canonical_object_has_key(text: str, key: str) -> bool | None:
+    """None if ``text`` is not a JSON object as orjson writes it (``object_or_none`` judges such a
+    text), else whether ``key`` (a key written without escapes) is one of its own keys. For text that
+    is checked and then forwarded unchanged: a canonical object is valid JSON, at most 254 levels deep.
+    """
+    return _canonical.canonical_object_has_key(text, key)
+
+
 def check_value(value: Any, field: str) -> None:
     """Raise an error naming the exact path if ``value`` is not a JSON value E2A can carry."""
     _encodable(value, field, 0)

@@ -97,6 +97,10 @@ def _read_fields(message: e2a_pb2.E2AEnvelope, reads: _Reads) -> dict[str, Any]:
     return values
 
 
+_PROMPT_KEYS = (acp.PROMPT_KEY,)
+_QUOTED_PROMPT_KEY = f'"{acp.PROMPT_KEY}"'
+
+
 def _call_with_params_forwarded(message: e2a_pb2.E2AEnvelope, session_prompt_methods: tuple[str, ...]) -> str | None:
     """The ACP call's JSON text with the params text of ``message`` in it unchanged, or None if
     the general path has to decide (params change, unusual values, or an error).
@@ -108,10 +112,15 @@ def _call_with_params_forwarded(message: e2a_pb2.E2AEnvelope, session_prompt_met
     method, params_text = fields["method"], fields["params"]
     if method in session_prompt_methods:
         method = ACP_SESSION_PROMPT
-    if method == ACP_SESSION_PROMPT and '"prompt"' not in params_text:
+    if method == ACP_SESSION_PROMPT and _QUOTED_PROMPT_KEY not in params_text:
         return None  # a prompt is merged in (no key "prompt" without that text): not worth a parse
-    params = jsontext.object_or_none(params_text)
-    if params is None or not acp.params_unchanged(method, params):
+    # Text as orjson writes it is checked in one pass, without a dict made of it; other text is read.
+    has_prompt = jsontext.canonical_object_has_key(params_text, acp.PROMPT_KEY) if params_text else None
+    if has_prompt is None:
+        params = jsontext.object_or_none(params_text)
+        if params is None or not acp.params_unchanged(method, params):
+            return None
+    elif not acp.params_unchanged(method, _PROMPT_KEYS if has_prompt else ()):
         return None
     try:
         _read_fields(message, _CHECK_READS)

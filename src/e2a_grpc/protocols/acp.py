@@ -9,6 +9,7 @@ dialect (``wire_request``, ``camel_keys``) gives the camelCase ACP that real age
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
@@ -69,11 +70,15 @@ def envelope_from_acp_jsonrpc(
 # --- E2A -> ACP ----------------------------------------------------------------------------------
 
 
-def params_unchanged(method: str | None, params: dict[str, Any]) -> bool:
-    """Whether ``merge_params_to_acp_prompt`` gives ``params`` as they are: for every method but a
-    ``session/prompt`` whose params have no ``prompt`` yet.
+#: The key of the prompt in ``session/prompt`` params.
+PROMPT_KEY = "prompt"
+
+
+def params_unchanged(method: str | None, keys: Container[str]) -> bool:
+    """Whether ``merge_params_to_acp_prompt`` gives params with these ``keys`` as they are: for every
+    method but a ``session/prompt`` whose params have no ``prompt`` yet.
     """
-    return method != ACP_SESSION_PROMPT or "prompt" in params
+    return method != ACP_SESSION_PROMPT or PROMPT_KEY in keys
 
 
 def merge_params_to_acp_prompt(envelope: E2AEnvelope) -> dict[str, Any]:
@@ -88,11 +93,11 @@ def merge_params_to_acp_prompt(envelope: E2AEnvelope) -> dict[str, Any]:
         return params
     blocks = params.get("content_blocks")
     if isinstance(blocks, list) and blocks:
-        params["prompt"] = list(blocks)
+        params[PROMPT_KEY] = list(blocks)
     else:
         text = params.get("text") or params.get("content") or params.get("query")
         if isinstance(text, str) and text:
-            params["prompt"] = [{"type": "text", "text": text}]
+            params[PROMPT_KEY] = [{"type": "text", "text": text}]
     if envelope.session_id and "session_id" not in params:
         params["session_id"] = envelope.session_id
     if envelope.acp_meta:

@@ -7,7 +7,8 @@ the first in place of ``e2a_grpc._canonical`` and, for ``--seconds``, feeds both
   their nested messages), in buffers malloc'd to their exact size so a read one byte past the end
   is caught; when upb parses the bytes and the answer is True, ``from_bytes`` must write what
   ``from_proto`` writes;
-- ``is_canonical_object``: mutated JSON texts, whose answer must be orjson's;
+- ``is_canonical_object`` and ``canonical_object_has_key``: mutated JSON texts, whose answers must be
+  orjson's;
 - ``floats_finite``: random values (NaN and infinities, subclasses, non-str keys, deep nesting),
   whose answer must be its definition's (``tests/support/canonical_json.py``).
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.util
+import json
 import math
 import random
 import subprocess
@@ -190,8 +192,11 @@ def main() -> None:
                 errors="replace"
             )
             expected = is_canonical(text)
+            key = rng.choice(["k", "a", "prompt", ""])
+            has_key = (key in json.loads(text)) if expected else None
             for module in (sse2, portable):
                 assert module.is_canonical_object(text) is expected, text
+                assert module.canonical_object_has_key(text, key) is has_key, (text, key)
             counts["texts"] += 1
             value = random_value(rng, rng.choice([3, 6]))
             for _ in range(rng.choice([0, 0, MAX_LEVELS - 4, MAX_LEVELS + 2])):  # a long chain around it
