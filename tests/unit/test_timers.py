@@ -4,6 +4,7 @@ that set them. Each test waits for the callbacks it expects (events), never for 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 
@@ -87,3 +88,29 @@ async def test_a_timer_of_a_closed_loop_does_not_stop_the_others() -> None:
     fired = asyncio.Event()
     timers.call_later(0.1, fired.set)
     await asyncio.wait_for(fired.wait(), PATIENCE)
+
+
+async def test_a_forked_child_runs_its_own_timers() -> None:
+    """The parent's thread is not in the child; the child starts one of its own for its timers."""
+    timers = OffLoopTimers()
+    parent_fired = asyncio.Event()
+    timers.call_later(0.0, parent_fired.set)
+    await asyncio.wait_for(parent_fired.wait(), PATIENCE)  # the parent's thread runs
+    timers.call_later(LATER, pytest.fail, "pending in the parent")
+
+    async def child_timer() -> None:
+        fired = asyncio.Event()
+        timers.call_later(0.0, fired.set)
+        await asyncio.wait_for(fired.wait(), PATIENCE)
+
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only if its timer fired
+        try:
+            asyncio.set_event_loop(None)
+            asyncio.run(child_timer())
+            code = 0 if timers.pending == 0 else 2
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = await asyncio.to_thread(os.waitpid, pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

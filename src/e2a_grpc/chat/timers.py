@@ -17,8 +17,10 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +71,19 @@ class OffLoopTimers:
     """Timers run by one daemon thread (started with the first timer), for any number of event loops."""
 
     def __init__(self) -> None:
+        self._start_over()
+        # A forked child has no thread, and its parent's timers are for loops it does not run: without
+        # this, its own timers would wait for ever for a thread that call_later thinks is running.
+        start_over = weakref.WeakMethod(self._start_over)  # registered for good: it must not keep self
+
+        def start_over_in_child() -> None:
+            method = start_over()
+            if method is not None:
+                method()
+
+        os.register_at_fork(after_in_child=start_over_in_child)
+
+    def _start_over(self) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._heap: list[tuple[float, int, OffLoopTimer]] = []
