@@ -1,4 +1,4 @@
-"""ToACP's hot path: an ``e2a.v1.E2AEnvelope`` message straight to the ACP call's JSON text.
+"""ToACP's hot paths: an ``e2a.v1.E2AEnvelope`` straight to the ACP call's JSON text.
 
 Where ToACP leaves ``params`` as they are (default dialect, and any method but a session/prompt
 whose prompt has to be merged in), the caller's params JSON text is checked and forwarded as it is,
@@ -6,17 +6,23 @@ not decoded and re-encoded: that is most of the work, and the text stays exactly
 it. Anything else, and any error, takes the general path (``E2AEnvelope.from_proto`` + ``to_acp``),
 which gives the reference result and the error for bad input; so both paths accept and reject the
 same messages.
+
+``to_acp_reply`` goes further for the common case, in C: from the serialized ``ToACPRequest`` to the
+serialized ``ToACPResponse``, with no message parsed or built in Python. It answers only requests
+whose envelope decodes without error and whose params text is as the codec writes it (so forwarding
+it is what the general path writes too), and leaves everything else to the servicer.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from e2a.v1 import e2a_pb2
-from e2a_grpc import jsontext
+from e2a.v1 import conversion_service_pb2, e2a_pb2
+from e2a_grpc import _canonical, jsontext
 from e2a_grpc.conversion import to_acp
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope
@@ -57,8 +63,9 @@ def _check_provenance(message: e2a_pb2.E2AProvenance, field: str) -> None:
 # (field, has presence, check) for the fields read, in field order.
 _Reads = tuple[tuple[str, bool, Decoder | None], ...]
 
-# An ACP call whose params pass through needs only these of an envelope (params as JSON text).
-_CALL_FIELDS = ("method", "ext_method", "jsonrpc_id", "params")
+# An ACP call whose params pass through needs only these of an envelope (params as JSON text), in
+# the order of the plan of `_canonical.acp_call_reply`.
+_CALL_FIELDS = ("jsonrpc_id", "method", "params", "ext_method")
 # How the other fields are checked: as ``from_proto`` decodes them, but values that are not kept
 # are only checked, not decoded losslessly. Kinds not here need no check, and are not read at all:
 # that is what makes this cheaper than ListFields().
@@ -133,3 +140,32 @@ def _call_with_params_forwarded(message: e2a_pb2.E2AEnvelope, session_prompt_met
         return orjson.dumps(call).decode()
     except orjson.JSONEncodeError:
         return None  # a jsonrpc_id beyond 64 bits: the standard encoder writes it
+
+
+def _reply_plan() -> _canonical.AcpCallPlan:
+    """What ``_canonical.acp_call_reply`` needs to know, read from the schema and the modules that own it."""
+    request = conversion_service_pb2.ToACPRequest.DESCRIPTOR.fields_by_name
+    envelope = e2a_pb2.E2AEnvelope.DESCRIPTOR.fields_by_name
+    rpc_id = e2a_pb2.JsonRpcId.DESCRIPTOR.fields_by_name
+    # The round-trip check without its required fields: an envelope without identity_origin or
+    # provenance decodes to their defaults (a round trip would write them), which the call leaves out.
+    fields, _required, any_of = E2AEnvelope.CODEC.wire_plan
+    # The call's text around its id, method and params, as ``_call_with_params_forwarded`` writes it.
+    marks = (b"\x01", b"\x02", b"\x03")  # never in JSON text as orjson writes it
+    template = orjson.dumps(jsonrpc.request(*map(orjson.Fragment, marks)))  # type: ignore[arg-type]
+    before_id, rest = template.split(marks[0])
+    before_method, rest = rest.split(marks[1])
+    before_params, after_params = rest.split(marks[2])
+    empty_reply = conversion_service_pb2.ToACPResponse(jsonrpc="").SerializeToString()  # the tag, then length 0
+    return (
+        (request["envelope"].number, request["session_prompt_methods"].number, request["dialect"].number),
+        (fields, 0, any_of),
+        tuple(envelope[name].number for name in _CALL_FIELDS),  # type: ignore[return-value]
+        (rpc_id["string_value"].number, rpc_id["integer_value"].number),
+        (ACP_SESSION_PROMPT.encode(), acp.EXT_METHOD.encode(), acp.PROMPT_KEY.encode(), orjson.dumps(None)),
+        (empty_reply[:-1], before_id, before_method, before_params, after_params),
+    )
+
+
+#: ToACP's serialized reply for a serialized request, or None where the servicer has to answer it.
+to_acp_reply: Callable[[bytes], bytes | None] = functools.partial(_canonical.acp_call_reply, _reply_plan())

@@ -72,6 +72,8 @@ def envelope_from_acp_jsonrpc(
 
 #: The key of the prompt in ``session/prompt`` params.
 PROMPT_KEY = "prompt"
+#: The envelope method whose ACP call takes its JSON-RPC method from ``ext_method``.
+EXT_METHOD = "ext"
 
 
 def params_unchanged(method: str | None, keys: Container[str]) -> bool:
@@ -110,7 +112,7 @@ def merge_params_to_acp_prompt(envelope: E2AEnvelope) -> dict[str, Any]:
 
 def call_method(method: str | None, ext_method: str | None) -> str | None:
     """The JSON-RPC method of an envelope's ACP call: ``ext_method`` stands in for ``"ext"``."""
-    return ext_method if method == "ext" and ext_method else method
+    return ext_method if method == EXT_METHOD and ext_method else method
 
 
 def envelope_to_acp_jsonrpc_call(envelope: E2AEnvelope) -> dict[str, Any]:
