@@ -3,10 +3,19 @@ tested (and fuzzed) against. A canonical JSON object text is defined with orjson
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
+
+from tests.conftest import REPO_ROOT
 
 #: The deepest level of nesting ``floats_finite`` walks into (orjson writes no more levels).
 MAX_LEVELS = 254
@@ -39,3 +48,20 @@ def floats_finite(value: Any, level: int = 0) -> bool | None:
         if finite is not True:
             return finite
     return True
+
+
+@functools.cache
+def portable_build() -> ModuleType:
+    """The check as CPUs without SSE2 run it (a word-at-a-time scan of string content), built here."""
+    source = REPO_ROOT / "src" / "e2a_grpc" / "_canonical.c"
+    with tempfile.TemporaryDirectory(prefix="e2a-canonical-") as directory:  # loaded, the file can go
+        built = Path(directory) / "_canonical_portable.so"
+        include = "-I" + sysconfig.get_paths()["include"]
+        subprocess.run(
+            ["cc", "-shared", "-fPIC", "-O2", "-U__SSE2__", include, str(source), "-o", str(built)], check=True
+        )
+        spec = importlib.util.spec_from_file_location("e2a_grpc._canonical", built)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module

@@ -8,14 +8,7 @@ writers produce, and mangled ones.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
-import subprocess
-import sysconfig
-import tempfile
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -24,28 +17,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from e2a_grpc import _canonical, jsontext
-from tests.conftest import REPO_ROOT
-from tests.support.canonical_json import is_canonical
+from tests.support.canonical_json import is_canonical, portable_build
 from tests.support.strategies import json_objects, json_values
 
 PROPERTY = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@functools.cache
-def portable_build() -> ModuleType:
-    """The check as CPUs without SSE2 run it (a word-at-a-time scan of string content), built here."""
-    source = REPO_ROOT / "src" / "e2a_grpc" / "_canonical.c"
-    with tempfile.TemporaryDirectory(prefix="e2a-canonical-") as directory:  # loaded, the file can go
-        built = Path(directory) / "_canonical_portable.so"
-        include = "-I" + sysconfig.get_paths()["include"]
-        subprocess.run(
-            ["cc", "-shared", "-fPIC", "-O2", "-U__SSE2__", include, str(source), "-o", str(built)], check=True
-        )
-        spec = importlib.util.spec_from_file_location("e2a_grpc._canonical", built)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
 
 
 def agree(text: str) -> None:
