@@ -574,6 +574,9 @@ static PyObject *canonical_object_has_key(PyObject *module, PyObject *const *arg
 
 /* --- protobuf ------------------------------------------------------------------------------ */
 
+/* A varint as encoders write it: in as few bytes as its value takes (so at most 10, and 5 for a tag
+ * or a length below 2**32, as upb wants them). Other spellings (upb reads some, refuses others) are
+ * left to the parser: 0. */
 static int read_varint(const unsigned char **p, const unsigned char *end, uint64_t *value)
 {
     uint64_t result = 0;
@@ -582,13 +585,26 @@ static int read_varint(const unsigned char **p, const unsigned char *end, uint64
             return 0;
         }
         unsigned char byte = *(*p)++;
+        if (shift == 63 && byte > 1) {
+            return 0; /* more than 64 bits */
+        }
         result |= (uint64_t)(byte & 0x7f) << shift;
         if (!(byte & 0x80)) {
+            if (byte == 0 && shift > 0) {
+                return 0; /* overlong */
+            }
             *value = result;
             return 1;
         }
     }
     return 0;
+}
+
+/* The length of a length-delimited field: a varint that fits in what is left, and below 2**31 - 1
+ * (upb's limit). */
+static int read_length(const unsigned char **p, const unsigned char *end, uint64_t *value)
+{
+    return read_varint(p, end, value) && *value <= (uint64_t)(end - *p) && *value < 0x7fffffff;
 }
 
 /* The value of field ``number`` of a message, whose bytes are [p, end): ``key`` gets the last. */
@@ -619,7 +635,7 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
             break;
         }
         case WIRE_LEN:
-            if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
+            if (!read_length(&p, end, &value)) {
                 return 0;
             }
             if ((tag >> 3) == number) {
@@ -781,7 +797,7 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
             size = 4;
             break;
         case WIRE_LEN:
-            if (!read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
+            if (!read_length(&p, end, &value)) {
                 passed = 0;
             }
             payload = p;
@@ -982,16 +998,16 @@ static int jsonrpc_id_text(Span id, long string_number, long integer_number, cha
     int kind = 0;
     while (p < end) {
         uint64_t tag, value;
-        if (!read_varint(&p, end, &tag) || !read_varint(&p, end, &value)) {
+        if (!read_varint(&p, end, &tag)) {
             return 0;
         }
-        if ((tag >> 3) == (uint64_t)string_number && (tag & 7) == WIRE_LEN && value <= (uint64_t)(end - p)) {
+        if ((tag >> 3) == (uint64_t)string_number && (tag & 7) == WIRE_LEN && read_length(&p, end, &value)) {
             text->text = p;
             text->size = (Py_ssize_t)value;
             p += value;
             kind = 2;
         }
-        else if ((tag >> 3) == (uint64_t)integer_number && (tag & 7) == WIRE_VARINT) {
+        else if ((tag >> 3) == (uint64_t)integer_number && (tag & 7) == WIRE_VARINT && read_varint(&p, end, &value)) {
             int64_t integer = (int64_t)(value >> 1) ^ -(int64_t)(value & 1); /* sint64: zigzag */
             text->text = (const unsigned char *)buffer;
             text->size = snprintf(buffer, MAX_INTEGER_TEXT + 1, "%lld", (long long)integer);
@@ -1076,7 +1092,7 @@ static PyObject *acp_call_reply(PyObject *module, PyObject *const *args, Py_ssiz
             }
             continue;
         }
-        if ((field_tag & 7) != WIRE_LEN || !read_varint(&p, end, &value) || value > (uint64_t)(end - p)) {
+        if ((field_tag & 7) != WIRE_LEN || !read_length(&p, end, &value)) {
             goto done;
         }
         Span payload = {p, (Py_ssize_t)value};

@@ -274,6 +274,20 @@ _PROMPT_PARAMS = {"prompt": [{"type": "text", "text": "hi"}]}
         ),
         pytest.param(pb.ToACPRequest(response=e2a_pb2.E2AResponse()).SerializeToString(), id="response"),
         pytest.param(b"", id="no-envelope"),
+        # Varints in more bytes than their value takes: upb reads some (a length in up to 5 bytes)
+        # and refuses others; the shortcut reads none.
+        pytest.param(
+            b"\x2a\x80\x00" + request(envelope_bytes(method="m", params={"a": 1})), id="alias-length-overlong"
+        ),
+        pytest.param(
+            b"\xaa\x80\x00\x00" + request(envelope_bytes(method="m", params={"a": 1})), id="alias-tag-overlong"
+        ),
+        pytest.param(request(envelope_bytes(method="m", params={"a": 1})) + b"\x30\x80\x00", id="dialect-overlong"),
+        pytest.param(  # found by the ASan fuzzer: a 10-byte length, which upb refuses
+            b'*\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00\n,\n\x03).0\x12\x05\n\x03e2a"\x02\x10\x05X\x02\xa2\x01'
+            b'\x03jxW\xaa\x01\n{"a":"\xc3\xa9"}\xb2\x01\x04_x/y0\x00',
+            id="alias-length-in-10-bytes",
+        ),
     ],
 )
 def test_left_to_the_servicer(data: bytes) -> None:
