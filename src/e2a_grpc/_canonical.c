@@ -13,7 +13,10 @@
  * decodes the message, which judges it. floats_finite(value) spares jsontext.dumps reading its
  * output back to find a NaN or an infinity that orjson wrote as null. canonical_object_has_key(text,
  * key) is is_canonical_object's check that also tells whether the object has a key at its top level,
- * so a text can be forwarded as it is without reading it into a dict (ToACP).
+ * so a text can be forwarded as it is without reading it into a dict (ToACP). acp_call_reply(plan,
+ * data) goes the whole way for ToACP's common call: from the request's bytes, which upb has not
+ * parsed (so strings are checked for UTF-8 here), through the envelope's wire plan, to the reply's
+ * bytes; or None, and the servicer answers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
