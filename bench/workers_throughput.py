@@ -8,7 +8,8 @@ Each server is a real ``e2a-grpc serve`` process (``python -m e2a_grpc serve``),
 rounds alternate between them. The load comes from Go (bench/goload.py): bench/go's ``streamload``
 in unary mode, a lean grpc-go client, for the target; ghz too, for comparison. On two cores the
 client's own CPU comes out of what the second worker could use, and ghz spends about twice a lean
-client's CPU per call (it builds dynamic messages and keeps every call's result).
+client's CPU per call (it builds dynamic messages and keeps every call's result). So the section also
+says what the machine allows at one worker's CPU per call, and measures ``--pin-workers``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import asyncio
 import contextlib
 import enum
 import os
+import statistics
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -104,20 +106,53 @@ def _compare(
     return asyncio.run(paired.alternate(name, (subject[0], baseline[0]), (subject[0], baseline[0]), PAIRS, run_round))
 
 
+def _cores_bound(result: paired.Paired, cores: int) -> tuple[float, float] | None:
+    """(cores busy, server and client, median over the baseline's rounds; the most times the
+    baseline's calls/s that ``cores`` allow at its CPU per call), or None without the server's CPU.
+
+    More workers can only beat that bound if a call costs less CPU with them than with one.
+    """
+    busy = [
+        one.server_cores + one.client_cores for one in result.rounds[result.baseline] if one.server_cores is not None
+    ]
+    if len(busy) != len(result.rounds[result.baseline]):
+        return None
+    median_busy = statistics.median(busy)
+    return median_busy, cores / median_busy
+
+
+def _bound_text(result: paired.Paired, cores: int) -> str:
+    bound = _cores_bound(result, cores)
+    if bound is None:
+        return "(the server's CPU could not be read, so no bound)"
+    busy, most = bound
+    return f"one worker and its client kept {busy:.2f} cores busy: at most **{most:.2f}x** one worker's calls/s"
+
+
 def run() -> SectionResult:
     goload.ensure_tools()
+    cores = len(os.sched_getaffinity(0))
     load_before = os.getloadavg()[0]
     request = pb.ToACPRequest(envelope=E2AEnvelope.from_dict(multimodal_prompt()).to_proto())
     with (
         tempfile.TemporaryDirectory(prefix="e2a-bench-") as scratch,
         _serve("--workers", "1", "--event-loop", "asyncio") as one,
         _serve("--workers", "2", "--event-loop", "asyncio") as two,
+        _serve("--workers", "2", "--pin-workers", "--event-loop", "asyncio") as pinned,
         _serve("--workers", "1", "--event-loop", "uvloop") as uvloop,
     ):
         path = goload.request_file(Path(scratch), "toacp", request.SerializeToString())
         workers = _compare(
             f"ToACP, {CONNECTIONS} connections, {Client.GO.value}",
             ("2 workers", two),
+            ("1 worker", one),
+            path,
+            CONNECTIONS,
+            Client.GO,
+        )
+        workers_pinned = _compare(
+            f"ToACP, {CONNECTIONS} connections, {Client.GO.value}, --pin-workers",
+            ("2 workers pinned", pinned),
             ("1 worker", one),
             path,
             CONNECTIONS,
@@ -144,6 +179,17 @@ def run() -> SectionResult:
     targets = (
         workers.target("workers", "calls", TARGET_RATIO),
         Target(
+            name="workers bound of this machine (informational)",
+            passed=True,
+            summary=_bound_text(workers, cores),
+        ),
+        Target(
+            name="workers pinned (informational)",
+            passed=True,
+            summary=f"2 workers pinned/1 worker {workers_pinned.median_ratio:.2f} (per pair "
+            f"{min(workers_pinned.ratios):.2f}-{max(workers_pinned.ratios):.2f})",
+        ),
+        Target(
             name="workers with ghz (informational)",
             passed=True,
             summary=f"2 workers/1 worker {workers_ghz.median_ratio:.2f} (per pair {min(workers_ghz.ratios):.2f}-"
@@ -167,11 +213,12 @@ def run() -> SectionResult:
     markdown = f"""## serve --workers and uvloop
 
 Target: `e2a-grpc serve --workers 2` answers at least {TARGET_RATIO}x the `ToACP` calls/s of
-`--workers 1` on this machine ({len(os.sched_getaffinity(0))} usable cores), measured in the same
+`--workers 1` on this machine ({cores} usable cores), measured in the same
 run. Also: uvloop (`--event-loop uvloop`) against asyncio's loop, one worker each.
 
-Method: three `python -m e2a_grpc serve` processes, started once (`--workers 1 --event-loop asyncio`,
-`--workers 2 --event-loop asyncio`, `--workers 1 --event-loop uvloop`); idle ones cost nothing. The
+Method: four `python -m e2a_grpc serve` processes, started once (`--workers 1 --event-loop asyncio`,
+`--workers 2 --event-loop asyncio`, the same with `--pin-workers`, `--workers 1 --event-loop uvloop`);
+idle ones cost nothing. The
 load is the codec section's multimodal `session/prompt` as a `ToACPRequest`, {IN_FLIGHT} calls in flight,
 sent by bench/go's `streamload -mode unary` (grpc-go, the request pre-serialized, replies kept as
 bytes): the target's client. On two cores the client's CPU comes out of what the second worker
@@ -184,7 +231,16 @@ reach one worker). uvloop: one connection. {PAIRS} pairs of {ROUND_SECONDS} s ro
 
 {paired.target_table([workers], "Workload", "calls", ".0f", TARGET_RATIO)}
 
-With ghz (for comparison; the Target column applies to the Go client's row above):
+What the machine allows: at one worker's CPU per call (its server's and its client's, which share the
+cores), however many workers share the {cores} cores. With the Go client,
+{_bound_text(workers, cores)}; with ghz, {_bound_text(workers_ghz, cores)}.
+
+For comparison (the Target column applies to the row above): two workers each pinned to a CPU of
+its own (`--pin-workers`):
+
+{paired.target_table([workers_pinned], "Workload", "calls", ".0f", TARGET_RATIO)}
+
+And the unpinned workers driven by ghz:
 
 {paired.target_table([workers_ghz], "Workload", "calls", ".0f", TARGET_RATIO)}
 
@@ -192,7 +248,7 @@ With ghz (for comparison; the Target column applies to the Go client's row above
 
 Per server:
 
-{paired.rpcs_table([workers, workers_ghz, loops], "Workload", "calls", ".0f")}
+{paired.rpcs_table([workers, workers_pinned, workers_ghz, loops], "Workload", "calls", ".0f")}
 
 Noise: the clients and the servers share this VM's cores with anything else running; the 1-minute load
 average was {load_before:.1f} when this section started and {load_after:.1f} when it ended. With two

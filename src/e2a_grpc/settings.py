@@ -309,6 +309,13 @@ class ServerSettings(BaseSettings):
         "core this process may run on, or 1 with --backend acp, --metrics-port or --a2a-port, which one process "
         "must own",
     )
+    pin_workers: bool = Field(
+        default=False,
+        description="with more than one worker, run worker i on the i-th CPU this process may run on (in turn "
+        "when there are more workers than CPUs): a worker's threads then share one CPU's caches and wake each "
+        "other without a cross-CPU interrupt (2 workers on a 2-CPU VM: 186 µs of server CPU per ToACP call, 212 "
+        "unpinned); a pinned worker cannot take an idle CPU when its connections are the busy ones (Linux)",
+    )
     event_loop: EventLoop = Field(
         default=EventLoop.AUTO,
         description="the asyncio event loop: uvloop (the 'uvloop' extra) or the standard one; auto: uvloop when "
@@ -375,6 +382,8 @@ class ServerSettings(BaseSettings):
                 "--event-loop uvloop cannot serve --backend acp: uvloop starts the agent processes with a fork "
                 "while gRPC's threads run, and they crash at times (SIGSEGV); use --event-loop asyncio"
             )
+        if self.pin_workers and not hasattr(os, "sched_setaffinity"):
+            raise ValueError("--pin-workers: this system cannot pin a process to a CPU (Linux can)")
         if self.workers is not None and self.workers > 1:
             if self.backend is BackendName.ACP:
                 raise ValueError(

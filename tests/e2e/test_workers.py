@@ -134,6 +134,31 @@ def test_workers_answer_unary_calls_and_streams_on_uvloop() -> None:
         assert [result.index for reply in replies for result in reply.results] == list(range(30))
 
 
+def _allowed_cpus(pid: int) -> set[str]:
+    """The CPU lists (as /proc writes them) the threads of process ``pid`` may run on."""
+    lists: set[str] = set()
+    for thread in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{thread}/status", encoding="ascii") as status:
+            lists.update(line.split()[1] for line in status if line.startswith("Cpus_allowed_list:"))
+    return lists
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < WORKERS, reason="needs a CPU per worker")
+def test_pinned_workers_run_each_on_a_cpu_of_its_own() -> None:
+    with running_server_process("--workers", str(WORKERS), "--pin-workers") as (address, process, _):
+        with grpc.insecure_channel(address) as channel:  # serving, with gRPC's threads started
+            reply = pb_grpc.ConversionServiceStub(channel).FromA2A(
+                pb.FromA2ARequest(json='{"message": {}}'), timeout=10
+            )
+            assert reply.HasField("envelope")
+        cpus = [_allowed_cpus(worker) for worker in _workers(process.pid)]
+        parent = _allowed_cpus(process.pid)
+    pinned: set[str] = set().union(*cpus)
+    assert [len(threads) for threads in cpus] == [1] * WORKERS  # every thread of a worker on one CPU
+    assert len(pinned) == WORKERS  # and each worker on its own
+    assert parent.isdisjoint(pinned)  # the parent is not pinned
+
+
 def test_a_worker_that_dies_takes_the_service_down_with_exit_code_1(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     with running_server_process("--workers", str(WORKERS), log=log) as (_, process, _):

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from e2a_grpc import settings
+from e2a_grpc.grpc.workers import cpus_of_workers
 from e2a_grpc.settings import BackendName, EventLoop, ServerSettings
 
 
@@ -50,3 +51,16 @@ def test_uvloop_is_not_used_with_the_acp_backend_and_refused_when_asked_for() ->
     assert not ServerSettings(event_loop=EventLoop.ASYNCIO, **acp).uses_uvloop
     with pytest.raises(ValidationError, match="--event-loop uvloop cannot serve --backend acp"):
         ServerSettings(event_loop=EventLoop.UVLOOP, **acp)
+
+
+def test_pinned_workers_take_the_usable_cpus_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {5, 3})
+    assert cpus_of_workers(3, pin=True) == [3, 5, 3]
+    assert cpus_of_workers(2, pin=False) == [None, None]
+
+
+def test_pinning_is_refused_where_a_process_cannot_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not ServerSettings().pin_workers
+    monkeypatch.delattr(os, "sched_setaffinity")
+    with pytest.raises(ValidationError, match="--pin-workers: this system cannot pin"):
+        ServerSettings(pin_workers=True)

@@ -9,7 +9,8 @@ them. The workers are started with ``spawn`` (a fresh interpreter each), as gRPC
 a child forked from a process that has used it. SIGTERM or SIGINT to the parent reaches every
 worker as SIGTERM, and each shuts down gracefully as a single server does (health NOT_SERVING,
 Chat streams get their final frame, in-flight calls get the grace period). A worker that ends on
-its own (it failed) stops the others, and the parent exits with a failure.
+its own (it failed) stops the others, and the parent exits with a failure. With ``pin_workers``,
+worker i runs on the i-th CPU the parent may run on (``cpus_of_workers``).
 """
 
 from __future__ import annotations
@@ -102,8 +103,27 @@ def _stop_with_parent(parent_pid: int) -> None:
         sys.exit(WORKER_FAILED)
 
 
-def _worker(config: ServerSettings, setup_worker: Callable[[], None], parent_pid: int, started: Connection) -> None:
-    """A worker process: one server on the shared port until SIGTERM; says on ``started`` once it listens."""
+def cpus_of_workers(count: int, pin: bool) -> list[int | None]:
+    """The CPU each of ``count`` workers runs on: with ``pin``, the CPUs this process may run on, in
+    turn; else None (any)."""
+    if not pin:
+        return [None] * count
+    cpus = sorted(os.sched_getaffinity(0))
+    return [cpus[index % len(cpus)] for index in range(count)]
+
+
+def _worker(
+    config: ServerSettings,
+    setup_worker: Callable[[], None],
+    parent_pid: int,
+    started: Connection,
+    cpu: int | None,
+) -> None:
+    """A worker process: one server on the shared port until SIGTERM; says on ``started`` once it
+    listens. ``cpu``: the one CPU it runs on, or None."""
+    if cpu is not None:
+        # First, before any thread starts: gRPC's threads inherit the main thread's CPU.
+        os.sched_setaffinity(0, {cpu})
     # Ctrl-C in a terminal reaches the whole process group: the parent turns it into SIGTERM for
     # each worker, so a worker still starting up does not die of it with a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -127,10 +147,10 @@ def _supervise(config: ServerSettings, count: int, setup_worker: Callable[[], No
     #: The parent's end of each worker's pipe on which it says it listens; dropped once it has.
     starting: dict[Connection, multiprocessing.process.BaseProcess] = {}
     senders: dict[multiprocessing.process.BaseProcess, Connection] = {}
-    for number in range(1, count + 1):
+    for number, cpu in enumerate(cpus_of_workers(count, config.pin_workers), start=1):
         receiver, sender = context.Pipe(duplex=False)
         worker = context.Process(
-            target=_worker, args=(config, setup_worker, os.getpid(), sender), name=f"e2a-grpc worker {number}"
+            target=_worker, args=(config, setup_worker, os.getpid(), sender, cpu), name=f"e2a-grpc worker {number}"
         )
         workers.append(worker)
         starting[receiver] = worker
@@ -163,7 +183,11 @@ def _supervise(config: ServerSettings, count: int, setup_worker: Callable[[], No
                 del starting[receiver]
                 if not starting and not stopping:
                     log.info(
-                        "e2a-grpc: all %d workers serving on %s:%d (SO_REUSEPORT)", count, config.host, config.port
+                        "e2a-grpc: all %d workers serving on %s:%d (SO_REUSEPORT%s)",
+                        count,
+                        config.host,
+                        config.port,
+                        ", workers pinned to CPUs" if config.pin_workers else "",
                     )
             for worker in [worker for worker in running if worker.sentinel in ready]:
                 worker.join()
