@@ -234,9 +234,16 @@ def test_during_a_sigterm_drain_every_worker_reports_not_serving_and_in_flight_c
             return {worker: _established_connections(worker, port) for worker in workers}
 
         def new_connection_owner(before: dict[int, int]) -> int:
-            """The worker that accepted the one connection opened since ``before``."""
-            (owner,) = [worker for worker, count in connections().items() if count == before[worker] + 1]
-            return owner
+            """The worker that accepted the one connection opened since ``before``. Polled: a read of
+            /proc/net/tcp* is not a snapshot, and now and then misses a connection."""
+            owners: list[int] = []
+
+            def one_owner() -> bool:
+                owners[:] = [worker for worker, count in connections().items() if count == before[worker] + 1]
+                return len(owners) == 1
+
+            assert wait_until(one_owner, timeout=10), (before, connections())
+            return owners[0]
 
         async def drain() -> None:
             channels: list[grpc.aio.Channel] = []
