@@ -15,8 +15,6 @@ from typing import Any
 
 import orjson
 
-from tests.conftest import REPO_ROOT
-
 #: The deepest level of nesting ``floats_finite`` walks into (orjson writes no more levels).
 MAX_LEVELS = 254
 
@@ -53,7 +51,9 @@ def floats_finite(value: Any, level: int = 0) -> bool | None:
 @functools.cache
 def portable_build() -> ModuleType:
     """The check as CPUs without SSE2 run it (a word-at-a-time scan of string content), built here."""
-    source = REPO_ROOT / "src" / "e2a_grpc" / "_canonical.c"
+    # The repository's root, found from here: importing tests.conftest would import e2a_grpc, and the
+    # ASan fuzzer must put its own build of _canonical in place before anything imports the package.
+    source = Path(__file__).resolve().parents[2] / "src" / "e2a_grpc" / "_canonical.c"
     with tempfile.TemporaryDirectory(prefix="e2a-canonical-") as directory:  # loaded, the file can go
         built = Path(directory) / "_canonical_portable.so"
         include = "-I" + sysconfig.get_paths()["include"]
