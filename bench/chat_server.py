@@ -24,7 +24,7 @@ from e2a_grpc.chat.events import AgentIds
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.grpc.chat_servicer import ChatServicer
-from e2a_grpc.grpc.server import E2AServer
+from e2a_grpc.grpc.server import E2AServer, freeze_startup_heap
 from e2a_grpc.settings import BackendName, ServerSettings
 
 BARE_SERVICE = "e2a.bench.v1.BareStream"
@@ -85,7 +85,9 @@ async def serve(port: int) -> None:
     server = E2AServer(ServerSettings(host="127.0.0.1", port=port, backend=BackendName.ECHO, log_frames=False))
     # Before start, on the same grpc.aio server: both RPCs go through one stack.
     add_bare_stream(server.server, await echo_frames(server.chat, chat_request()))
-    await server.run_until_signalled()
+    await server.start()
+    freeze_startup_heap()  # as `e2a-grpc serve` does
+    await server.stop_when_signalled()
 
 
 def main() -> None:

@@ -192,7 +192,8 @@ whose `params.text` has {WORDS:,} words: each stream is {stream.frames:,} frames
 deltas and the final `e2a.complete`), {stream.payload_bytes:,} bytes of `ChatResponse` payload.
 
 Method: `bench/chat_server.py` runs in its own process: `E2AServer(ServerSettings(host="127.0.0.1",
-port=N, backend="echo", log_frames=False))` (the real options, health, reflection) plus a bench-only
+port=N, backend="echo", log_frames=False))` (the real options, health, reflection;
+its startup heap frozen out of the cyclic GC once it serves, as `e2a-grpc serve` does) plus a bench-only
 `/e2a.bench.v1.BareStream/Chat` RPC, registered on the same `grpc.aio` server with the `ChatRequest`
 / `ChatResponse` serializers, that writes with `await context.write(...)`, as `Chat` does, a list of
 `ChatResponse` frames built once at startup by the server's own echo backend and `FrameBuilder` for

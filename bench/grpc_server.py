@@ -18,7 +18,7 @@ import grpc
 
 from bench.serverproc import add_bench_rpc
 from e2a.v1 import conversion_service_pb2 as pb
-from e2a_grpc.grpc.server import E2AServer
+from e2a_grpc.grpc.server import E2AServer, freeze_startup_heap
 from e2a_grpc.settings import ServerSettings
 
 ECHO_SERVICE = "e2a.bench.v1.Echo"
@@ -68,7 +68,9 @@ async def serve(port: int) -> None:
     # Before start, on the same grpc.aio server: both RPCs go through one stack.
     add_echo(server.server)
     add_echo_stream(server.server)
-    await server.run_until_signalled()
+    await server.start()
+    freeze_startup_heap()  # as `e2a-grpc serve` does
+    await server.stop_when_signalled()
 
 
 def main() -> None:

@@ -153,7 +153,9 @@ conversion adds at most {(1 - TARGET_RATIO) * 100:.0f} % on top of gRPC's own co
 `ToACPRequest(envelope=E2AEnvelope.from_dict(doc).to_proto())`; the workloads are the codec section's.
 
 Method: `bench/grpc_server.py` runs in its own process: `E2AServer(ServerSettings(host="127.0.0.1", port=N))`
-(the real options, health, reflection) plus a bench-only `/e2a.bench.v1.Echo/Echo` RPC, registered on
+(the real options, health, reflection;
+its startup heap frozen out of the cyclic GC once it serves, as `e2a-grpc serve` does)
+plus a bench-only `/e2a.bench.v1.Echo/Echo` RPC, registered on
 the same `grpc.aio` server, that parses a `ToACPRequest` and returns it, so it pays the same protobuf
 and gRPC cost as `ToACP` but converts nothing. Before timing, `ToACP` is checked to return a `jsonrpc`
 result and the echo to return its request. The load comes from ghz {goload.ghz_version()} (a Go gRPC load

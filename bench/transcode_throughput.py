@@ -135,7 +135,8 @@ and with {UNARY_IN_FLIGHT} calls in flight: the stream is for bulk traffic, so i
 client can do with unary calls. Every record is the same {len(text.encode())}-byte envelope wire JSON
 (the codec section's multimodal session/prompt), read into an `E2AEnvelope` message by both RPCs.
 
-Method: `bench/grpc_server.py` runs `E2AServer` (the real options, health, reflection) in its own
+Method: `bench/grpc_server.py` runs `E2AServer` (the real options, health, reflection;
+its startup heap frozen out of the cyclic GC once it serves, as `e2a-grpc serve` does) in its own
 process. Before timing, both RPCs are checked to return the envelope `E2AEnvelope.from_json` reads
 (Transcode: in order, with indexes 0 and 1). The load comes from Go, sending pre-serialized requests
 and keeping reply bytes, so its own work per record is about the same on both RPCs: a Transcode round

@@ -9,7 +9,6 @@ Every transport keeps to ``max_message_bytes`` (HTTP: ``body_limit``).
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib.metadata
 import logging
 import socket
@@ -30,7 +29,7 @@ from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
-from e2a_grpc.grpc.server import E2AServer, ListenError, server_options
+from e2a_grpc.grpc.server import E2AServer, ListenError, freeze_startup_heap, server_options
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
 
 log = logging.getLogger("e2a_grpc.a2a_server")
@@ -187,7 +186,6 @@ async def serve_with_a2a(settings: ServerSettings) -> None:
     front = A2AServer(settings, e2a.chat.backend)
     await front.start()
     await e2a.start()
-    gc.collect()  # as grpc/server.serve does
-    gc.freeze()
+    freeze_startup_heap()
     # The A2A server first: its turns use the backend the E2A server closes.
     await e2a.stop_when_signalled(first=front.stop)

@@ -255,6 +255,14 @@ def running_event_loop() -> EventLoop:
     return EventLoop.UVLOOP if module.partition(".")[0] == "uvloop" else EventLoop.ASYNCIO
 
 
+def freeze_startup_heap() -> None:
+    """Once a process whose one job is serving serves: everything allocated so far lives as long as
+    the process, so keep the cyclic GC from re-scanning it on every collection that per-call garbage
+    triggers (Chat's per-frame objects trigger them often)."""
+    gc.collect()
+    gc.freeze()
+
+
 async def serve(
     config: ServerSettings, *, reuse_port: bool = False, on_started: Callable[[], None] | None = None
 ) -> None:
@@ -266,8 +274,5 @@ async def serve(
     await server.start()
     if on_started is not None:
         on_started()
-    # Everything allocated so far lives as long as the process: keep the cyclic GC from re-scanning
-    # it on every collection triggered by per-call garbage.
-    gc.collect()
-    gc.freeze()
+    freeze_startup_heap()
     await server.stop_when_signalled()
