@@ -534,6 +534,17 @@ static PyObject *is_canonical_object(PyObject *module, PyObject *text)
     return PyBool_FromLong(found);
 }
 
+/* Whether a string goes into JSON as it is, between quotes (orjson escapes nothing else). */
+static int needs_no_escape(Span text)
+{
+    for (Py_ssize_t i = 0; i < text.size; i++) {
+        if (text.text[i] < 0x20 || text.text[i] == '"' || text.text[i] == '\\') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* canonical_object_has_key(text, key): None if text is not a canonical JSON object, else whether key
  * is one of its own keys (not a nested object's). */
 static PyObject *canonical_object_has_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -547,12 +558,9 @@ static PyObject *canonical_object_has_key(PyObject *module, PyObject *const *arg
     if (key == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < key_size; i++) {
-        unsigned char byte = (unsigned char)key[i];
-        if (byte < 0x20 || byte == '"' || byte == '\\') {
-            PyErr_SetString(PyExc_ValueError, "canonical_object_has_key() looks for keys written without escapes");
-            return NULL;
-        }
+    if (!needs_no_escape((Span){(const unsigned char *)key, key_size})) {
+        PyErr_SetString(PyExc_ValueError, "canonical_object_has_key() looks for keys written without escapes");
+        return NULL;
     }
     Py_ssize_t size;
     const char *utf8 = PyUnicode_AsUTF8AndSize(args[0], &size);
@@ -981,17 +989,6 @@ static PyObject *plan_tuple(PyObject *plan, Py_ssize_t index, Py_ssize_t size)
     return item;
 }
 
-/* Whether a string goes into JSON as it is, between quotes (orjson escapes nothing else). */
-static int needs_no_escape(Span text)
-{
-    for (Py_ssize_t i = 0; i < text.size; i++) {
-        if (text.text[i] < 0x20 || text.text[i] == '"' || text.text[i] == '\\') {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The JSON-RPC id of a JsonRpcId message that passed its plan, as JSON text in ``buffer`` (an
  * integer) or ``text`` (a string's content, to be quoted): 1 for an integer, 2 for a string, 0 for
  * anything else (a number, or a string that needs escapes). The parser keeps the oneof's last value. */
@@ -1021,11 +1018,6 @@ static int jsonrpc_id_text(Span id, long string_number, long integer_number, cha
         }
     }
     return kind == 2 && !needs_no_escape(*text) ? 0 : kind;
-}
-
-static int same_text(Span a, Span b)
-{
-    return same_span(&a, &b);
 }
 
 static unsigned char *put(unsigned char *out, Span text)
@@ -1138,15 +1130,15 @@ static PyObject *acp_call_reply(PyObject *module, PyObject *const *args, Py_ssiz
     Span method = has_method ? capture.values[method_number] : null;
     if (has_method) {
         for (int i = 0; i < prompt_method_count; i++) {
-            if (same_text(prompt_methods[i], method)) {
+            if (same_span(&prompt_methods[i], &method)) {
                 method = session_prompt;
                 break;
             }
         }
-        if (same_text(method, session_prompt) && !capture.key_found) {
+        if (same_span(&method, &session_prompt) && !capture.key_found) {
             goto done; /* the prompt is merged into params */
         }
-        if (same_text(method, ext) && ((capture.kept >> ext_method_number) & 1)
+        if (same_span(&method, &ext) && ((capture.kept >> ext_method_number) & 1)
             && capture.values[ext_method_number].size) {
             method = capture.values[ext_method_number];
         }

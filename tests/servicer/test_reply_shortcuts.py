@@ -8,7 +8,6 @@ leaves the call to the servicer (and logs it); test_metrics.py counts shortcut r
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -44,10 +43,10 @@ class Recorded:
 
 
 @pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorded]:
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorded:
     shortcut = Recorded()
     monkeypatch.setattr(server, "REPLY_SHORTCUTS", {TO_ACP: shortcut})
-    yield shortcut
+    return shortcut
 
 
 def test_toacp_has_the_shortcut() -> None:

@@ -63,9 +63,8 @@ def _check_provenance(message: e2a_pb2.E2AProvenance, field: str) -> None:
 # (field, has presence, check) for the fields read, in field order.
 _Reads = tuple[tuple[str, bool, Decoder | None], ...]
 
-# An ACP call whose params pass through needs only these of an envelope (params as JSON text), in
-# the order of the plan of `_canonical.acp_call_reply`.
-_CALL_FIELDS = ("jsonrpc_id", "method", "params", "ext_method")
+# An ACP call whose params pass through needs only these of an envelope (params as JSON text).
+_CALL_FIELDS = ("method", "ext_method", "jsonrpc_id", "params")
 # How the other fields are checked: as ``from_proto`` decodes them, but values that are not kept
 # are only checked, not decoded losslessly. Kinds not here need no check, and are not read at all:
 # that is what makes this cheaper than ListFields().
@@ -160,7 +159,12 @@ def _reply_plan() -> _canonical.AcpCallPlan:
     return (
         (request["envelope"].number, request["session_prompt_methods"].number, request["dialect"].number),
         (fields, 0, any_of),
-        tuple(envelope[name].number for name in _CALL_FIELDS),  # type: ignore[return-value]
+        (
+            envelope["jsonrpc_id"].number,
+            envelope["method"].number,
+            envelope["params"].number,
+            envelope["ext_method"].number,
+        ),
         (rpc_id["string_value"].number, rpc_id["integer_value"].number),
         (ACP_SESSION_PROMPT.encode(), acp.EXT_METHOD.encode(), acp.PROMPT_KEY.encode(), orjson.dumps(None)),
         (empty_reply[:-1], before_id, before_method, before_params, after_params),

@@ -147,7 +147,7 @@ def parsing_handler(handler: Handler, calls: InFlightCalls, shortcut: Shortcut |
 
         new_behavior: Callable[..., Any] = stream_replies
     elif shortcut is not None:
-        return _shortcut_handler(handler, behavior, calls, shortcut, request_of, refuse)
+        return _shortcut_handler(handler, behavior, calls, shortcut, parse, refuse)
     elif inspect.iscoroutinefunction(behavior):
 
         async def call(raw: Any, context: Context) -> Any:
@@ -171,7 +171,7 @@ def _shortcut_handler(
     behavior: Callable[..., Awaitable[Any]],
     calls: InFlightCalls,
     shortcut: Shortcut,
-    request_of: Callable[[Any, Context], Any],
+    parse: Callable[[bytes], Message],
     refuse: Callable[[Context, DecodeError], Awaitable[NoReturn]],
 ) -> Handler:
     serialize = handler.response_serializer
@@ -190,7 +190,7 @@ def _shortcut_handler(
             if reply is not None:
                 return reply
             try:
-                request = request_of(raw, context)
+                request = parse(raw)
             except DecodeError as exc:
                 await refuse(context, exc)
             return serialize(await behavior(request, context))
