@@ -150,7 +150,6 @@ async def test_a_slot_is_free_again_once_its_turn_ended(transport: str) -> None:
 @pytest.mark.parametrize(
     "part",
     [
-        pytest.param({"raw": b"\x00\x01"}, id="raw-bytes"),
         pytest.param({"url": ""}, id="empty-url-no-text"),
     ],
 )

@@ -19,7 +19,7 @@ import pytest_asyncio
 
 from e2a_grpc.broker import jetstream
 from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA
-from e2a_grpc.chat.events import Complete, Delta, Event
+from e2a_grpc.chat.events import Complete, Delta, Event, TurnsNeverWait
 from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
 from e2a_grpc.protocols import cloudevents
@@ -199,7 +199,7 @@ async def test_a_stream_deleted_under_the_publisher_is_made_again(
     assert await _subscribe(broker, "after-delete") == sent
 
 
-class PhasedBackend:
+class PhasedBackend(TurnsNeverWait):
     """Streams ``words_per_phase`` words, then waits until the test lets the next phase go: so a test
     can stop the broker after phase 0, have phase 1's frames published into the outage, start the
     broker again and let phase 2 follow."""

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
 from e2a_grpc.chat.coalesce import EventInbox
-from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event
+from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, TurnsNeverWait
 from e2a_grpc.model import DeltaKind, E2AEnvelope
 
 FAKE_INFO = BackendInfo(name="fake", source_protocol="e2a", details={"fake": True})
@@ -33,7 +33,7 @@ class Turn:
     yielded: list[Event] = field(default_factory=list)
 
 
-class ControlledBackend:
+class ControlledBackend(TurnsNeverWait):
     """Yields ``before`` as text deltas, then waits for ``release``; then yields ``after`` and either
     raises ``error`` or completes with the whole text.
 
@@ -97,7 +97,7 @@ class ControlledBackend:
         self.closed.set()
 
 
-class FloodBackend:
+class FloodBackend(TurnsNeverWait):
     """Yields ``limit`` text deltas of ``delta_bytes`` each as fast as the servicer takes them.
 
     The servicer asks for the next event only once it has written the previous one, so ``written``
@@ -129,7 +129,7 @@ def _event(item: str | Event) -> Event:
     return Delta(DeltaKind.TEXT, item) if isinstance(item, str) else item
 
 
-class EndlessBackend:
+class EndlessBackend(TurnsNeverWait):
     """Never completes: yields ``deltas`` text deltas of ``delta_bytes`` each (``None``: without end,
     and without awaiting anything), then waits forever.
 
@@ -164,7 +164,7 @@ class EndlessBackend:
         return None
 
 
-class PushBackend:
+class PushBackend(TurnsNeverWait):
     """An agent that pushes its events, as an ACP agent does: the test ``put``s them into the turn's
     ``EventInbox`` (the servicer takes them from there, text deltas that waited merged) and ends the
     turn with ``finish``. ``taken`` lists the events as the servicer took them; ``taken_at_least(n)``

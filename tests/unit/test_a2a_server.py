@@ -47,7 +47,7 @@ def test_text_parts_become_text_blocks_in_order(texts: list[str]) -> None:
     assert prompt_blocks(message) == [{"type": "text", "text": text} for text in texts]
 
 
-def test_a_url_part_is_a_resource_link_and_raw_bytes_name_the_part() -> None:
+def test_a_url_part_is_a_resource_link_and_raw_bytes_a_block_by_media_type() -> None:
     message = Message(
         message_id="m",
         parts=[Part(text="see"), Part(url="https://x/y.pdf", filename="y.pdf", media_type="application/pdf")],
@@ -58,8 +58,17 @@ def test_a_url_part_is_a_resource_link_and_raw_bytes_name_the_part() -> None:
         "name": "y.pdf",
         "mimeType": "application/pdf",
     }
-    with pytest.raises(E2AValueError, match=r"message\.parts\[1\]"):
-        prompt_blocks(Message(message_id="m", parts=[Part(text="a"), Part(raw=b"\x00")]))
+    raw = [Part(raw=b"\x00", media_type=media_type) for media_type in ("image/png", "audio/wav", "application/pdf")]
+    assert [block["type"] for block in prompt_blocks(Message(message_id="m", parts=raw))] == [
+        "image",
+        "audio",
+        "resource",
+    ]
+
+
+def test_a_message_of_empty_text_has_no_prompt() -> None:
+    with pytest.raises(E2AValueError, match=r"message\.parts"):
+        prompt_blocks(Message(message_id="m", parts=[Part(text="")]))
 
 
 def test_the_turn_is_the_request_and_the_context_the_session() -> None:

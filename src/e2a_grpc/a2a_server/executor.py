@@ -1,25 +1,39 @@
 """The A2A server's agent executor: one Chat backend turn per A2A message.
 
 A message becomes an E2A envelope (the FromA2A adapter, with the message's parts as the prompt's
-content blocks and the A2A contextId as the session, so a context keeps its ACP session). The turn
-is Chat's (``e2a_grpc.chat.turn``: the same frames, limits and final frame), and each frame becomes A2A
-events through the project's E2A -> A2A projection (``conversion.to_a2a_stream``, what the
-ConversionService's ToA2AStream does): an ``e2a.chunk`` is an artifact update, the final
-``e2a.complete`` / ``e2a.error`` the completed / failed status. So the server and ToA2AStream agree by
-construction. Two things a per-frame projection cannot know are added here: the first chunk of each
-artifact opens it (``append`` false, as A2A requires), and the events of a remote A2A agent (the a2a
-backend's ``a2a.stream_event`` frames) are re-addressed to this server's task, without the agent's own
-task snapshot, message or final status (this task's final status comes from the final frame).
+content blocks, ``protocols.parts``: text, data, raw bytes and URLs, each of which an a2a backend
+forwards as it came, and the A2A contextId as the session, so a context keeps its ACP session). The
+turn is Chat's (``e2a_grpc.chat.turn``: the same frames, limits and final frame).
 
-Cancel (A2A CancelTask) stops the turn at its current await: the backend's cleanup tells the agent
-(ACP ``session/cancel``, A2A CancelTask) before the task is marked canceled.
+How its frames become A2A events depends on what the backend's agent speaks:
+
+* An E2A-native backend (echo, acp): the task is submitted and working when the turn starts, and each
+  frame becomes A2A events through the project's E2A -> A2A projection (``conversion.to_a2a_stream``,
+  what the ConversionService's ToA2AStream does): an ``e2a.chunk`` is an artifact update (the first
+  chunk of each artifact opens it, ``append`` false, as A2A requires), the final ``e2a.complete`` /
+  ``e2a.error`` the completed / failed status, ``e2a.input_required`` the input-required (or
+  auth-required) status with the question as its message. So the server and ToA2AStream agree by
+  construction.
+* A remote A2A agent (the a2a backend's ``a2a.stream_event`` frames): its own events are the task's,
+  as it sent them, re-addressed to this server's task and context ids (the only difference): its task
+  snapshot is the task (created when its first event arrives), its status updates every state and
+  message, its artifact updates every part, ``append`` and ``lastChunk``, its metadata; a Message
+  reply stays a Message. The final frame adds a status only when the agent's events did not end the
+  turn themselves (the stream broke off, a limit of this server).
+
+A task that ends waiting (input-required, auth-required) stays open: the SDK keeps it, a message with
+its taskId continues it (the SDK appends the message to its history) and reaches the agent's own task
+(the a2a backend continues the remote task it waits in). Cancel (A2A CancelTask) stops a running
+turn at its current await: the backend's cleanup tells the agent (ACP ``session/cancel``, A2A
+CancelTask) before the task is marked canceled; of a waiting task it asks the backend to cancel the
+agent's task.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
@@ -39,18 +53,22 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf import json_format
 
-from e2a_grpc import conversion, jsontext
+from e2a_grpc import conversion
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
-from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.chat.events import AgentBackend, BackendError
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.chat.requests import prompt_size_bytes
 from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
 from e2a_grpc.errors import E2AValueError
-from e2a_grpc.model import E2AEnvelope, ErrorCode, ResponseKind
+from e2a_grpc.model import E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols import a2a
+from e2a_grpc.protocols import parts as content
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
+
+#: Task states in which the agent waits for the client; a message on the task continues it.
+INTERRUPTED_STATES = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 
 #: Task states after which nothing more happens to a task.
 TERMINAL_STATES = frozenset(
@@ -64,25 +82,15 @@ TERMINAL_STATES = frozenset(
 
 
 def prompt_blocks(message: Message) -> list[dict[str, Any]]:
-    """The ACP content blocks of an A2A message: text as text, data as its JSON text, a URL as a resource link."""
-    blocks: list[dict[str, Any]] = []
-    for index, part in enumerate(message.parts):
-        content = part.WhichOneof("content")
-        if content == "text":
-            blocks.append({"type": "text", "text": part.text})
-        elif content == "data":
-            data = json_format.MessageToDict(part.data)
-            blocks.append({"type": "text", "text": jsontext.dumps(data, f"message.parts[{index}].data")})
-        elif content == "url":
-            link: dict[str, Any] = {"type": "resource_link", "uri": part.url, "name": part.filename or part.url}
-            if part.media_type:
-                link["mimeType"] = part.media_type
-            blocks.append(link)
-        else:
-            raise E2AValueError(f"message.parts[{index}]", f"a {content or 'empty'} part cannot reach the agent")
-    if not any(block["type"] == "text" and block["text"] for block in blocks):
-        raise E2AValueError("message.parts", "no text: the agent needs a text or data part")
+    """The ACP content blocks of an A2A message, one per part (``protocols.parts``)."""
+    parts = json_format.MessageToDict(message).get("parts", [])
+    blocks = [content.acp_block(part, f"message.parts[{index}]") for index, part in enumerate(parts)]
+    if all(block == _EMPTY_TEXT for block in blocks):
+        raise E2AValueError("message.parts", "no content: the agent needs a part that is not empty text")
     return blocks
+
+
+_EMPTY_TEXT = {"type": "text", "text": ""}
 
 
 def turn_envelope(
@@ -91,15 +99,17 @@ def turn_envelope(
     context_id: str,
     accepted_output_modes: list[str],
     metadata: dict[str, Any] | None,
+    agent_task_id: str | None = None,
 ) -> E2AEnvelope:
     """The envelope of one turn: the A2A SendMessage through the FromA2A adapter, the parts as the prompt.
 
     The A2A task is the request (frames and their A2A projection name it), not a task of the agent:
-    a remote A2A agent names its own tasks. The context is the session, so turns of one context reach
-    the same backend session.
+    a remote A2A agent names its own tasks; ``agent_task_id`` is the agent's task this turn continues
+    (one that waits for the client). The context is the session, so turns of one context reach the
+    same backend session.
     """
     envelope = a2a.envelope_from_a2a_send_message(
-        task_id=None,
+        task_id=agent_task_id,
         context_id=context_id,
         message_body=json_format.MessageToDict(message),
         metadata=metadata,
@@ -151,17 +161,26 @@ class TurnSlots:
         self.running -= 1
 
 
+#: How many waiting tasks' agent task ids the executor remembers (the oldest is forgotten first: its
+#: continuation then starts a new task of the agent).
+MAX_WAITING_TASKS = 10_000
+
+
 class BackendExecutor(AgentExecutor):
-    """Runs a backend turn per message and publishes its frames' A2A projection."""
+    """Runs a backend turn per message and publishes its frames as A2A events."""
 
     def __init__(self, backend: AgentBackend, settings: ServerSettings, slots: TurnSlots) -> None:
         self.backend = backend
         self.slots = slots
         self._limits = TurnLimits.from_settings(settings)
         self._clock = UtcClock()
+        # A remote A2A agent's events are the task's own (see the module docstring).
+        self._agent_speaks_a2a = backend.info.source_protocol == SourceProtocol.A2A
         #: The running turn of each task, for cancel.
         self._turns: dict[str, asyncio.Task[None]] = {}
         self._cancelled: set[str] = set()
+        #: Tasks waiting for the client -> the agent's own task id (None: the agent names none).
+        self._waiting: OrderedDict[str, str | None] = OrderedDict()
 
     def check_prompt(self, envelope: E2AEnvelope) -> None:
         """Refuse a prompt bigger than Chat takes (``chat_max_prompt_bytes``)."""
@@ -188,17 +207,14 @@ class BackendExecutor(AgentExecutor):
                 context_id,
                 list(configuration.accepted_output_modes) if configuration else [],
                 context.metadata or None,
+                agent_task_id=self._waiting.pop(task_id, None),
             )
-            if context.current_task is None:
-                submitted = Task(
-                    id=task_id,
-                    context_id=context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                    history=[message],
-                )
-                await event_queue.enqueue_event(submitted)
-            await TaskUpdater(event_queue, task_id, context_id).start_work()
-            turn = asyncio.create_task(self._turn(envelope, task_id, context_id, event_queue))
+            publisher = _Publisher(
+                task_id, context_id, event_queue, message, task_exists=context.current_task is not None
+            )
+            if not self._agent_speaks_a2a:
+                await publisher.start_work()
+            turn = asyncio.create_task(self._turn(envelope, publisher))
             self._turns[task_id] = turn
             try:
                 await turn
@@ -206,10 +222,18 @@ class BackendExecutor(AgentExecutor):
                 if task_id not in self._cancelled:
                     raise
                 # Stopped by cancel, which writes the canceled status.
+            if publisher.waiting:
+                self._remember_waiting(task_id, publisher.agent_task_id)
         finally:
             self._turns.pop(task_id, None)
             self._cancelled.discard(task_id)
             self.slots.finish()
+
+    def _remember_waiting(self, task_id: str, agent_task_id: str | None) -> None:
+        self._waiting[task_id] = agent_task_id
+        if len(self._waiting) > MAX_WAITING_TASKS:
+            forgotten, _ = self._waiting.popitem(last=False)
+            log.info("forgot the agent's task of waiting task %s (over %d waiting tasks)", forgotten, MAX_WAITING_TASKS)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id, context.context_id
@@ -220,9 +244,14 @@ class BackendExecutor(AgentExecutor):
             turn.cancel()
             # The backend's cleanup (ACP session/cancel, A2A CancelTask) is done when the turn is.
             await asyncio.wait({turn})
+        elif (agent_task_id := self._waiting.pop(task_id, None)) is not None:
+            try:
+                await self.backend.cancel_task(agent_task_id)
+            except BackendError as exc:  # the task is canceled here all the same
+                log.warning("could not cancel the agent's task %s of task %s: %s", agent_task_id, task_id, exc.message)
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
-    async def _turn(self, envelope: E2AEnvelope, task_id: str, context_id: str, queue: EventQueue) -> None:
+    async def _turn(self, envelope: E2AEnvelope, publisher: _Publisher) -> None:
         frames = FrameBuilder(envelope, self.backend.info, self._clock)
         current = asyncio.current_task()
         assert current is not None
@@ -231,10 +260,7 @@ class BackendExecutor(AgentExecutor):
         events = self.backend.stream(envelope)
         try:
             # The A2A task is this server's: the agent's own task and context ids are not adopted.
-            await run_turn(
-                turn, envelope, events, frames, _Publisher(task_id, context_id, queue), self._limits,
-                adopt_agent_ids=False,
-            )  # fmt: skip
+            await run_turn(turn, envelope, events, frames, publisher, self._limits, adopt_agent_ids=False)
         finally:
             turn.cancel_timers()
             await events.aclose()
@@ -301,31 +327,122 @@ def _is_object(value: object, shape: _Shape) -> TypeGuard[dict[str, Any]]:
 class _Publisher:
     """The A2A events of one turn's frames, onto the task's event queue (the turn's ``FrameOutput``)."""
 
-    def __init__(self, task_id: str, context_id: str, queue: EventQueue) -> None:
+    def __init__(
+        self, task_id: str, context_id: str, queue: EventQueue, message: Message, *, task_exists: bool
+    ) -> None:
         self._task_id = task_id
         self._context_id = context_id
         self._queue = queue
+        self._message = message
+        #: The SDK has the task (this turn continues it, or an event of the turn created it).
+        self._task_open = task_exists
+        #: The agent's own events ended the turn (an ending or waiting state, a Message): no final status.
+        self._ended = False
+        self._state: TaskState = TaskState.TASK_STATE_SUBMITTED
         self._open_artifacts: set[str] = set()
+        #: The turn ended with the task waiting for the client.
+        self.waiting = False
+        #: The agent's own task id, once one of its events named it.
+        self.agent_task_id: str | None = None
+
+    async def start_work(self) -> None:
+        """The task submitted (unless it exists) and working, as a turn of an E2A-native backend starts."""
+        await self._open_task()
+        await self._publish(TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.TASK_STATE_WORKING)))
+
+    async def _open_task(self) -> None:
+        if not self._task_open:
+            self._task_open = True
+            task = Task(status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED), history=[self._message])
+            await self._publish(task)
+
+    async def _publish(self, event: Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message) -> None:
+        """Enqueue an event, addressed to this server's task and context."""
+        if isinstance(event, Task):
+            event.id = self._task_id
+        elif isinstance(event, Message):
+            event.task_id = ""  # a Message reply is not part of a task
+        else:
+            event.task_id = self._task_id
+            if isinstance(event, TaskStatusUpdateEvent):
+                self._observe(event.status.state)
+        event.context_id = self._context_id
+        await self._queue.enqueue_event(event)
+
+    def _observe(self, state: TaskState) -> None:
+        self._state = state
+        if state in TERMINAL_STATES or state in INTERRUPTED_STATES:
+            self._ended = True
+            self.waiting = state in INTERRUPTED_STATES
 
     async def write(self, frame: bytes, kind: str) -> None:
-        payload = conversion.to_a2a_stream(frame_record(frame), project_native_kinds=True)
+        record = frame_record(frame)
+        if kind == ResponseKind.A2A_STREAM_EVENT:
+            agent_event = a2a.e2a_response_to_a2a_stream_payload(record)
+            if agent_event is not None:
+                await self._agent_event(
+                    json_format.ParseDict(agent_event, StreamResponse(), ignore_unknown_fields=True)
+                )
+            return
+        if self._ended:
+            return  # the final frame of a turn the agent's own events ended
+        payload = conversion.to_a2a_stream(record, project_native_kinds=True)
         if isinstance(payload, conversion.NotApplicable):
             return  # e.g. an ACP plan or mode update: A2A has no event for it
         stream_response = stream_event(payload)
         branch = stream_response.WhichOneof("payload")
-        event: TaskArtifactUpdateEvent | TaskStatusUpdateEvent
+        await self._open_task()
         if branch == "artifact_update":
-            event = stream_response.artifact_update
-            artifact_id = event.artifact.artifact_id
+            update = stream_response.artifact_update
+            artifact_id = update.artifact.artifact_id
             if artifact_id not in self._open_artifacts:
-                event.append = False
+                update.append = False
                 self._open_artifacts.add(artifact_id)
+            await self._publish(update)
         elif branch == "status_update":
-            event = stream_response.status_update
-            if kind == ResponseKind.A2A_STREAM_EVENT and event.status.state in TERMINAL_STATES:
-                return  # the remote agent's end: this task ends with the turn's final frame
-        else:
-            return  # a remote agent's own task snapshot or message
-        event.task_id = self._task_id
-        event.context_id = self._context_id
-        await self._queue.enqueue_event(event)
+            await self._publish(stream_response.status_update)
+
+    async def _agent_event(self, payload: StreamResponse) -> None:
+        """One event of a remote A2A agent, as it sent it, but for the ids (see the module docstring)."""
+        branch = payload.WhichOneof("payload")
+        if branch == "message":
+            message = payload.message
+            self.agent_task_id = message.task_id or self.agent_task_id
+            if not self._task_open:  # a Message reply: no task
+                self._ended = True
+                await self._publish(message)
+                return
+            # In a task, A2A carries an agent's message as the status message (the SDK refuses a Message).
+            await self._publish(TaskStatusUpdateEvent(status=TaskStatus(state=self._state, message=message)))
+        elif branch == "task":
+            await self._agent_task(payload.task)
+        elif branch == "status_update":
+            update = payload.status_update
+            self.agent_task_id = update.task_id or self.agent_task_id
+            await self._open_task()
+            await self._publish(update)
+        elif branch == "artifact_update":
+            artifact_update = payload.artifact_update
+            self.agent_task_id = artifact_update.task_id or self.agent_task_id
+            await self._open_task()
+            self._open_artifacts.add(artifact_update.artifact.artifact_id)
+            await self._publish(artifact_update)
+
+    async def _agent_task(self, task: Task) -> None:
+        """The agent's task snapshot: the task itself when it comes first, else what it adds."""
+        self.agent_task_id = task.id or self.agent_task_id
+        for message in task.history:
+            message.task_id, message.context_id = self._task_id, self._context_id
+        if not self._task_open:
+            self._task_open = True
+            if not any(message.message_id == self._message.message_id for message in task.history):
+                task.history.insert(0, self._message)
+            self._observe(task.status.state)
+            await self._publish(task)
+            return
+        for artifact in task.artifacts:
+            if artifact.artifact_id not in self._open_artifacts:
+                self._open_artifacts.add(artifact.artifact_id)
+                await self._publish(TaskArtifactUpdateEvent(artifact=artifact, last_chunk=True))
+        if task.status.state != self._state or task.status.HasField("message"):
+            await self._publish(TaskStatusUpdateEvent(status=task.status, metadata=task.metadata))

@@ -7,9 +7,15 @@ A2A JSON), so ``ToA2AStream`` of the frames gives back the agent's own events. F
 agent's task id and context id from the first event that names them, where the request set none
 (``AgentIds``; the rule is in ``e2a_grpc.chat.frames``), so the final frame, projected to A2A, ends
 the agent's task rather than a task named after the request id. The final frame
-says how the turn ended: ``e2a.complete`` with the agent's text when the task completed or now
-waits for input, ``e2a.error`` (``external.protocol == "a2a"``) when it failed, was rejected or
-cancelled, when the stream broke off early, or when the SDK or the transport failed.
+says how the turn ended: ``e2a.complete`` with the agent's text when the task completed or the agent
+answered with a Message; ``e2a.input_required`` (reason ``input`` / ``auth``, the status message as
+its ``request``) when the task now waits in input-required / auth-required, which a later request
+with that ``task_id`` (and its context or session) continues; ``e2a.error`` (``external.protocol ==
+"a2a"``) when it failed, was rejected or cancelled, when the stream broke off early, or when the SDK
+or the transport failed.
+
+The user's message is the prompt's content blocks, each as its A2A part (``protocols.parts``: text,
+data, raw bytes, URLs, as the A2A server received them), or the text; then ``params.files``.
 
 A client cancel or deadline closes the SDK stream (so the HTTP/SSE connection) and then asks the
 agent to cancel the task (A2A CancelTask): in A2A a task outlives a closed stream, so closing the
@@ -28,10 +34,20 @@ import uuid
 from collections.abc import AsyncGenerator, Iterable
 from typing import Any, cast
 
-from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Event, Passthrough, prompt_text
+from e2a_grpc.chat.events import (
+    AgentIds,
+    BackendError,
+    BackendInfo,
+    Complete,
+    Event,
+    InputRequired,
+    Passthrough,
+    prompt_text,
+)
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AFileRef, ErrorCode, ResponseKind, SourceProtocol
-from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS
+from e2a_grpc.protocols import parts as content
+from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS, WAIT_REASONS
 from e2a_grpc.settings import BackendName
 
 try:
@@ -75,12 +91,26 @@ _FAILED_STATES = {
 }
 
 
-def send_message_request(envelope: E2AEnvelope) -> SendMessageRequest:
-    """The A2A SendMessage for an envelope: the user's text and files as one user message."""
-    parts = []
-    text = prompt_text(envelope)
-    if text:
-        parts.append(Part(text=text))
+def message_parts(envelope: E2AEnvelope) -> list[Part]:
+    """The parts of the user's message: the prompt's content blocks, each as its A2A part (a part that
+    came from A2A comes back as it was: ``protocols.parts``), else the text; then the files."""
+    parts: list[Part] = []
+    for key in ("prompt", "content_blocks"):
+        blocks = envelope.params.get(key)
+        if isinstance(blocks, list) and blocks:
+            for index, block in enumerate(blocks):
+                path = f"envelope.params.{key}[{index}]"
+                try:
+                    parts.append(json_format.ParseDict(content.a2a_part(block, path), Part()))
+                except E2AFieldError as exc:
+                    raise BackendError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+                except json_format.ParseError as exc:
+                    raise BackendError(ErrorCode.INVALID_REQUEST, f"{path}: not an A2A part: {exc}") from exc
+            break
+    else:
+        text = prompt_text(envelope)
+        if text:
+            parts.append(Part(text=text))
     for key in ("files", "attachments"):
         refs = envelope.params.get(key)
         if not isinstance(refs, list):
@@ -93,13 +123,18 @@ def send_message_request(envelope: E2AEnvelope) -> SendMessageRequest:
             parts.append(Part(url=ref.uri, filename=ref.name, media_type=ref.mime_type))
     if not parts:
         raise BackendError(ErrorCode.INVALID_REQUEST, "nothing to send: an A2A message needs text or files")
+    return parts
+
+
+def send_message_request(envelope: E2AEnvelope) -> SendMessageRequest:
+    """The A2A SendMessage for an envelope: the user's content and files as one user message."""
     message = Message(
         message_id=envelope.message_id or str(uuid.uuid4()),
         role=Role.ROLE_USER,
-        parts=parts,
+        parts=message_parts(envelope),
         # A2A groups turns by contextId; a gateway session is the same idea.
         context_id=envelope.context_id or envelope.session_id,
-        # Set only to continue an existing A2A task (e.g. one waiting for input).
+        # Set to continue an existing A2A task: one waiting for input (an ``e2a.input_required`` frame's task_id).
         task_id=envelope.task_id,
     )
     return SendMessageRequest(
@@ -121,6 +156,7 @@ class _Turn:
         self.context_id: str | None = None
         self.state: TaskState | None = None
         self.status_text = ""  # the agent's message on the latest status, e.g. why a task failed
+        self.status_message: dict[str, Any] | None = None  # that message, as A2A JSON
         self.replied = False  # the agent answered with a Message: no task, the turn is over
         self.last: dict[str, Any] = {}
         # One entry per artifact or agent message, in the order they first appeared: a task
@@ -160,6 +196,7 @@ class _Turn:
     def _status(self, status: TaskStatus) -> None:
         self.state = status.state
         self.status_text = _text(status.message.parts)
+        self.status_message = json_format.MessageToDict(status.message) if status.HasField("message") else None
         if status.HasField("message"):
             self._message(status.message)
 
@@ -282,8 +319,16 @@ class A2ABackend:
                 self._idle.set()
 
     @staticmethod
-    def _final(turn: _Turn) -> Complete:
+    def _final(turn: _Turn) -> Complete | InputRequired:
         code = _FAILED_STATES.get(turn.state) if turn.state is not None else None
+        if turn.state in _INTERRUPTED_STATES:
+            # The task waits for the client: a request with its task id continues it.
+            return InputRequired(
+                WAIT_REASONS[TaskState.Name(turn.state)],
+                turn.status_text,
+                turn.result(),
+                request=turn.status_message,
+            )
         if code is None and turn.over:
             return Complete(turn.result())
         state = turn.summary["state"] or "no event"
@@ -294,6 +339,14 @@ class A2ABackend:
         raise BackendError(
             code, message, details=turn.summary, external={"protocol": "a2a", "type": state, "payload": turn.last}
         )
+
+    async def cancel_task(self, task_id: str) -> None:
+        """Cancel a task of the agent that waits for the client (no stream of ours is open on it)."""
+        client = await self._connect()
+        try:
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+        except A2AError as exc:
+            raise _sdk_error(exc, _Turn()) from exc
 
     async def _cancel_remote(self, client: Client, task_id: str) -> None:
         """Ask the agent to stop a task this request no longer wants; best effort, bounded in time."""

@@ -37,7 +37,7 @@ from typing import Any
 
 from e2a_grpc import jsontext
 from e2a_grpc.chat.coalesce import EventInbox
-from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, Passthrough
+from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, Passthrough, TurnsNeverWait
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.acp import envelope_to_acp_jsonrpc_call, wire_request
@@ -387,7 +387,7 @@ class _Session:
     cwd: str = ""
 
 
-class AcpBackend:
+class AcpBackend(TurnsNeverWait):
     """Chat through an ACP agent subprocess."""
 
     def __init__(

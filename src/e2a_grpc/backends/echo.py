@@ -10,7 +10,7 @@ import asyncio
 import re
 from collections.abc import AsyncGenerator, Iterator
 
-from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Event, prompt_text
+from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Event, TurnsNeverWait, prompt_text
 from e2a_grpc.model import DeltaKind, E2AEnvelope, SourceProtocol
 from e2a_grpc.settings import BackendName
 
@@ -43,7 +43,7 @@ def piece_windows(text: str, window_chars: int = WINDOW_CHARS) -> Iterator[list[
         window = window_chars
 
 
-class EchoBackend:
+class EchoBackend(TurnsNeverWait):
     """Streams the text word by word as ``e2a.chunk`` text deltas, then ``e2a.complete``."""
 
     def __init__(self, delay_seconds: float = 0.0) -> None:

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode
+from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, WaitReason
 
 
 @dataclass(slots=True)
@@ -40,6 +40,33 @@ class Complete:
 
 
 @dataclass(frozen=True)
+class InputRequired:
+    """The agent asks the client something and waits: becomes the final ``e2a.input_required`` frame.
+
+    The turn is over but its task is not: a later request with the frame's ``task_id`` (and the same
+    session) answers and continues it (docs/wire-json.md, "Waiting turns").
+    """
+
+    reason: WaitReason
+    #: The question, for a person.
+    message: str
+    #: What the turn answered before it stopped to ask (as ``Complete.result``).
+    result: dict[str, Any]
+    #: The question as the agent's protocol put it, for a program (e.g. the A2A status message).
+    request: dict[str, Any] | None = None
+    #: What the client may choose from (``option_id``, ``name``, ``kind``); an answer names one.
+    options: tuple[dict[str, Any], ...] = ()
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"reason": self.reason, "message": self.message, "result": self.result}
+        if self.request is not None:
+            body["request"] = self.request
+        if self.options:
+            body["options"] = list(self.options)
+        return body
+
+
+@dataclass(frozen=True)
 class AgentIds:
     """The agent named its task or context (an A2A task id / context id): no frame of its own; the
     frames that follow carry them where the request set none (rule in ``e2a_grpc.chat.frames``)."""
@@ -48,7 +75,7 @@ class AgentIds:
     context_id: str | None
 
 
-Event = Delta | Passthrough | Complete | AgentIds
+Event = Delta | Passthrough | Complete | InputRequired | AgentIds
 
 
 class BackendError(Exception):
@@ -77,11 +104,23 @@ class BackendInfo:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+class TurnsNeverWait:
+    """Mixed into a backend whose turns never end waiting for the client (no ``InputRequired``)."""
+
+    async def cancel_task(self, task_id: str) -> None:
+        return None  # no task of its agent waits, so none is left to cancel
+
+
 class AgentBackend(Protocol):
     info: BackendInfo
 
     def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
-        """Events for one request, ending with ``Complete`` (or raising ``BackendError``)."""
+        """Events for one request, ending with ``Complete`` or ``InputRequired`` (or raising ``BackendError``)."""
+        ...
+
+    async def cancel_task(self, task_id: str) -> None:
+        """Cancel a task of the agent that waits for the client (the ``task_id`` of an ``InputRequired``
+        turn's frames); a backend whose turns never wait has nothing to cancel."""
         ...
 
     async def aclose(self) -> None:

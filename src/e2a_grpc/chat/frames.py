@@ -2,7 +2,8 @@
 
 One ``FrameBuilder`` per request: it echoes the request's correlation fields (12.4) on every frame,
 numbers frames 0, 1, 2, ..., gives each a fresh UUID and an RFC 3339 UTC timestamp, and makes the
-final frame ``succeeded`` (e2a.complete) or ``failed`` (e2a.error).
+final frame ``succeeded`` (e2a.complete), ``failed`` (e2a.error), or ``in_progress``
+(e2a.input_required: the turn waits for the client, its task goes on in a later request).
 
 This is the per-frame hot path of the service, so a frame is built as the bytes of its serialized
 ``ChatResponse``, not as a message: the fields every frame of the request carries are serialized once
@@ -30,13 +31,15 @@ from typing import Any
 from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.chat._frame_bytes import text_chunk, utc_timestamp
-from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Passthrough
+from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, InputRequired, Passthrough
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
 from e2a_grpc.model.proto import to_proto_jsonrpc_id
 
 frame_log = logging.getLogger("e2a_grpc.frames")
 
+#: ``FrameBuilder.final_code`` of a turn that ended waiting for the client.
+INPUT_REQUIRED_CODE = "input_required"
 #: ``metadata`` key set on every frame when the server assigned the request_id.
 REQUEST_ID_ASSIGNED_KEY = "e2a_request_id_assigned_by_server"
 _ASSIGNED_METADATA = json.dumps({REQUEST_ID_ASSIGNED_KEY: True})
@@ -203,12 +206,14 @@ class FrameBuilder:
         body = _json_bytes(event.body) if event.body else b""
         return self._frame(body, _kind_fields(event.response_kind, ResponseStatus.IN_PROGRESS), event.response_kind)
 
-    def for_event(self, event: Delta | Complete | Passthrough) -> bytes:
+    def for_event(self, event: Delta | Complete | InputRequired | Passthrough) -> bytes:
         """The serialized frame of one backend event (``AgentIds`` make no frame: see ``adopt_agent_ids``)."""
         if isinstance(event, Delta):
             return self.delta(event)
         if isinstance(event, Complete):
             return self.complete(event.result)
+        if isinstance(event, InputRequired):
+            return self.input_required(event)
         if isinstance(event, Passthrough):
             return self.passthrough(event)
         raise TypeError(f"unknown backend event {event!r}")
@@ -218,6 +223,14 @@ class FrameBuilder:
         self.final_code = "ok"
         kind = ResponseKind.E2A_COMPLETE
         return self._frame(body, _kind_fields(kind, ResponseStatus.SUCCEEDED, final=True), kind, final=True)
+
+    def input_required(self, event: InputRequired) -> bytes:
+        """The final frame of a turn that waits for the client: ``is_final`` but ``in_progress``, as the
+        task goes on in a later request (docs/wire-json.md, "Waiting turns")."""
+        self.final_code = INPUT_REQUIRED_CODE
+        kind = ResponseKind.E2A_INPUT_REQUIRED
+        fields = _kind_fields(kind, ResponseStatus.IN_PROGRESS, final=True)
+        return self._frame(_json_bytes(event.body()), fields, kind, final=True)
 
     def error(
         self,

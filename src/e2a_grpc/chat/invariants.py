@@ -70,6 +70,12 @@ class StreamChecker:
                 self._fail(frame, "a failed final frame must be e2a.error")
             if not {"code", "message", "details"} <= frame.body.keys():
                 self._fail(frame, "an e2a.error body has code, message and details")
+        elif frame.response_kind == ResponseKind.E2A_INPUT_REQUIRED:
+            # The turn waits for the client; its task goes on in a later request.
+            if frame.status != ResponseStatus.IN_PROGRESS:
+                self._fail(frame, f"a waiting final frame has status {frame.status!r}, expected in_progress")
+            if not {"reason", "message", "result"} <= frame.body.keys():
+                self._fail(frame, "an e2a.input_required body has reason, message and result")
         elif frame.status != ResponseStatus.SUCCEEDED:
             self._fail(frame, f"the final frame has status {frame.status!r}")
 

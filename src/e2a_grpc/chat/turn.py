@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from e2a_grpc.chat.events import AgentIds, BackendError, Complete, Delta, Event
+from e2a_grpc.chat.events import AgentIds, BackendError, Complete, Delta, Event, InputRequired
 from e2a_grpc.chat.frames import FrameBuilder
 from e2a_grpc.chat.requests import prompt_size_bytes
 from e2a_grpc.chat.timers import TURN_TIMERS, OffLoopTimer
@@ -167,7 +167,7 @@ async def run_turn(
                     frames.adopt_agent_ids(event)
                 continue
             else:
-                if frames.sequence >= last_sequence and not isinstance(event, Complete):
+                if frames.sequence >= last_sequence and not isinstance(event, Complete | InputRequired):
                     raise _frame_limit(limits)
                 frame = frames.for_event(event)
             turn.writing = True

@@ -170,7 +170,7 @@ def _acp_response(
 
 def to_a2a_stream(response: E2AResponse, *, project_native_kinds: bool = False) -> dict[str, Any] | NotApplicable:
     """An A2A StreamResponse JSON for a response: the reference projection of ``a2a.stream_event``,
-    and with ``project_native_kinds`` also e2a.chunk / e2a.complete / e2a.error."""
+    and with ``project_native_kinds`` also e2a.chunk / e2a.complete / e2a.error / e2a.input_required."""
     payload = a2a.e2a_response_to_a2a_stream_payload(response)
     if payload is not None:
         return payload
@@ -184,7 +184,7 @@ def to_a2a_stream(response: E2AResponse, *, project_native_kinds: bool = False) 
         return NotApplicable(f"response_kind {kind!r} is not a2a.stream_event (set project_native_kinds for e2a.*)")
     if kind == ResponseKind.E2A_CHUNK:
         return a2a.artifact_update(response)
-    if kind in (ResponseKind.E2A_COMPLETE, ResponseKind.E2A_ERROR):
+    if kind in (ResponseKind.E2A_COMPLETE, ResponseKind.E2A_ERROR, ResponseKind.E2A_INPUT_REQUIRED):
         return a2a.final_status_update(response)
     return NotApplicable(f"response_kind {kind!r} has no A2A stream projection")
 

@@ -12,6 +12,7 @@ from e2a_grpc.model.enums import (
     ResponseKind,
     ResponseStatus,
     SourceProtocol,
+    WaitReason,
 )
 from e2a_grpc.model.parts import E2AAuth, E2AFileRef, E2AProvenance
 from e2a_grpc.model.readers import JsonRpcIdValue
@@ -31,5 +32,6 @@ __all__ = [
     "ResponseKind",
     "ResponseStatus",
     "SourceProtocol",
+    "WaitReason",
     "utc_now_iso",
 ]

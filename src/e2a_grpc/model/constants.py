@@ -5,7 +5,13 @@ The domain values themselves are the enums of ``e2a_grpc.model.enums``; these na
 
 from __future__ import annotations
 
-from e2a_grpc.model.enums import A2AStreamBranch, ResponseKind, ResponseStatus, SourceProtocol
+from e2a_grpc.model.enums import (
+    EXTENSION_RESPONSE_KINDS,
+    A2AStreamBranch,
+    ResponseKind,
+    ResponseStatus,
+    SourceProtocol,
+)
 
 E2A_PROTOCOL_VERSION = "1.0"
 
@@ -20,6 +26,7 @@ E2A_RESPONSE_STATUS_IN_PROGRESS = ResponseStatus.IN_PROGRESS
 E2A_RESPONSE_KIND_E2A_COMPLETE = ResponseKind.E2A_COMPLETE
 E2A_RESPONSE_KIND_E2A_CHUNK = ResponseKind.E2A_CHUNK
 E2A_RESPONSE_KIND_E2A_ERROR = ResponseKind.E2A_ERROR
+E2A_RESPONSE_KIND_E2A_INPUT_REQUIRED = ResponseKind.E2A_INPUT_REQUIRED
 E2A_RESPONSE_KIND_ACP_SESSION_UPDATE = ResponseKind.ACP_SESSION_UPDATE
 E2A_RESPONSE_KIND_ACP_PROMPT_RESULT = ResponseKind.ACP_PROMPT_RESULT
 E2A_RESPONSE_KIND_ACP_JSONRPC_ERROR = ResponseKind.ACP_JSONRPC_ERROR
@@ -31,7 +38,8 @@ E2A_RESPONSE_KIND_CRON = ResponseKind.CRON
 E2A_RESPONSE_KIND_PLAN_APPROVAL_REQUIRED = ResponseKind.PLAN_APPROVAL_REQUIRED
 E2A_RESPONSE_KIND_EXT = ResponseKind.EXT
 
-E2A_RESPONSE_KINDS: tuple[str, ...] = tuple(ResponseKind)
+#: The kinds of spec section 12.5 (``ResponseKind`` also has this implementation's extensions).
+E2A_RESPONSE_KINDS: tuple[str, ...] = tuple(kind for kind in ResponseKind if kind not in EXTENSION_RESPONSE_KINDS)
 
 #: ``body.branch`` values of an ``a2a.stream_event`` response.
 E2A_A2A_STREAM_BRANCHES: tuple[str, ...] = tuple(A2AStreamBranch)
@@ -121,6 +129,7 @@ __all__ = [
     "E2A_RESPONSE_KIND_E2A_COMPLETE",
     "E2A_RESPONSE_KIND_E2A_CHUNK",
     "E2A_RESPONSE_KIND_E2A_ERROR",
+    "E2A_RESPONSE_KIND_E2A_INPUT_REQUIRED",
     "E2A_RESPONSE_KIND_ACP_SESSION_UPDATE",
     "E2A_RESPONSE_KIND_ACP_PROMPT_RESULT",
     "E2A_RESPONSE_KIND_ACP_JSONRPC_ERROR",

@@ -41,6 +41,8 @@ class ResponseKind(StrEnum):
     E2A_COMPLETE = "e2a.complete"
     E2A_CHUNK = "e2a.chunk"
     E2A_ERROR = "e2a.error"
+    #: The agent asks the client something and waits: the final frame of a turn whose task stays open.
+    E2A_INPUT_REQUIRED = "e2a.input_required"
     ACP_SESSION_UPDATE = "acp.session_update"
     ACP_PROMPT_RESULT = "acp.prompt_result"
     ACP_JSONRPC_ERROR = "acp.jsonrpc_error"
@@ -60,6 +62,21 @@ class DeltaKind(StrEnum):
     REASONING = "reasoning"
     TOOL = "tool"
     CUSTOM = "custom"
+
+
+#: Kinds this implementation adds to those of spec section 12.5 (docs/wire-json.md, "Waiting turns").
+EXTENSION_RESPONSE_KINDS = frozenset({ResponseKind.E2A_INPUT_REQUIRED})
+
+
+class WaitReason(StrEnum):
+    """``body.reason`` of an ``e2a.input_required`` frame: what the agent waits for."""
+
+    #: More input from the person (A2A ``input-required``).
+    INPUT = "input"
+    #: Credentials or an authorization (A2A ``auth-required``).
+    AUTH = "auth"
+    #: A choice among ``body.options``, e.g. whether a tool call may run (ACP ``session/request_permission``).
+    PERMISSION = "permission"
 
 
 class A2AStreamBranch(StrEnum):

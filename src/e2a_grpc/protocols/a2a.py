@@ -14,9 +14,10 @@ from typing import Any
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model import readers
 from e2a_grpc.model.constants import ACP_SESSION_PROMPT
-from e2a_grpc.model.enums import A2AStreamBranch, IdentityOrigin, ResponseKind, SourceProtocol
+from e2a_grpc.model.enums import A2AStreamBranch, IdentityOrigin, ResponseKind, SourceProtocol, WaitReason
 from e2a_grpc.model.parts import E2AProvenance
 from e2a_grpc.model.records import E2AEnvelope, E2AResponse, utc_now_iso
+from e2a_grpc.protocols import parts
 
 _CONVERTER_FROM_A2A = "e2a_grpc.protocols.a2a:envelope_from_a2a_send_message"
 
@@ -29,6 +30,19 @@ STREAM_RESPONSE_KEYS: dict[str, str] = {
     A2AStreamBranch.MESSAGE: "message",
     A2AStreamBranch.STATUS_UPDATE: "statusUpdate",
     A2AStreamBranch.ARTIFACT_UPDATE: "artifactUpdate",
+}
+
+
+#: What an ``e2a.input_required`` frame waits for -> the A2A task state that says so.
+WAITING_STATES: dict[str, str] = {
+    WaitReason.INPUT: "TASK_STATE_INPUT_REQUIRED",
+    WaitReason.PERMISSION: "TASK_STATE_INPUT_REQUIRED",  # A2A has no state of its own for a choice
+    WaitReason.AUTH: "TASK_STATE_AUTH_REQUIRED",
+}
+#: An A2A task state in which the agent waits for the client -> the reason an E2A frame gives.
+WAIT_REASONS: dict[str, WaitReason] = {
+    "TASK_STATE_INPUT_REQUIRED": WaitReason.INPUT,
+    "TASK_STATE_AUTH_REQUIRED": WaitReason.AUTH,
 }
 
 
@@ -104,20 +118,23 @@ def _task_ids(response: E2AResponse) -> dict[str, str]:
 
 
 def artifact_update(response: E2AResponse) -> dict[str, Any]:
-    """An ``e2a.chunk`` frame as an A2A artifact update (one artifact per delta kind)."""
+    """An ``e2a.chunk`` frame as an A2A artifact update (one artifact per delta kind). A delta that is an
+    ACP content block carrying a file (an agent's image, audio or resource) becomes a file part."""
     body = response.body
     delta_kind = body.get("delta_kind")
     delta = body.get("delta")
     if isinstance(delta, str):
         part: dict[str, Any] = {"text": delta}
+    elif isinstance(delta, dict) and delta.get("type") in parts.FILE_BLOCK_TYPES:
+        part = parts.a2a_part(delta, "body.delta")
     elif isinstance(delta, (dict, list)):
         part = {"data": delta}
     else:
         raise E2ATypeError("body.delta", f"an e2a.chunk delta is a string or structured JSON, got {type_name(delta)}")
     if isinstance(body.get("mime_type"), str):
-        part["mediaType"] = body["mime_type"]
+        part.setdefault("mediaType", body["mime_type"])
     if isinstance(delta_kind, str):
-        part["metadata"] = {"e2a_delta_kind": delta_kind}
+        part["metadata"] = {**part.get("metadata", {}), "e2a_delta_kind": delta_kind}
     artifact_id = f"e2a-{delta_kind}" if isinstance(delta_kind, str) and delta_kind else "e2a-output"
     return {
         "artifactUpdate": {
@@ -130,25 +147,39 @@ def artifact_update(response: E2AResponse) -> dict[str, Any]:
 
 
 def final_status_update(response: E2AResponse) -> dict[str, Any]:
-    """An ``e2a.complete`` / ``e2a.error`` frame as the A2A status update that ends the task."""
+    """An ``e2a.complete`` / ``e2a.error`` / ``e2a.input_required`` frame as the A2A status update that
+    ends the turn: the task completed, failed, or waiting for the client (its question as the status
+    message: the text, and a data part with the reason and options for a program to answer)."""
     ids = _task_ids(response)
     body = response.body
     status: dict[str, Any]
-    if response.response_kind == ResponseKind.E2A_COMPLETE:
+    kind = response.response_kind
+    if kind == ResponseKind.E2A_COMPLETE:
         status = {"state": "TASK_STATE_COMPLETED"}
         metadata = {"e2a_result": body.get("result")}
+    elif kind == ResponseKind.E2A_INPUT_REQUIRED:
+        reason = body.get("reason")
+        state = WAITING_STATES.get(reason) if isinstance(reason, str) else None
+        if state is None:
+            raise E2AValueError("body.reason", f"expected one of {', '.join(WAITING_STATES)}, got {reason!r}")
+        parts: list[dict[str, Any]] = [{"text": _text_of(body.get("message"))}]
+        question = {key: body[key] for key in ("reason", "options", "request") if key in body}
+        if "options" in question or "request" in question:
+            parts.append({"data": question, "mediaType": "application/json"})
+        status = {"state": state, "message": _agent_message(response, ids, parts)}
+        metadata = {"e2a_result": body.get("result")}
     else:
-        text = body.get("message")
-        status = {
-            "state": "TASK_STATE_FAILED",
-            "message": {
-                "messageId": response.response_id or str(uuid.uuid4()),
-                **ids,
-                "role": "ROLE_AGENT",
-                "parts": [{"text": text if isinstance(text, str) else ""}],
-            },
-        }
+        parts = [{"text": _text_of(body.get("message"))}]
+        status = {"state": "TASK_STATE_FAILED", "message": _agent_message(response, ids, parts)}
         metadata = {"e2a_error": {"code": body.get("code"), "details": body.get("details")}}
     if response.timestamp:
         status["timestamp"] = response.timestamp
     return {"statusUpdate": {**ids, "status": status, "metadata": metadata}}
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _agent_message(response: E2AResponse, ids: dict[str, str], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"messageId": response.response_id or str(uuid.uuid4()), **ids, "role": "ROLE_AGENT", "parts": parts}

@@ -1129,7 +1129,8 @@ type ToA2AStreamRequest struct {
 	//	*ToA2AStreamRequest_ResponseJson
 	Source isToA2AStreamRequest_Source `protobuf_oneof:"source"`
 	// Also project the native kinds: e2a.chunk -> artifactUpdate with a text (or data) part,
-	// e2a.complete / e2a.error -> a final statusUpdate (completed / failed).
+	// e2a.complete / e2a.error -> a final statusUpdate (completed / failed), e2a.input_required -> a
+	// statusUpdate in input-required / auth-required with the question as its message.
 	ProjectNativeKinds bool `protobuf:"varint,3,opt,name=project_native_kinds,proto3" json:"project_native_kinds,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache

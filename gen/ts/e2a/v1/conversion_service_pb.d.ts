@@ -458,7 +458,8 @@ export declare type ToA2AStreamRequest = Message<"e2a.v1.ToA2AStreamRequest"> & 
 
   /**
    * Also project the native kinds: e2a.chunk -> artifactUpdate with a text (or data) part,
-   * e2a.complete / e2a.error -> a final statusUpdate (completed / failed).
+   * e2a.complete / e2a.error -> a final statusUpdate (completed / failed), e2a.input_required -> a
+   * statusUpdate in input-required / auth-required with the question as its message.
    *
    * @generated from field: bool project_native_kinds = 3 [json_name = "project_native_kinds"];
    */
