@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from a2a.types.a2a_pb2 import CancelTaskRequest, StreamResponse, TaskState
+from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Part, Role, StreamResponse, TaskState
+from google.protobuf import json_format, struct_pb2
 
 from e2a_grpc.backends.a2a import A2ABackend
 from tests.a2a_server.conftest import (
     a2a_client,
     a2a_server,
+    artifact_text,
     send_request,
     states,
     stream_events,
     streamed_text,
+    task_of,
     user_message,
 )
 from tests.servicer.test_chat_a2a import Agent, running_agent
@@ -59,3 +63,121 @@ async def test_cancel_reaches_the_agent_as_cancel_task(agent: Agent, transport: 
         cancelled = await client.cancel_task(CancelTaskRequest(id=received[0].task.id))
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
     assert agent.wait_for("cancel_called", context_id), "the agent got no CancelTask"
+
+
+def _readdressed(event: dict[str, Any], task_id: str, context_id: str) -> dict[str, Any]:
+    """An agent's StreamResponse JSON as this server's client gets it: the one documented difference is
+    that every task and context id is this server's."""
+    ids = {"taskId": task_id, "contextId": context_id}
+
+    def walk(value: Any, key: str | None = None) -> Any:
+        if isinstance(value, dict):
+            renamed = {k: walk(v, k) for k, v in value.items()}
+            for name, new in ids.items():
+                if name in renamed:
+                    renamed[name] = new
+            if key == "task":
+                renamed["id"] = task_id
+            return renamed
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return {branch: walk(payload, branch) for branch, payload in event.items()}
+
+
+def _client_json(events: list[StreamResponse]) -> list[dict[str, Any]]:
+    return [json_format.MessageToDict(event) for event in events]
+
+
+@pytest.mark.parametrize("script", ["hello", "parts", "fail"])
+@pytest.mark.asyncio
+async def test_a_streamed_task_reaches_the_client_as_the_agent_sent_it(
+    agent: Agent, transport: str, script: str
+) -> None:
+    context_id = str(uuid.uuid4())
+    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server, a2a_client(server, transport) as client:
+        events = await stream_events(client, send_request(user_message(script, context_id)))
+    task_id = events[0].task.id
+    sent = [_readdressed(event, task_id, context_id) for event in agent.events(context_id)]
+    received = _client_json(events)
+    # The agent's task snapshot opens the task; the SDK adds nothing to it but this server's ids.
+    assert received == sent
+    assert states(events)[-1] == ("TASK_STATE_FAILED" if script == "fail" else "TASK_STATE_COMPLETED")
+
+
+@pytest.mark.asyncio
+async def test_a_message_reply_stays_a_message(agent: Agent, transport: str) -> None:
+    context_id = str(uuid.uuid4())
+    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server:
+        async with a2a_client(server, transport) as client:
+            streamed = await stream_events(client, send_request(user_message("reply", context_id)))
+        async with a2a_client(server, transport, streaming=False) as client:
+            blocking = await stream_events(client, send_request(user_message("reply", context_id)))
+    for events in (streamed, blocking):
+        assert len(events) == 1 and events[0].HasField("message"), events
+        message = events[0].message
+        assert (message.context_id, message.task_id, message.parts[0].text) == (context_id, "", "direct: reply")
+
+
+@pytest.mark.parametrize(
+    ("script", "state"), [("ask", "TASK_STATE_INPUT_REQUIRED"), ("login", "TASK_STATE_AUTH_REQUIRED")]
+)
+@pytest.mark.asyncio
+async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agents_task(
+    agent: Agent, transport: str, script: str, state: str
+) -> None:
+    context_id = str(uuid.uuid4())
+    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server:
+        async with a2a_client(server, transport, streaming=False) as client:
+            waiting = task_of(await stream_events(client, send_request(user_message(script, context_id))))
+            assert TaskState.Name(waiting.status.state) == state
+            question = waiting.status.message
+            assert question.parts[0].text == "what is your name?"
+            assert json_format.MessageToDict(question.parts[1].data) == {"expects": "name"}
+            answer = user_message("Ada", context_id)
+            answer.task_id = waiting.id
+            done = task_of(await stream_events(client, send_request(answer)))
+            stored = await client.get_task(GetTaskRequest(id=waiting.id))
+    assert done.id == waiting.id and done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert artifact_text(done) == "hello, Ada"
+    assert [m.parts[0].text for m in stored.history if m.role == Role.ROLE_USER] == [script, "Ada"]
+    # The answer reached the agent's own waiting task, not a new one.
+    requests = agent.records("request", context_id)
+    assert len(requests) == 2 and requests[1]["message"]["taskId"] == agent.events(context_id)[0]["task"]["id"]
+
+
+@pytest.mark.asyncio
+async def test_cancel_of_a_waiting_task_reaches_the_agents_task(agent: Agent, transport: str) -> None:
+    context_id = str(uuid.uuid4())
+    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server:
+        async with a2a_client(server, transport, streaming=False) as client:
+            waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
+            cancelled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    called = agent.wait_for("cancel_called", context_id)
+    assert called[0]["task_id"] == agent.events(context_id)[0]["task"]["id"]
+
+
+@pytest.mark.asyncio
+async def test_every_part_kind_reaches_the_agent_as_sent(agent: Agent, transport: str) -> None:
+    context_id = str(uuid.uuid4())
+    message = user_message("see these", context_id)
+    message.parts.extend(
+        [
+            Part(raw=b"\x89PNG\r\n", media_type="image/png", filename="dot.png"),
+            Part(raw=bytes(range(8)), media_type="application/octet-stream"),
+            Part(url="https://example.com/a.txt", media_type="text/plain", filename="a.txt"),
+            Part(data=struct_pb2.Value(string_value="x"), media_type="application/json"),
+        ]
+    )
+    async with (
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30),
+            a2a_input_modes="text/plain,application/json,image/png,application/octet-stream",
+        ) as server,
+        a2a_client(server, transport) as client,
+    ):
+        await stream_events(client, send_request(message))
+    received = agent.records("request", context_id)[0]["message"]
+    assert received["parts"] == json_format.MessageToDict(message)["parts"]

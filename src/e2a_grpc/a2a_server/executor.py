@@ -360,14 +360,25 @@ class _Publisher:
         """Enqueue an event, addressed to this server's task and context."""
         if isinstance(event, Task):
             event.id = self._task_id
+            for message in event.history:
+                self._address(message)
+            self._address(event.status.message)
         elif isinstance(event, Message):
             event.task_id = ""  # a Message reply is not part of a task
         else:
             event.task_id = self._task_id
             if isinstance(event, TaskStatusUpdateEvent):
+                self._address(event.status.message)
                 self._observe(event.status.state)
         event.context_id = self._context_id
         await self._queue.enqueue_event(event)
+
+    def _address(self, message: Message) -> None:
+        """A message of the task (history, status) names this server's task and context."""
+        if message.task_id:
+            message.task_id = self._task_id
+        if message.context_id:
+            message.context_id = self._context_id
 
     def _observe(self, state: TaskState) -> None:
         self._state = state
@@ -431,8 +442,6 @@ class _Publisher:
     async def _agent_task(self, task: Task) -> None:
         """The agent's task snapshot: the task itself when it comes first, else what it adds."""
         self.agent_task_id = task.id or self.agent_task_id
-        for message in task.history:
-            message.task_id, message.context_id = self._task_id, self._context_id
         if not self._task_open:
             self._task_open = True
             if not any(message.message_id == self._message.message_id for message in task.history):

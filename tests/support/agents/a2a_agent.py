@@ -7,6 +7,13 @@ Run as ``python -m tests.support.agents.a2a_agent --port PORT --log FILE``. It s
 * ``raise`` - a task whose executor raises (the SDK turns that into an error on the stream);
 * ``reply`` - no task: a single agent ``Message``;
 * ``slow``  - a task that streams an artifact chunk every 0.1 s for a minute (for cancel tests);
+* ``ask``   - a task that asks for the user's name (``TASK_STATE_INPUT_REQUIRED``, the question as its
+  status message with a text and a data part); the next message on the task is the answer, and the
+  task completes with an artifact greeting that name (or ends canceled when cancelled while it waits);
+* ``login`` - the same with ``TASK_STATE_AUTH_REQUIRED``;
+* ``parts`` - a task with metadata on its events, whose artifacts hold every part kind (text with a
+  media type, raw bytes with a media type and file name, a URL, structured data) and a text
+  artifact sent in three chunks (``append``, ``lastChunk`` on the last);
 * anything else: a task with a working status carrying an agent message, two artifact updates
   (the second appended to the first) and a completed status carrying an agent message.
 
@@ -38,6 +45,7 @@ from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    Artifact,
     Message,
     Part,
     Role,
@@ -49,7 +57,7 @@ from a2a.types.a2a_pb2 import (
     TaskStatusUpdateEvent,
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
@@ -60,6 +68,15 @@ _BRANCH_FOR = {
     TaskStatusUpdateEvent: "status_update",
     TaskArtifactUpdateEvent: "artifact_update",
 }
+
+
+_WAITING_STATES = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
+
+
+def _json_struct(value: dict[str, Any]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(value)
+    return struct
 
 
 class EventLog:
@@ -121,6 +138,10 @@ class ScriptedExecutor(AgentExecutor):
             }
         )
         try:
+            waiting = context.current_task
+            if waiting is not None and waiting.status.state in _WAITING_STATES:
+                await self._answered(event_queue, context, text)
+                return
             if "reply" in text:
                 await self._emit(event_queue, context, self._agent_message(context, f"direct: {text}", in_task=False))
                 return
@@ -141,6 +162,15 @@ class ScriptedExecutor(AgentExecutor):
                 failure = self._agent_message(context, "the test agent failed on purpose")
                 await self._emit(event_queue, context, self._status(context, TaskState.TASK_STATE_FAILED, failure))
                 return
+            if "ask" in text or "login" in text:
+                state = TaskState.TASK_STATE_INPUT_REQUIRED if "ask" in text else TaskState.TASK_STATE_AUTH_REQUIRED
+                question = self._agent_message(context, "what is your name?")
+                question.parts.append(Part(data=struct_pb2.Value(struct_value=_json_struct({"expects": "name"}))))
+                await self._emit(event_queue, context, self._status(context, state, question))
+                return
+            if "parts" in text:
+                await self._parts(event_queue, context)
+                return
             if "slow" in text:
                 for index in range(600):
                     await self._emit(
@@ -154,6 +184,46 @@ class ScriptedExecutor(AgentExecutor):
         except asyncio.CancelledError:
             self._log.write({"kind": "execute_cancelled", "context_id": context.context_id})
             raise
+
+    async def _answered(self, queue: EventQueue, context: RequestContext, answer: str) -> None:
+        """The answer to a question the task asked: greet the name, complete."""
+        await self._emit(queue, context, self._status(context, TaskState.TASK_STATE_WORKING))
+        await self._emit(queue, context, self._chunk(context, f"hello, {answer}", append=False, last=True))
+        await self._emit(queue, context, self._status(context, TaskState.TASK_STATE_COMPLETED))
+
+    async def _parts(self, queue: EventQueue, context: RequestContext) -> None:
+        metadata = _json_struct({"agent": "scripted", "step": 1})
+        working = self._status(context, TaskState.TASK_STATE_WORKING)
+        working.metadata.CopyFrom(metadata)
+        await self._emit(queue, context, working)
+        files = Artifact(
+            artifact_id="files",
+            name="every part kind",
+            metadata=metadata,
+            parts=[
+                Part(text="# notes", media_type="text/markdown"),
+                Part(raw=bytes(range(256)), media_type="application/octet-stream", filename="bytes.bin"),
+                Part(raw=b"\x89PNG\r\n", media_type="image/png", filename="dot.png"),
+                Part(url="https://example.com/report.pdf", media_type="application/pdf", filename="report.pdf"),
+                Part(data=struct_pb2.Value(struct_value=_json_struct({"answer": 42, "list": ["a", True, None]}))),
+            ],
+        )
+        event = TaskArtifactUpdateEvent(task_id=context.task_id, context_id=context.context_id, artifact=files)
+        event.metadata.CopyFrom(metadata)
+        await self._emit(queue, context, event)
+        for index, chunk in enumerate(("one ", "two ", "three")):
+            await self._emit(
+                queue,
+                context,
+                TaskArtifactUpdateEvent(
+                    task_id=context.task_id,
+                    context_id=context.context_id,
+                    artifact=Artifact(artifact_id="chunks", parts=[Part(text=chunk)]),
+                    append=index > 0,
+                    last_chunk=index == 2,
+                ),
+            )
+        await self._emit(queue, context, self._status(context, TaskState.TASK_STATE_COMPLETED))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         self._log.write({"kind": "cancel_called", "context_id": context.context_id, "task_id": context.task_id})
@@ -198,8 +268,8 @@ def build_app(port: int, log: EventLog) -> ASGIApp:
             AgentInterface(url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0")
         ],
         capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
+        default_input_modes=["text/plain", "application/json", "image/png", "application/octet-stream"],
+        default_output_modes=["text/plain", "application/json", "image/png", "application/octet-stream"],
         skills=[AgentSkill(id="script", name="script", description="scripted replies", tags=["test"])],
     )
     handler = DefaultRequestHandler(
