@@ -128,17 +128,19 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
     agent: Agent, transport: str, script: str, state: str
 ) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server:
-        async with a2a_client(server, transport, streaming=False) as client:
-            waiting = task_of(await stream_events(client, send_request(user_message(script, context_id))))
-            assert TaskState.Name(waiting.status.state) == state
-            question = waiting.status.message
-            assert question.parts[0].text == "what is your name?"
-            assert json_format.MessageToDict(question.parts[1].data) == {"expects": "name"}
-            answer = user_message("Ada", context_id)
-            answer.task_id = waiting.id
-            done = task_of(await stream_events(client, send_request(answer)))
-            stored = await client.get_task(GetTaskRequest(id=waiting.id))
+    async with (
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server,
+        a2a_client(server, transport, streaming=False) as client,
+    ):
+        waiting = task_of(await stream_events(client, send_request(user_message(script, context_id))))
+        assert TaskState.Name(waiting.status.state) == state
+        question = waiting.status.message
+        assert question.parts[0].text == "what is your name?"
+        assert json_format.MessageToDict(question.parts[1].data) == {"expects": "name"}
+        answer = user_message("Ada", context_id)
+        answer.task_id = waiting.id
+        done = task_of(await stream_events(client, send_request(answer)))
+        stored = await client.get_task(GetTaskRequest(id=waiting.id))
     assert done.id == waiting.id and done.status.state == TaskState.TASK_STATE_COMPLETED
     assert artifact_text(done) == "hello, Ada"
     assert [m.parts[0].text for m in stored.history if m.role == Role.ROLE_USER] == [script, "Ada"]
@@ -150,10 +152,12 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
 @pytest.mark.asyncio
 async def test_cancel_of_a_waiting_task_reaches_the_agents_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server:
-        async with a2a_client(server, transport, streaming=False) as client:
-            waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
-            cancelled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
+    async with (
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server,
+        a2a_client(server, transport, streaming=False) as client,
+    ):
+        waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
+        cancelled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
     called = agent.wait_for("cancel_called", context_id)
     assert called[0]["task_id"] == agent.events(context_id)[0]["task"]["id"]
