@@ -464,3 +464,41 @@ async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_
             assert len(second.records("card_served")) == 2
     finally:
         await backend.aclose()
+
+
+@pytest.mark.parametrize(("script", "reason"), [("ask", "input"), ("login", "auth")])
+def test_a_waiting_task_ends_the_turn_waiting_and_a_request_with_its_task_id_continues_it(
+    server: Server, agent: Agent, script: str, reason: str
+) -> None:
+    envelope = _envelope(script)
+    *events, waiting = _chat(server, envelope)  # chat() checks the section 12 invariants
+    sent = agent.events(_context_of(envelope))
+    assert _stream_events(events) == sent
+    task_id = sent[0]["task"]["id"]
+    question = sent[-1]["statusUpdate"]["status"]["message"]
+    assert (waiting.response_kind, waiting.status, waiting.is_final) == ("e2a.input_required", "in_progress", True)
+    assert waiting.task_id == task_id and waiting.context_id == envelope.context_id
+    assert waiting.body == {
+        "reason": reason,
+        "message": "what is your name?",
+        "request": question,
+        "result": {
+            "content": "thinking\nwhat is your name?",
+            "task_id": task_id,
+            "context_id": envelope.context_id,
+            "state": sent[-1]["statusUpdate"]["status"]["state"],
+        },
+    }
+    # Projected to A2A, the final frame leaves the agent's task waiting, with the question.
+    projected = to_a2a_stream(waiting, project_native_kinds=True)
+    assert isinstance(projected, dict)
+    assert projected["statusUpdate"]["status"]["state"] == sent[-1]["statusUpdate"]["status"]["state"]
+    assert projected["statusUpdate"]["status"]["message"]["parts"][0] == {"text": "what is your name?"}
+
+    answer = _envelope("Ada", context_id=envelope.context_id, task_id=task_id)
+    *events, final = _chat(server, answer)
+    assert (final.response_kind, final.status) == ("e2a.complete", "succeeded")
+    assert final.body["result"]["content"] == "hello, Ada" and final.body["result"]["task_id"] == task_id
+    assert [frame.sequence for frame in [*events, final]] == list(range(len(events) + 1))  # numbered anew
+    requests = agent.records("request", _context_of(envelope))
+    assert requests[-1]["message"]["taskId"] == task_id

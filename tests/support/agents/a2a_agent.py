@@ -7,7 +7,7 @@ Run as ``python -m tests.support.agents.a2a_agent --port PORT --log FILE``. It s
 * ``raise`` - a task whose executor raises (the SDK turns that into an error on the stream);
 * ``reply`` - no task: a single agent ``Message``;
 * ``slow``  - a task that streams an artifact chunk every 0.1 s for a minute (for cancel tests);
-* ``ask``   - a task that asks for the user's name (``TASK_STATE_INPUT_REQUIRED``, the question as its
+* ``ask``   - (the word) a task that asks for the user's name (``TASK_STATE_INPUT_REQUIRED``, the question as its
   status message with a text and a data part); the next message on the task is the answer, and the
   task completes with an artifact greeting that name (or ends canceled when cancelled while it waits);
 * ``login`` - the same with ``TASK_STATE_AUTH_REQUIRED``;
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -162,13 +163,14 @@ class ScriptedExecutor(AgentExecutor):
                 failure = self._agent_message(context, "the test agent failed on purpose")
                 await self._emit(event_queue, context, self._status(context, TaskState.TASK_STATE_FAILED, failure))
                 return
-            if "ask" in text or "login" in text:
-                state = TaskState.TASK_STATE_INPUT_REQUIRED if "ask" in text else TaskState.TASK_STATE_AUTH_REQUIRED
+            words = set(re.findall(r"\w+", text))  # whole words: "task" does not ask
+            if "ask" in words or "login" in words:
+                state = TaskState.TASK_STATE_INPUT_REQUIRED if "ask" in words else TaskState.TASK_STATE_AUTH_REQUIRED
                 question = self._agent_message(context, "what is your name?")
                 question.parts.append(Part(data=struct_pb2.Value(struct_value=_json_struct({"expects": "name"}))))
                 await self._emit(event_queue, context, self._status(context, state, question))
                 return
-            if "parts" in text:
+            if "parts" in words:
                 await self._parts(event_queue, context)
                 return
             if "slow" in text:
