@@ -37,6 +37,7 @@ def test_a_version_is_its_major_minor() -> None:
         None,
         None,
     ]
+    assert major_minor("\u0661.0") is None  # a digit, but not an ASCII one
     assert version_refusal("1.0.2", ("1.0",)) is None
     assert version_refusal(None, ("0.3",)) is None  # none is 0.3
     refusal = version_refusal("", ("1.0",))
@@ -81,9 +82,12 @@ async def test_a_0_3_request_naming_an_unknown_version_gets_version_not_supporte
 async def test_the_version_may_be_a_query_parameter() -> None:
     async with a2a_server() as server:
         served = (await _post(server.port, "/?A2A-Version=1.0", jsonrpc_send(text_message("hi")))).json()
-        refused = (await _post(server.port, "/?a2a-version=99.0", jsonrpc_send(text_message("hi")))).json()
+        refused = [
+            (await _post(server.port, f"/?a2a-version={version}", jsonrpc_send(text_message("hi")))).json()
+            for version in ("99.0", "%E2%82%AC", "%D9%A1.0")  # the euro sign; an Arabic-Indic digit one
+        ]
     assert served["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert refused["error"]["code"] == -32009
+    assert [answer["error"]["code"] for answer in refused] == [-32009] * 3
 
 
 @pytest.mark.asyncio

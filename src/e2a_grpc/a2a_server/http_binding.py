@@ -65,14 +65,14 @@ class HttpBinding:
             return
         headers = Headers(scope=scope)
         version = headers.get(VERSION_HEADER)
-        if version is None and (query_version := _query_version(scope)) is not None:
-            version = query_version
-            # The SDK's routes read the version from the headers only.
-            scope = {**scope, "headers": [*scope["headers"], (_VERSION_KEY, version.encode("latin-1"))]}
+        from_query = version is None and (version := _query_version(scope)) is not None
         refusal = _media_type_refusal(scope["method"], headers.get("content-type"), rest) or version_refusal(
             version, HTTP_VERSIONS
         )
         if refusal is None:
+            if from_query and version is not None:  # a supported version: ASCII
+                # The SDK's routes read the version from the headers only.
+                scope = {**scope, "headers": [*scope["headers"], (_VERSION_KEY, version.encode("ascii"))]}
             await self.app(scope, receive, _json_media_type(send) if rest else send)
             return
         # The body is read (within max_message_bytes: body_limit comes first) so the connection stays usable.

@@ -22,7 +22,7 @@ def major_minor(value: str) -> str | None:
     """``Major.Minor`` of an ``A2A-Version`` value (``"1.0.2"`` -> ``"1.0"``), None if it is not one."""
     major, _, rest = value.strip().partition(".")
     minor = rest.partition(".")[0]
-    if not (major.isdigit() and minor.isdigit()):
+    if not all(part.isascii() and part.isdigit() for part in (major, minor)):
         return None
     return f"{int(major)}.{int(minor)}"
 
