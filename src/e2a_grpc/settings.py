@@ -281,6 +281,12 @@ class ServerSettings(BaseSettings):
         description="A2A server: media types of its answers, comma-separated; a request whose acceptedOutputModes "
         "names none of them gets content_type_not_supported",
     )
+    a2a_card_max_age_seconds: int = Field(
+        default=300,
+        ge=0,
+        description="A2A server: how long clients may cache the agent card (its Cache-Control max-age); it "
+        "changes only on a restart, and a client revalidates with its ETag or Last-Modified",
+    )
     a2a_max_running_tasks: int = Field(
         default=64,
         ge=1,

@@ -7,6 +7,9 @@ carrying the E2A code in ``metadata.e2a_error`` (the ToA2AStream projection of t
 
 Every error this server raises carries ``data`` (``ErrorInfo.metadata`` on HTTP+JSON) with the E2A
 ``reason`` and whether a retry may succeed; a capacity refusal adds the limit.
+
+Where the SDK's status for an A2A error is not the spec's (section 5.4, "Error Code Mappings"), the
+spec's is here too (``SPEC_GRPC_STATUS``, ``SPEC_HTTP_STATUS``), for the transports to send.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+import grpc
+from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import (
     JSON_RPC_ERROR_CODE_MAP,
     A2AError,
@@ -21,6 +26,9 @@ from a2a.utils.errors import (
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
 )
 
 from e2a_grpc.model import ErrorCode
@@ -35,6 +43,10 @@ class FrontDoorError(StrEnum):
     OUTPUT_MODE_UNSUPPORTED = "output_mode_unsupported"
     #: An HTTP request body over ``max_message_bytes`` (``body_limit``; the gRPC port has its own check).
     REQUEST_TOO_LARGE = "request_too_large"
+    #: An HTTP request body whose ``Content-Type`` is not JSON (``http_binding``).
+    REQUEST_MEDIA_TYPE_UNSUPPORTED = "request_media_type_unsupported"
+    #: A request whose ``A2A-Version`` its interface does not speak (``versions``).
+    VERSION_UNSUPPORTED = "version_unsupported"
 
 
 #: E2A error -> A2A error class, and whether a retry of the same request may succeed: the refusals of
@@ -45,6 +57,8 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     FrontDoorError.OUTPUT_MODE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
     # The SDK's own error for a payload too large (and the request's id is unknown: it was not read).
     FrontDoorError.REQUEST_TOO_LARGE: (InvalidRequestError, False),
+    FrontDoorError.REQUEST_MEDIA_TYPE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
+    FrontDoorError.VERSION_UNSUPPORTED: (VersionNotSupportedError, False),
     # A2A has no "unavailable" error: the reason and ``retryable`` say what InternalError cannot.
     FrontDoorError.CAPACITY_EXHAUSTED: (InternalError, True),
 }
@@ -59,3 +73,26 @@ def a2a_error(code: ErrorCode | FrontDoorError, message: str, **details: Any) ->
 def json_rpc_code(code: ErrorCode | FrontDoorError) -> int:
     """The JSON-RPC error code an A2A client sees for an E2A error."""
     return JSON_RPC_ERROR_CODE_MAP[A2A_ERRORS[code][0]]
+
+
+#: The spec's gRPC status where a2a-sdk 1.3's ``GrpcHandler`` gives another (FAILED_PRECONDITION for
+#: each of these).
+SPEC_GRPC_STATUS: dict[type[A2AError], grpc.StatusCode] = {
+    PushNotificationNotSupportedError: grpc.StatusCode.UNIMPLEMENTED,
+    UnsupportedOperationError: grpc.StatusCode.UNIMPLEMENTED,
+    VersionNotSupportedError: grpc.StatusCode.UNIMPLEMENTED,
+}
+
+#: The spec's HTTP status where a2a-sdk 1.3's ``A2A_ERROR_MAPPING`` gives another (400), for the
+#: HTTP+JSON refusals this server answers itself.
+SPEC_HTTP_STATUS: dict[type[A2AError], int] = {ContentTypeNotSupportedError: 415}
+
+
+def rest_error_payload(error: A2AError) -> dict[str, Any]:
+    """The SDK's HTTP+JSON (AIP-193) error body for ``error``, with the spec's HTTP and gRPC statuses."""
+    payload = build_rest_error_payload(error)
+    if (http_status := SPEC_HTTP_STATUS.get(type(error))) is not None:
+        payload["error"]["code"] = http_status
+    if (grpc_status := SPEC_GRPC_STATUS.get(type(error))) is not None:
+        payload["error"]["status"] = grpc_status.name
+    return payload

@@ -15,8 +15,7 @@ import socket
 
 import grpc
 import uvicorn
-from a2a.server.request_handlers import GrpcHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
@@ -24,8 +23,11 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from e2a_grpc.a2a_server.body_limit import RequestBodyLimit
+from e2a_grpc.a2a_server.card_route import card_route
 from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
+from e2a_grpc.a2a_server.grpc_handler import FrontDoorGrpcHandler
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
+from e2a_grpc.a2a_server.http_binding import HttpBinding
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
@@ -125,13 +127,14 @@ class A2AServer:
         )
         app = Starlette(
             routes=[
-                *create_agent_card_routes(self.card, card_url=A2A_CARD_PATH),
+                card_route(self.card, A2A_CARD_PATH, self.settings.a2a_card_max_age_seconds),
                 # A2A 0.3 clients too (message/send, tasks/get, ...: the SDK's compatibility layer).
                 *create_jsonrpc_routes(self.handler, "/", enable_v0_3_compat=True),
                 *create_rest_routes(self.handler, path_prefix=A2A_REST_PATH, enable_v0_3_compat=True),
             ],
             middleware=[
-                Middleware(RequestBodyLimit, max_bytes=self.settings.max_message_bytes, rest_path=A2A_REST_PATH)
+                Middleware(RequestBodyLimit, max_bytes=self.settings.max_message_bytes, rest_path=A2A_REST_PATH),
+                Middleware(HttpBinding, rest_path=A2A_REST_PATH),
             ],
         )
         config = uvicorn.Config(
@@ -149,7 +152,7 @@ class A2AServer:
         if self._grpc is not None:
             # The SDK's generated gRPC module has no type hints.
             a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]
-                GrpcHandler(self.handler), self._grpc
+                FrontDoorGrpcHandler(self.handler), self._grpc
             )
             await self._grpc.start()
         self._sweeper = EndedTaskSweeper(self.storage.store, self.settings.a2a_task_ttl_seconds)
