@@ -76,8 +76,8 @@ async def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_se
     assert info["metadata"] == {
         "reason": "request_too_large",
         "retryable": False,
-        "max_message_bytes": LIMIT,
-        "content_length": 100 * LIMIT,
+        "maxMessageBytes": LIMIT,
+        "contentLength": 100 * LIMIT,
     }
 
 
@@ -92,7 +92,7 @@ async def test_a_chunked_body_is_refused_once_it_passes_the_limit(path: str) -> 
     assert _error_info(details)["metadata"] == {
         "reason": "request_too_large",
         "retryable": False,
-        "max_message_bytes": LIMIT,
+        "maxMessageBytes": LIMIT,
     }
 
 

@@ -83,7 +83,7 @@ async def test_http_json_refuses_a_body_that_is_not_json_with_415() -> None:
     assert info["metadata"] == {
         "reason": "request_media_type_unsupported",
         "retryable": False,
-        "content_type": "text/plain",
+        "contentType": "text/plain",
     }
     assert served.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 

@@ -32,6 +32,7 @@ from a2a.utils.errors import (
 )
 
 from e2a_grpc.model import ErrorCode
+from e2a_grpc.protocols.acp import camel_keys
 
 
 class FrontDoorError(StrEnum):
@@ -67,7 +68,8 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
 def a2a_error(code: ErrorCode | FrontDoorError, message: str, **details: Any) -> A2AError:
     """The A2A error for an E2A error, its ``data`` naming the E2A reason, retryability and details."""
     error_class, retryable = A2A_ERRORS[code]
-    return error_class(message=message, data={"reason": str(code), "retryable": retryable, **details})
+    # A2A JSON names its keys in camelCase, the data of an error too (``max_prompt_bytes`` -> ``maxPromptBytes``).
+    return error_class(message=message, data={"reason": str(code), "retryable": retryable, **camel_keys(details)})
 
 
 def json_rpc_code(code: ErrorCode | FrontDoorError) -> int:
