@@ -154,6 +154,7 @@ def test_the_token_and_the_authentication_are_headers() -> None:
         ("https://user:secret@hooks.example:8443/path/secret?sig=secret", "https://hooks.example:8443"),
         ("http://[::1]/x", "http://[::1]"),
         ("http://8.8.8.8:99999/", "an unreadable URL"),
+        ("http:///no-host", "http://"),
     ],
 )
 def test_a_log_line_shows_only_the_webhooks_origin(url: str, origin: str) -> None:

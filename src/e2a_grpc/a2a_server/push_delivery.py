@@ -51,8 +51,8 @@ def webhook_origin(url: str) -> str:
         port = f":{parts.port}" if parts.port is not None else ""
     except ValueError:
         return "an unreadable URL"
-    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
-    return f"{parts.scheme}://{host}{port}"
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}{port}"
 
 
 class WebhookSender(PushNotificationSender):
