@@ -7,6 +7,7 @@ environment, then the defaults below; an empty environment variable counts as un
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 import re
 import shlex
@@ -18,6 +19,8 @@ from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_va
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ENV_PREFIX = "E2A_GRPC_"
 _SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True)
@@ -308,6 +311,23 @@ class ServerSettings(BaseSettings):
         description="A2A server: delete tasks this long after they ended (completed, failed, canceled, rejected); "
         "0 keeps them",
     )
+    a2a_push_notifications: bool = Field(
+        default=False,
+        description="A2A server: offer push notifications (the card's capabilities.pushNotifications): POST each "
+        "task update to the webhooks clients register; their configs are kept with the tasks",
+    )
+    a2a_push_allowed_networks: str = Field(
+        default="",
+        description="A2A server: networks (CIDRs, comma-separated, e.g. 10.1.2.0/24,::1/128) webhooks may target "
+        "besides public addresses; unset, a webhook on a loopback, private, link-local or other non-public "
+        "address is refused",
+    )
+    a2a_push_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A2A server: how long one webhook POST (and the look-up of its host) may take before it "
+        "counts as failed",
+    )
     workers: int | None = Field(
         default=None,
         ge=1,
@@ -347,6 +367,12 @@ class ServerSettings(BaseSettings):
         entries = _skill_entries(text) if info.field_name == "a2a_skills" else _comma_list(text)
         if not entries:
             raise ValueError("needs at least one entry")
+        return text
+
+    @field_validator("a2a_push_allowed_networks")
+    @classmethod
+    def _networks(cls, text: str) -> str:
+        _network_list(text)  # its ValueError names the entry that is no network
         return text
 
     @field_validator("token")
@@ -440,6 +466,11 @@ class ServerSettings(BaseSettings):
         return _comma_list(self.a2a_output_modes)
 
     @property
+    def a2a_push_networks(self) -> tuple[IPNetwork, ...]:
+        """The networks webhooks may target besides public addresses."""
+        return _network_list(self.a2a_push_allowed_networks)
+
+    @property
     def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:
         """The A2A server's skills as (id, description) pairs."""
         return _skill_entries(self.a2a_skills)
@@ -457,6 +488,16 @@ def _skill_entries(text: str) -> tuple[tuple[str, str], ...]:
 
 def _comma_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _network_list(text: str) -> tuple[IPNetwork, ...]:
+    networks = []
+    for entry in _comma_list(text):
+        try:  # not strict: 10.1.2.3/24 names 10.1.2.0/24, as an operator means it
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not a network (CIDR, e.g. 10.1.2.0/24) or an IP address") from None
+    return tuple(networks)
 
 
 def _uvloop_installed() -> bool:

@@ -1,6 +1,7 @@
 """Two ``e2a-grpc serve --a2a-port`` processes on one real PostgreSQL (a throwaway cluster on loopback)
 share their tasks: a task created on one is read, followed and cancelled on the other, and the cancel
-reaches the ACP agent running the task on the first."""
+reaches the ACP agent running the task on the first; a push notification config registered on one is
+kept in the database, so the other lists it."""
 
 from __future__ import annotations
 
@@ -15,12 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, ListTasksRequest, SubscribeToTaskRequest, TaskState
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTasksRequest,
+    SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+)
 from a2a.utils.errors import TaskNotCancelableError
 
+from e2a_grpc.a2a_server.push_delivery import TOKEN_HEADER
 from tests.a2a_server.conftest import a2a_client, send_request, stream_events, streamed_text, task_of, user_message
 from tests.support.postgres import throwaway_cluster
 from tests.support.processes import free_port, running_server_process, wait_until
+from tests.support.webhooks import webhook_receiver
 
 AGENT = Path(__file__).resolve().parents[1] / "support" / "agents" / "acp_agent.py"
 
@@ -53,6 +64,7 @@ def instances(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Instan
                     ),
                     *("--a2a-port", str(a2a_port), "--a2a-grpc-port", str(free_port())),
                     *("--a2a-postgres-url", cluster.url),
+                    *("--a2a-push-notifications", "--a2a-push-allowed-networks", "127.0.0.1/32"),
                     log=directory / f"server-{name}.log",
                 )
             )
@@ -118,3 +130,26 @@ async def test_tasks_of_both_instances_are_listed_on_either(
         listed = await on_first.list_tasks(ListTasksRequest(context_id=context_id))
     assert {task.id for task in listed.tasks} == {one.id, two.id}
     assert one.status.state == two.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+@pytest.mark.asyncio
+async def test_a_push_config_registered_on_one_instance_is_kept_for_both(
+    instances: tuple[Instance, Instance], transport: str
+) -> None:
+    first, second = instances
+    async with (
+        webhook_receiver() as receiver,
+        a2a_client(first.url, transport, streaming=False) as on_first,
+        a2a_client(second.url, transport, streaming=False) as on_second,
+    ):
+        request = send_request(user_message("notify", str(uuid.uuid4())))
+        config = TaskPushNotificationConfig(id="hook", url=receiver.url(), token="cluster-token")
+        request.configuration.task_push_notification_config.CopyFrom(config)
+        task = task_of(await stream_events(on_first, request))
+        notifications = await receiver.until_final()
+        listed = await on_second.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
+    assert notifications[-1].body.status_update.status.state == task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert {notification.headers[TOKEN_HEADER.lower()] for notification in notifications} == {"cluster-token"}
+    assert [(config.id, config.url) for config in listed.configs] == [("hook", receiver.url())]

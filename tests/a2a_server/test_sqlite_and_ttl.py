@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 from a2a.server.context import ServerCallContext
-from a2a.server.tasks import InMemoryTaskStore
-from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest, Task, TaskState, TaskStatus
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore
+from a2a.types.a2a_pb2 import (
+    GetTaskRequest,
+    ListTasksRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+)
 from a2a.utils.errors import TaskNotFoundError
 
 from e2a_grpc.a2a_server.stores import delete_ended_tasks
@@ -61,6 +68,17 @@ async def test_only_tasks_that_ended_longer_ago_than_the_ttl_are_deleted() -> No
     assert await delete_ended_tasks(store, older_than_seconds=50) == 153
     left = await store.list(ListTasksRequest(page_size=100), context)
     assert {task.id for task in left.tasks} == {"recent-completed", "old-but-working"}
+
+
+@pytest.mark.asyncio
+async def test_the_push_notification_configs_of_deleted_tasks_are_deleted_with_them() -> None:
+    store, configs, context = InMemoryTaskStore(), InMemoryPushNotificationConfigStore(), ServerCallContext()
+    for task in (_task("old", TaskState.TASK_STATE_COMPLETED, 100), _task("recent", TaskState.TASK_STATE_COMPLETED, 1)):
+        await store.save(task, context)
+        await configs.set_info(task.id, TaskPushNotificationConfig(id="hook", url="http://8.8.8.8/"), context)
+    assert await delete_ended_tasks(store, older_than_seconds=50, push_configs=configs) == 1
+    assert await configs.get_info("old", context) == []
+    assert [config.id for config in await configs.get_info("recent", context)] == ["hook"]
 
 
 @pytest.mark.asyncio

@@ -42,6 +42,9 @@ class FrontDoorError(StrEnum):
     CAPACITY_EXHAUSTED = "capacity_exhausted"
     #: The request's ``acceptedOutputModes`` names no output mode of the agent card.
     OUTPUT_MODE_UNSUPPORTED = "output_mode_unsupported"
+    #: A push notification config whose webhook URL is not http(s) or whose host is (or resolves to) an
+    #: address webhooks may not target (``push_targets``).
+    PUSH_TARGET_REFUSED = "push_target_refused"
     #: An HTTP request body over ``max_message_bytes`` (``body_limit``; the gRPC port has its own check).
     REQUEST_TOO_LARGE = "request_too_large"
     #: An HTTP request body whose ``Content-Type`` is not JSON (``http_binding``).
@@ -56,6 +59,7 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     ErrorCode.INVALID_REQUEST: (InvalidParamsError, False),
     ErrorCode.PROMPT_TOO_LARGE: (InvalidParamsError, False),
     FrontDoorError.OUTPUT_MODE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
+    FrontDoorError.PUSH_TARGET_REFUSED: (InvalidParamsError, False),
     # The SDK's own error for a payload too large (and the request's id is unknown: it was not read).
     FrontDoorError.REQUEST_TOO_LARGE: (InvalidRequestError, False),
     FrontDoorError.REQUEST_MEDIA_TYPE_UNSUPPORTED: (ContentTypeNotSupportedError, False),

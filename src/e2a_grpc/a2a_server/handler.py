@@ -2,20 +2,26 @@
 
 A send is refused with an A2A error (``errors.A2A_ERRORS``), before the SDK creates a task, when its
 ``acceptedOutputModes`` names none of the card's output modes, when its parts cannot be a prompt or
-the prompt is too big, or when every turn slot is taken. Input modes are the SDK's own check.
+the prompt is too big, or when every turn slot is taken. Input modes are the SDK's own check. With
+push notifications offered, the handler keeps their configs and sends them (``push_delivery``); a
+send that asks for them from a server that does not offer them is refused, not served without them.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
+from a2a.server.cluster import TaskEventStream, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
+from a2a.server.tasks import TaskStore
 from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task
+from a2a.utils.errors import PushNotificationNotSupportedError
 
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.a2a_server.executor import BackendExecutor, turn_envelope
+from e2a_grpc.a2a_server.push_delivery import PushNotifications
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import ErrorCode
 
@@ -35,15 +41,37 @@ def accepts_output(accepted: list[str], offered: list[str]) -> bool:
 
 
 class FrontDoorRequestHandler(DefaultRequestHandlerV2):
-    """``DefaultRequestHandlerV2`` with output-mode negotiation, prompt checks and the turn bound."""
+    """``DefaultRequestHandlerV2`` with output-mode negotiation, prompt checks, the turn bound and push
+    notifications (when ``push`` is given)."""
 
-    def __init__(self, executor: BackendExecutor, card: AgentCard, **kwargs: object) -> None:
-        super().__init__(agent_executor=executor, agent_card=card, validate_input_modes=True, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        executor: BackendExecutor,
+        card: AgentCard,
+        *,
+        task_store: TaskStore | VersionedTaskStore,
+        event_stream: TaskEventStream | None = None,
+        push: PushNotifications | None = None,
+    ) -> None:
+        super().__init__(
+            agent_executor=executor,
+            agent_card=card,
+            task_store=task_store,
+            event_stream=event_stream,
+            validate_input_modes=True,
+            push_config_store=push.configs if push is not None else None,
+            push_sender=push.sender if push is not None else None,
+            push_url_validator=push.targets.check if push is not None else None,
+        )
         self._executor = executor
         self._output_modes = list(card.default_output_modes)
+        self._push = push
 
     def _admit(self, params: SendMessageRequest) -> str:
         """Check a send and reserve its turn slot; the key to release the reservation with."""
+        if self._push is None and params.configuration.HasField("task_push_notification_config"):
+            # The SDK would run the task and drop the config: the client would wait for notifications.
+            raise PushNotificationNotSupportedError(message="this agent does not offer push notifications")
         accepted = list(params.configuration.accepted_output_modes)
         if not accepts_output(accepted, self._output_modes):
             raise a2a_error(
@@ -80,3 +108,9 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
                 yield event
         finally:
             self._executor.slots.release_reservation(key)
+
+    async def aclose(self) -> None:
+        """Stop the running tasks, then deliver what they notified (within the grace period)."""
+        await super().aclose()
+        if self._push is not None:
+            await self._push.sender.aclose()

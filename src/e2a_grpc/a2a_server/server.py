@@ -28,6 +28,7 @@ from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
 from e2a_grpc.a2a_server.grpc_handler import FrontDoorGrpcHandler
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.http_binding import HttpBinding
+from e2a_grpc.a2a_server.push_delivery import push_notifications
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
@@ -65,7 +66,7 @@ def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, 
         description=settings.a2a_agent_description,
         version=importlib.metadata.version("e2a-grpc"),
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=settings.a2a_push_notifications),
         default_input_modes=list(settings.a2a_input_media_types),
         default_output_modes=list(settings.a2a_output_media_types),
         skills=[
@@ -123,7 +124,11 @@ class A2AServer:
     async def start(self) -> None:
         self.storage = await open_storage(self.settings)
         self.handler = FrontDoorRequestHandler(
-            self.executor, self.card, task_store=self.storage.store, event_stream=self.storage.event_stream
+            self.executor,
+            self.card,
+            task_store=self.storage.store,
+            event_stream=self.storage.event_stream,
+            push=push_notifications(self.settings, self.storage.push_configs),
         )
         app = Starlette(
             routes=[
@@ -155,7 +160,9 @@ class A2AServer:
                 FrontDoorGrpcHandler(self.handler), self._grpc
             )
             await self._grpc.start()
-        self._sweeper = EndedTaskSweeper(self.storage.store, self.settings.a2a_task_ttl_seconds)
+        self._sweeper = EndedTaskSweeper(
+            self.storage.store, self.settings.a2a_task_ttl_seconds, self.storage.push_configs
+        )
         self._sweeper.start()
         log.info(
             "A2A agent %r on http://%s:%d (card %s, JSON-RPC /, HTTP+JSON %s)%s, task store %s",

@@ -4,7 +4,8 @@ In memory by default; in a SQLite file with the SDK's ``DatabaseTaskStore`` (``a
 tasks survive a restart); in PostgreSQL with the SDK's cluster stores (``a2a_postgres_url``): the
 versioned task store, so instances sharing the database never overwrite each other's writes, and the
 database event stream, so a task running on one instance can be followed (resubscribed) on another
-and cancelled from it.
+and cancelled from it. With ``a2a_push_notifications``, the tasks' push notification configs are kept
+beside them: the SDK's in-memory store, or its database store in the same database.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from typing import TYPE_CHECKING
 
 from a2a.server.cluster import TaskEventStream, VersionedTaskStore
 from a2a.server.context import ServerCallContext
-from a2a.server.tasks import InMemoryTaskStore, TaskStore
+from a2a.server.tasks import (
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    PushNotificationConfigStore,
+    TaskStore,
+)
 from a2a.types.a2a_pb2 import ListTasksRequest
 
 from e2a_grpc.a2a_server.executor import TERMINAL_STATES
@@ -34,11 +40,13 @@ _PAGE_SIZE = 100  # the largest page A2A's ListTasks allows
 
 @dataclass
 class TaskStorage:
-    """The task store of a server, the event stream instances share (PostgreSQL only), and the engine to dispose."""
+    """The task store of a server, the event stream instances share (PostgreSQL only), the push
+    notification configs (when offered), and the engine to dispose."""
 
     store: TaskStore | VersionedTaskStore
     event_stream: TaskEventStream | None = None
     engine: AsyncEngine | None = None
+    push_configs: PushNotificationConfigStore | None = None
 
     async def aclose(self) -> None:
         if self.engine is not None:
@@ -54,7 +62,7 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
         engine = create_async_engine(f"sqlite+aiosqlite:///{settings.a2a_sqlite_path}")
         store = DatabaseTaskStore(engine)
         await store.initialize()
-        return TaskStorage(store, engine=engine)
+        return TaskStorage(store, engine=engine, push_configs=await _database_push_configs(settings, engine))
     if settings.a2a_postgres_url:
         from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
         from sqlalchemy.ext.asyncio import create_async_engine
@@ -64,12 +72,30 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
         events = DatabaseTaskEventStream(engine)
         await versioned.initialize()
         await events.initialize()
-        return TaskStorage(versioned, event_stream=events, engine=engine)
-    return TaskStorage(InMemoryTaskStore())
+        push_configs = await _database_push_configs(settings, engine)
+        return TaskStorage(versioned, event_stream=events, engine=engine, push_configs=push_configs)
+    push_configs = InMemoryPushNotificationConfigStore() if settings.a2a_push_notifications else None
+    return TaskStorage(InMemoryTaskStore(), push_configs=push_configs)
 
 
-async def delete_ended_tasks(store: TaskStore | VersionedTaskStore, older_than_seconds: float) -> int:
-    """Delete the tasks that ended more than ``older_than_seconds`` ago; how many were deleted."""
+async def _database_push_configs(settings: ServerSettings, engine: AsyncEngine) -> PushNotificationConfigStore | None:
+    """The SDK's database store of push notification configs, its table created if missing (if offered)."""
+    if not settings.a2a_push_notifications:
+        return None
+    from a2a.server.tasks import DatabasePushNotificationConfigStore
+
+    configs = DatabasePushNotificationConfigStore(engine)
+    await configs.initialize()
+    return configs
+
+
+async def delete_ended_tasks(
+    store: TaskStore | VersionedTaskStore,
+    older_than_seconds: float,
+    push_configs: PushNotificationConfigStore | None = None,
+) -> int:
+    """Delete the tasks that ended more than ``older_than_seconds`` ago, and their push notification
+    configs; how many tasks were deleted."""
     cutoff = time.time() - older_than_seconds
     context = ServerCallContext()
     deleted = 0
@@ -89,16 +115,26 @@ async def delete_ended_tasks(store: TaskStore | VersionedTaskStore, older_than_s
                 break
         for task_id in expired:  # after listing: deleting while paging would shift the pages
             await store.delete(task_id, context)
+            if push_configs is not None:
+                # The A2A ports have no auth: every config has the one owner an empty context names.
+                await push_configs.delete_info(task_id, context)
         deleted += len(expired)
     return deleted
 
 
 class EndedTaskSweeper:
-    """Deletes ended tasks ``ttl_seconds`` after they ended, checking every ``ttl_seconds / 4`` (at most a minute)."""
+    """Deletes ended tasks (and their push notification configs) ``ttl_seconds`` after they ended,
+    checking every ``ttl_seconds / 4`` (at most a minute)."""
 
-    def __init__(self, store: TaskStore | VersionedTaskStore, ttl_seconds: float) -> None:
+    def __init__(
+        self,
+        store: TaskStore | VersionedTaskStore,
+        ttl_seconds: float,
+        push_configs: PushNotificationConfigStore | None = None,
+    ) -> None:
         self._store = store
         self._ttl = ttl_seconds
+        self._push_configs = push_configs
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -110,7 +146,7 @@ class EndedTaskSweeper:
         while True:
             await asyncio.sleep(interval)
             try:
-                deleted = await delete_ended_tasks(self._store, self._ttl)
+                deleted = await delete_ended_tasks(self._store, self._ttl, self._push_configs)
             except Exception:
                 log.exception("deleting ended A2A tasks failed; trying again in %g s", interval)
                 continue
