@@ -35,10 +35,12 @@ class AskingBackend(TurnsNeverWait):
     def __init__(self) -> None:
         self.info = BackendInfo("asking", "e2a")
         self.prompts: list[str] = []
+        self.sessions: list[str | None] = []
 
     async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
         text = prompt_text(envelope)
         self.prompts.append(text)
+        self.sessions.append(envelope.session_id)
         if text in {option["option_id"] for option in OPTIONS}:
             yield Delta(DeltaKind.TEXT, f"chosen: {text}")
             yield Complete({"content": f"chosen: {text}"})
@@ -97,3 +99,20 @@ async def test_cancel_of_a_waiting_task_cancels_it_and_a_later_answer_is_refused
         answer.task_id = waiting.id
         with pytest.raises(Exception, match="terminal state"):
             await stream_events(client, send_request(answer))
+
+
+@pytest.mark.asyncio
+async def test_an_answer_naming_only_the_task_goes_on_in_the_tasks_context(transport: str) -> None:
+    backend = AskingBackend()
+    async with a2a_server(backend) as server, a2a_client(server, transport, streaming=False) as client:
+        waiting = task_of(await stream_events(client, send_request(user_message("write it"))))
+        answer = user_message("no")  # no contextId: the SDK alone would give it a new one
+        answer.task_id = waiting.id
+        done = task_of(await stream_events(client, send_request(answer)))
+    assert (done.id, done.context_id, done.status.state) == (
+        waiting.id,
+        waiting.context_id,
+        TaskState.TASK_STATE_COMPLETED,
+    )
+    assert artifact_text(done) == "chosen: no"
+    assert backend.sessions == [waiting.context_id, waiting.context_id]  # so an ACP agent keeps its session

@@ -16,8 +16,8 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.server.tasks import TaskStore
-from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task
-from a2a.utils.errors import PushNotificationNotSupportedError
+from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, SendMessageRequest, Task
+from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.a2a_server.executor import BackendExecutor, turn_envelope
@@ -91,7 +91,24 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
         self._executor.slots.reserve(message.message_id)
         return message.message_id
 
+    async def _continue_in_the_tasks_context(self, params: SendMessageRequest, context: ServerCallContext) -> None:
+        """A message that names a task but no context goes on in the task's context.
+
+        The SDK's request context builder gives it a new contextId instead, which the task's own then
+        contradicts: the agent (a remote A2A one) refuses the mismatch and the task fails.
+        """
+        message = params.message
+        if not message.task_id or message.context_id:
+            return
+        try:
+            task = await self.on_get_task(GetTaskRequest(id=message.task_id, history_length=0), context)
+        except TaskNotFoundError:
+            return  # the SDK refuses the message with this error itself
+        if task is not None:
+            message.context_id = task.context_id
+
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        await self._continue_in_the_tasks_context(params, context)
         key = self._admit(params)
         try:
             result: Message | Task = await super().on_message_send(params, context)
@@ -102,6 +119,7 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
+        await self._continue_in_the_tasks_context(params, context)
         key = self._admit(params)
         try:
             async for event in super().on_message_send_stream(params, context):
