@@ -15,7 +15,14 @@ from typing import Any
 
 import grpc
 import pytest
-from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, StreamResponse, SubscribeToTaskRequest, TaskState
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Part,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import json_format
 
@@ -188,3 +195,70 @@ async def test_acp_non_blocking_send_then_get(transport: str, tmp_path: Path) ->
         done = await client.get_task(GetTaskRequest(id=task.id))
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert "hello agent" in artifact_text(done)
+
+
+FILE_MODES = "text/plain,application/json,image/png,audio/wav,application/pdf"
+
+
+@pytest.mark.asyncio
+async def test_raw_parts_reach_an_acp_agent_as_image_and_resource_blocks(transport: str, tmp_path: Path) -> None:
+    events_file = tmp_path / "events.jsonl"
+    message = user_message("look")
+    message.parts.extend(
+        [
+            Part(raw=b"\x89PNG", media_type="image/png", filename="dot.png"),
+            Part(raw=b"%PDF-", media_type="application/pdf", filename="spec.pdf"),
+            Part(url="https://example.com/a.md", filename="a.md"),
+        ]
+    )
+    async with (
+        a2a_server(acp_backend(events_file), a2a_input_modes=FILE_MODES) as server,
+        a2a_client(server, transport, streaming=False) as client,
+    ):
+        task = task_of(await stream_events(client, send_request(message)))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    (prompt,) = agent_events(events_file, "prompt")
+    assert prompt["blocks"] == [
+        {"type": "text", "text": "look"},
+        {"type": "image", "data": "iVBORw==", "mimeType": "image/png", "_meta": {"a2a": {"filename": "dot.png"}}},
+        {"type": "resource", "resource": {"uri": "spec.pdf", "blob": "JVBERi0=", "mimeType": "application/pdf"}},
+        {"type": "resource_link", "uri": "https://example.com/a.md", "name": "a.md"},
+    ]
+
+
+@pytest.mark.asyncio
+async def test_content_the_acp_agent_does_not_take_never_reaches_it(transport: str, tmp_path: Path) -> None:
+    events_file = tmp_path / "events.jsonl"
+    message = user_message("hear this")
+    message.parts.append(Part(raw=b"RIFF", media_type="audio/wav"))
+    async with (
+        a2a_server(acp_backend(events_file), a2a_input_modes=FILE_MODES) as server,
+        a2a_client(server, transport, streaming=False) as client,
+    ):
+        task = task_of(await stream_events(client, send_request(message)))
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert "promptCapabilities.audio" in task.status.message.parts[0].text
+    assert agent_events(events_file, "prompt") == []
+
+
+@pytest.mark.asyncio
+async def test_an_acp_agents_images_and_resources_come_out_as_file_artifacts(transport: str, tmp_path: Path) -> None:
+    async with (
+        a2a_server(acp_backend(tmp_path / "events.jsonl")) as server,
+        a2a_client(server, transport, streaming=False) as client,
+    ):
+        task = task_of(await stream_events(client, send_request(user_message("files"))))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    files = [
+        json_format.MessageToDict(part)
+        for artifact in task.artifacts
+        for part in artifact.parts
+        if part.WhichOneof("content") in ("raw", "url")
+    ]
+    for part in files:
+        part.pop("metadata")  # the delta kind, as on every artifact part
+    assert files == [
+        {"raw": "iVBORw0KGgo=", "mediaType": "image/png"},
+        {"raw": "JVBERi0=", "mediaType": "application/pdf", "filename": "report.pdf"},
+        {"url": "file:///work/notes.md", "mediaType": "text/markdown", "filename": "notes.md"},
+    ]

@@ -181,6 +181,8 @@ class AgentProcess:
         self._transport = _LineTransport(process)
         self._connection = Connection(self._serve, self._transport)
         self._ended = asyncio.create_task(self._reap(), name=f"acp-agent-{self.pid}-reaper")
+        #: What the agent's ``initialize`` said it takes in a prompt beyond text and resource links.
+        self.prompt_capabilities: dict[str, Any] = {}
 
     @classmethod
     async def spawn(cls, command: Sequence[str], policy: PermissionPolicy) -> AgentProcess:
@@ -343,6 +345,30 @@ def _agent_error(method: str, error: RequestError) -> BackendError:
     )
 
 
+#: Prompt content an agent takes only when its ``promptCapabilities`` name it (ACP: every agent takes
+#: text and resource links; a client must not send the other kinds unasked).
+_GATED_CONTENT = {"image": "image", "audio": "audio", "resource": "embeddedContext"}
+
+
+def _prompt_capabilities(initialized: dict[str, Any]) -> dict[str, Any]:
+    capabilities = initialized.get("agentCapabilities")
+    prompt = capabilities.get("promptCapabilities") if isinstance(capabilities, dict) else None
+    return prompt if isinstance(prompt, dict) else {}
+
+
+def unsupported_content(prompt: Any, capabilities: dict[str, Any]) -> str | None:
+    """Why the agent cannot take this prompt (a content block of a kind it did not declare), or None."""
+    for index, block in enumerate(prompt if isinstance(prompt, list) else ()):
+        kind = block.get("type") if isinstance(block, dict) else None
+        capability = _GATED_CONTENT.get(kind) if isinstance(kind, str) else None
+        if capability is not None and capabilities.get(capability) is not True:
+            return (
+                f"prompt[{index}] is {kind} content, which the ACP agent does not take "
+                f"(its promptCapabilities.{capability} is not true)"
+            )
+    return None
+
+
 def permission_outcome(params: Any, policy: PermissionPolicy) -> dict[str, Any]:
     """The answer to ``session/request_permission``: the first option of a kind the policy picks.
 
@@ -449,6 +475,9 @@ class AcpBackend(TurnsNeverWait):
         """
         # Updates that arrive while the servicer writes a frame wait here; text chunks that piled up
         # behind a slow client become one frame (e2a_grpc.chat.coalesce).
+        refusal = unsupported_content(prompt.get("prompt"), agent.prompt_capabilities)
+        if refusal is not None:
+            raise BackendError(ErrorCode.CONTENT_NOT_SUPPORTED, refusal)
         turn = agent.open_turn(session_id, EventInbox(self._max_coalesced_bytes))
         response = asyncio.create_task(agent.call(_SESSION_PROMPT, {**prompt, "sessionId": session_id}))
         response.add_done_callback(lambda _: turn.events.close())
@@ -494,6 +523,7 @@ class AcpBackend(TurnsNeverWait):
                 },
                 START_TIMEOUT_SECONDS,
             )
+            agent.prompt_capabilities = _prompt_capabilities(initialized)
             if initialized.get("protocolVersion") != ACP_PROTOCOL_VERSION:
                 raise BackendError(
                     ErrorCode.AGENT_UNSUPPORTED,

@@ -115,6 +115,9 @@ class ErrorCode(StrEnum):
     AGENT_PROTOCOL_ERROR = "agent_protocol_error"
     #: The ACP agent speaks another protocol version.
     AGENT_UNSUPPORTED = "agent_unsupported"
+    #: The request has content the ACP agent does not take (its ``promptCapabilities``: image, audio,
+    #: embedded resources); no agent saw it.
+    CONTENT_NOT_SUPPORTED = "content_not_supported"
     #: Every pooled ACP session is in use.
     AGENT_BUSY = "agent_busy"
     #: The remote A2A agent did not answer in time.

@@ -15,6 +15,10 @@ word, and ends with ``end_turn``. Words in the prompt change that:
 - ``cwd``: says the session's cwd
 - ``whoami``: says its pid, the ACP session id and the turn number within the session
 - ``image``: adds an image message chunk to the default turn
+- ``files``: adds message chunks with an image, an embedded PDF resource and a resource link
+
+It declares the prompt capabilities image and embedded context, not audio, and records each prompt's
+content blocks (``prompt`` events).
 
 ``--events FILE`` appends one JSON line per notable event (start, cancel, turn end) with a
 timestamp, so tests can see what the agent received and when. ``--linger`` keeps the process
@@ -42,8 +46,11 @@ from acp import (
     NewSessionResponse,
     PromptResponse,
     RequestError,
+    embedded_blob_resource,
     image_block,
     plan_entry,
+    resource_block,
+    resource_link_block,
     run_agent,
     start_tool_call,
     text_block,
@@ -54,7 +61,14 @@ from acp import (
     update_tool_call,
 )
 from acp.interfaces import Client
-from acp.schema import Implementation, PermissionOption, TextContentBlock, ToolCallUpdate
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    PermissionOption,
+    PromptCapabilities,
+    TextContentBlock,
+    ToolCallUpdate,
+)
 
 _PIECES = re.compile(r"\s+|\S+\s*")
 STREAM_SECONDS = 60.0
@@ -88,7 +102,12 @@ class ScriptedAgent:
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
         return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION, agent_info=Implementation(name="e2a-test-agent", version="1")
+            protocol_version=PROTOCOL_VERSION,
+            agent_info=Implementation(name="e2a-test-agent", version="1"),
+            # No audio: a prompt with audio must not reach this agent.
+            agent_capabilities=AgentCapabilities(
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True)
+            ),
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
@@ -104,6 +123,11 @@ class ScriptedAgent:
         session = self._sessions[session_id]
         session.turns += 1
         session.cancelled.clear()
+        self._record(
+            "prompt",
+            session=session_id,
+            blocks=[block.model_dump(by_alias=True, exclude_none=True) for block in prompt],
+        )
         text = "".join(block.text for block in prompt if isinstance(block, TextContentBlock))
         stop_reason = await self._turn(session_id, session, text, set(text.split()))
         self._record("turn_end", session=session_id, stop_reason=stop_reason)
@@ -176,6 +200,15 @@ class ScriptedAgent:
             await client.session_update(
                 session_id=session_id, update=update_agent_message(image_block("aGVsbG8=", "image/png"))
             )
+        if "files" in words:
+            for block in (
+                image_block("iVBORw0KGgo=", "image/png"),
+                resource_block(
+                    embedded_blob_resource("file:///work/out/report.pdf", "JVBERi0=", mime_type="application/pdf")
+                ),
+                resource_link_block("notes.md", "file:///work/notes.md", mime_type="text/markdown"),
+            ):
+                await client.session_update(session_id=session_id, update=update_agent_message(block))
         for piece in _PIECES.findall(text):
             await client.session_update(session_id=session_id, update=update_agent_message(text_block(piece)))
         return "end_turn"
