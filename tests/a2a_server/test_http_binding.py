@@ -106,3 +106,42 @@ async def test_http_json_answers_are_application_json_and_streams_event_streams(
     assert {reply.headers["content-type"] for reply in (sent, got, listed, missing)} == {"application/json"}
     assert got.json()["id"] == task_id
     assert stream_type.startswith("text/event-stream") and events
+
+
+async def _rest(http: httpx.AsyncClient, port: int, method: str, path: str, body: Any = None) -> httpx.Response:
+    return await http.request(
+        method, f"http://127.0.0.1:{port}{A2A_REST_PATH}{path}", json=body, headers={**VERSION, **_JSON}
+    )
+
+
+_JSON = {"Content-Type": "application/json"}
+
+
+@pytest.mark.asyncio
+async def test_http_json_errors_have_the_specs_http_status() -> None:
+    """a2a-sdk 1.3 answers these 400, 400 and 400 with status FAILED_PRECONDITION (spec 5.4: 415, 409,
+    and 400 UNIMPLEMENTED)."""
+    part = {"raw": "AAE=", "mediaType": "application/x-unknown"}
+    async with a2a_server() as server, httpx.AsyncClient(timeout=TIMEOUT) as http:
+        unsupported = await _rest(
+            http, server.port, "POST", "/message:send", {"message": {**text_message("hi"), "parts": [part]}}
+        )
+        done = await _rest(http, server.port, "POST", "/message:send", {"message": text_message("hi")})
+        task_id = done.json()["task"]["id"]
+        not_cancelable = await _rest(http, server.port, "POST", f"/tasks/{task_id}:cancel")
+        not_found = await _rest(http, server.port, "GET", "/tasks/no-such-task")
+        no_push = await _rest(
+            http, server.port, "POST", f"/tasks/{task_id}/pushNotificationConfigs", {"url": "https://example.com/h"}
+        )
+    answers = [
+        (reply.status_code, reply.json()["error"]) for reply in (unsupported, not_cancelable, not_found, no_push)
+    ]
+    assert [(status, error["code"], error["status"]) for status, error in answers] == [
+        (415, 415, "INVALID_ARGUMENT"),
+        (409, 409, "FAILED_PRECONDITION"),
+        (404, 404, "NOT_FOUND"),
+        (400, 400, "UNIMPLEMENTED"),
+    ]
+    for reply in (unsupported, not_cancelable, no_push):
+        assert reply.headers["content-type"] == "application/json"
+        assert int(reply.headers["content-length"]) == len(reply.content)

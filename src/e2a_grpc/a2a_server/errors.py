@@ -24,9 +24,11 @@ from a2a.utils.errors import (
     A2AError,
     ContentTypeNotSupportedError,
     InternalError,
+    InvalidAgentResponseError,
     InvalidParamsError,
     InvalidRequestError,
     PushNotificationNotSupportedError,
+    TaskNotCancelableError,
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
@@ -89,16 +91,28 @@ SPEC_GRPC_STATUS: dict[type[A2AError], grpc.StatusCode] = {
     VersionNotSupportedError: grpc.StatusCode.UNIMPLEMENTED,
 }
 
-#: The spec's HTTP status where a2a-sdk 1.3's ``A2A_ERROR_MAPPING`` gives another (400), for the
-#: HTTP+JSON refusals this server answers itself.
-SPEC_HTTP_STATUS: dict[type[A2AError], int] = {ContentTypeNotSupportedError: 415}
+#: The spec's HTTP status where a2a-sdk 1.3's ``A2A_ERROR_MAPPING`` gives another (400 or 500).
+SPEC_HTTP_STATUS: dict[type[A2AError], int] = {
+    ContentTypeNotSupportedError: 415,
+    TaskNotCancelableError: 409,
+    InvalidAgentResponseError: 502,
+}
 
 
 def rest_error_payload(error: A2AError) -> dict[str, Any]:
     """The SDK's HTTP+JSON (AIP-193) error body for ``error``, with the spec's HTTP and gRPC statuses."""
     payload = build_rest_error_payload(error)
-    if (http_status := SPEC_HTTP_STATUS.get(type(error))) is not None:
-        payload["error"]["code"] = http_status
-    if (grpc_status := SPEC_GRPC_STATUS.get(type(error))) is not None:
-        payload["error"]["status"] = grpc_status.name
+    with_spec_statuses(payload, type(error))
     return payload
+
+
+def with_spec_statuses(payload: dict[str, Any], error_class: type[A2AError]) -> int | None:
+    """Give an HTTP+JSON error body the spec's HTTP status (``error.code``) and gRPC status name
+    (``error.status``) for ``error_class``; the HTTP status, where it changed."""
+    error = payload["error"]
+    if (grpc_status := SPEC_GRPC_STATUS.get(error_class)) is not None:
+        error["status"] = grpc_status.name
+    http_status = SPEC_HTTP_STATUS.get(error_class)
+    if http_status is not None:
+        error["code"] = http_status
+    return http_status

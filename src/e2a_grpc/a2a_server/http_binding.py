@@ -13,6 +13,10 @@ An ASGI middleware in front of the JSON-RPC (``/``) and HTTP+JSON (under ``A2A_R
   its 0.3 JSON-RPC routes report a refusal as -32603 InternalError).
 - HTTP+JSON responses are ``application/json`` (spec 11.1), not the SDK's ``application/a2a+json``;
   SSE streams stay ``text/event-stream``.
+- HTTP+JSON error responses have the spec's HTTP status (5.4): the SDK answers ContentTypeNotSupported
+  with 400 (spec: 415), TaskNotCancelable with 400 (409) and InvalidAgentResponse with 500 (502), and
+  names FAILED_PRECONDITION where the spec says UNIMPLEMENTED (``errors.with_spec_statuses``). The
+  error is known by the ``ErrorInfo`` reason of its body.
 
 Each refusal has the error body of the transport asked, its ``data`` naming the E2A reason
 (``errors.A2A_ERRORS``): on JSON-RPC an error response with the request's id (if its body has one) and
@@ -28,11 +32,11 @@ from urllib.parse import parse_qsl
 import orjson
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.utils.constants import A2A_JSON_MEDIA_TYPE, VERSION_HEADER
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2A_REASON_TO_ERROR, A2AError
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error, rest_error_payload
+from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error, rest_error_payload, with_spec_statuses
 from e2a_grpc.a2a_server.versions import HTTP_VERSIONS, version_refusal
 
 JSON_MEDIA_TYPE = "application/json"
@@ -73,7 +77,7 @@ class HttpBinding:
             if from_query and version is not None:  # a supported version: ASCII
                 # The SDK's routes read the version from the headers only.
                 scope = {**scope, "headers": [*scope["headers"], (_VERSION_KEY, version.encode("ascii"))]}
-            await self.app(scope, receive, _json_media_type(send) if rest else send)
+            await self.app(scope, receive, _spec_responses(send) if rest else send)
             return
         # The body is read (within max_message_bytes: body_limit comes first) so the connection stays usable.
         body = await _body(receive)
@@ -140,11 +144,15 @@ async def _answer(send: Send, payload: dict[str, Any], status: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _json_media_type(send: Send) -> Send:
-    """``send`` with the SDK's ``application/a2a+json`` responses labelled ``application/json``."""
+def _spec_responses(send: Send) -> Send:
+    """``send`` with the SDK's HTTP+JSON responses labelled ``application/json`` and its error
+    responses given the spec's statuses (an error body is small: it is held until complete)."""
     a2a_type = A2A_JSON_MEDIA_TYPE.encode("ascii")
+    held: Message | None = None
+    chunks: list[bytes] = []
 
-    async def relabelled(message: Message) -> None:
+    async def corrected(message: Message) -> None:
+        nonlocal held
         if message["type"] == "http.response.start":
             message = {
                 **message,
@@ -155,6 +163,38 @@ def _json_media_type(send: Send) -> Send:
                     for name, value in message.get("headers", [])
                 ],
             }
+            if message["status"] >= _FIRST_ERROR_STATUS:
+                held = message
+                return
+        elif held is not None and message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            start, body = _error_with_spec_status(held, b"".join(chunks))
+            held = None
+            await send(start)
+            message = {"type": "http.response.body", "body": body}
         await send(message)
 
-    return relabelled
+    return corrected
+
+
+_FIRST_ERROR_STATUS = 400
+
+
+def _error_with_spec_status(start: Message, body: bytes) -> tuple[Message, bytes]:
+    """An SDK error response with the spec's statuses for the A2A error its body names."""
+    try:
+        payload = orjson.loads(body)
+        details = payload["error"]["details"]
+        reasons = [detail.get("reason") for detail in details if isinstance(detail, dict)]
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return start, body  # not the SDK's AIP-193 body: as it is
+    error_class = next((A2A_REASON_TO_ERROR[reason] for reason in reasons if reason in A2A_REASON_TO_ERROR), None)
+    if error_class is None:
+        return start, body
+    status = with_spec_statuses(payload, error_class)
+    body = orjson.dumps(payload)
+    headers = [(name, value) for name, value in start.get("headers", []) if name.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode("ascii")))
+    return {**start, "status": status or start["status"], "headers": headers}, body
