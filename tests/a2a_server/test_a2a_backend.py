@@ -185,3 +185,27 @@ async def test_every_part_kind_reaches_the_agent_as_sent(agent: Agent, transport
         await stream_events(client, send_request(message))
     received = agent.records("request", context_id)[0]["message"]
     assert received["parts"] == json_format.MessageToDict(message)["parts"]
+
+
+@pytest.mark.asyncio
+async def test_every_message_of_a_task_that_waits_more_than_once_is_in_its_history(
+    agent: Agent, transport: str
+) -> None:
+    context_id = str(uuid.uuid4())
+    async with (
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server,
+        a2a_client(server, transport, streaming=False) as client,
+    ):
+        waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
+        for text in ("one more", "two more", "Ada"):
+            follow_up = user_message(text)  # the task alone names the context
+            follow_up.task_id = waiting.id
+            last = task_of(await stream_events(client, send_request(follow_up)))
+        stored = await client.get_task(GetTaskRequest(id=waiting.id, history_length=10))
+    assert last.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [m.parts[0].text for m in stored.history if m.role == Role.ROLE_USER] == [
+        "ask",
+        "one more",
+        "two more",
+        "Ada",
+    ]

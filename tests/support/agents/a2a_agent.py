@@ -9,7 +9,8 @@ Run as ``python -m tests.support.agents.a2a_agent --port PORT --log FILE``. It s
 * ``slow``  - a task that streams an artifact chunk every 0.1 s for a minute (for cancel tests);
 * ``ask``   - (the word) a task that asks for the user's name (``TASK_STATE_INPUT_REQUIRED``, the question as its
   status message with a text and a data part); the next message on the task is the answer, and the
-  task completes with an artifact greeting that name (or ends canceled when cancelled while it waits);
+  task completes with an artifact greeting that name (an answer with the word ``more`` leaves it
+  waiting; it ends canceled when cancelled while it waits);
 * ``login`` - the same with ``TASK_STATE_AUTH_REQUIRED``;
 * ``parts`` - a task with metadata on its events, whose artifacts hold every part kind (text with a
   media type, raw bytes with a media type and file name, a URL, structured data) and a text
@@ -188,7 +189,11 @@ class ScriptedExecutor(AgentExecutor):
             raise
 
     async def _answered(self, queue: EventQueue, context: RequestContext, answer: str) -> None:
-        """The answer to a question the task asked: greet the name, complete."""
+        """The answer to a question the task asked: greet the name, complete; an answer with the word
+        ``more`` leaves the task waiting (as the SDK's ``requires_input`` writes it: no message)."""
+        if "more" in re.findall(r"\w+", answer):
+            await self._emit(queue, context, self._status(context, TaskState.TASK_STATE_INPUT_REQUIRED))
+            return
         await self._emit(queue, context, self._status(context, TaskState.TASK_STATE_WORKING))
         await self._emit(queue, context, self._chunk(context, f"hello, {answer}", append=False, last=True))
         await self._emit(queue, context, self._status(context, TaskState.TASK_STATE_COMPLETED))
