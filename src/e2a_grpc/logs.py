@@ -49,3 +49,6 @@ def configure_logging(*, verbose: bool, log_format: str | None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if chosen == LogFormat.JSON else logging.Formatter(_TEXT_FORMAT))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
+    if not verbose:
+        # httpx logs every request at INFO: one line per call the a2a backend or a webhook makes.
+        logging.getLogger("httpx").setLevel(logging.WARNING)

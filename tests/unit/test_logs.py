@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 
-from e2a_grpc.logs import JsonFormatter
+from e2a_grpc.logs import JsonFormatter, configure_logging
 
 
 def _record(message: str, *args: object, **extra: object) -> logging.LogRecord:
@@ -45,3 +45,19 @@ def test_an_exception_is_its_traceback_in_one_line() -> None:
     line = JsonFormatter().format(record)
     assert "\n" not in line
     assert "ValueError: broken\nacross lines" in json.loads(line)["exception"]
+
+
+def test_httpx_request_lines_are_left_out_unless_verbose() -> None:
+    httpx_log = logging.getLogger("httpx")
+    root = logging.getLogger()
+    saved = (httpx_log.level, root.level, list(root.handlers))
+    try:
+        configure_logging(verbose=False, log_format="text")
+        assert not httpx_log.isEnabledFor(logging.INFO) and httpx_log.isEnabledFor(logging.WARNING)
+        httpx_log.setLevel(logging.NOTSET)
+        configure_logging(verbose=True, log_format="text")
+        assert httpx_log.level == logging.NOTSET
+    finally:
+        httpx_log.setLevel(saved[0])
+        root.setLevel(saved[1])
+        root.handlers[:] = saved[2]
