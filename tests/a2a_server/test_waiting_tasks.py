@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
-from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Role, TaskState
+from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Role, SubscribeToTaskRequest, TaskState
 from google.protobuf import json_format
 
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Event, InputRequired, TurnsNeverWait, prompt_text
@@ -18,7 +18,9 @@ from tests.a2a_server.conftest import (
     a2a_server,
     artifact_text,
     send_request,
+    states,
     stream_events,
+    streamed_text,
     task_of,
     user_message,
 )
@@ -116,3 +118,23 @@ async def test_an_answer_naming_only_the_task_goes_on_in_the_tasks_context(trans
     )
     assert artifact_text(done) == "chosen: no"
     assert backend.sessions == [waiting.context_id, waiting.context_id]  # so an ACP agent keeps its session
+
+
+@pytest.mark.asyncio
+async def test_streams_on_a_waiting_task_follow_its_answer_in_the_same_order(transport: str) -> None:
+    async with (
+        a2a_server(AskingBackend()) as server,
+        a2a_client(server, transport, streaming=False) as client,
+        a2a_client(server, transport) as first,
+        a2a_client(server, transport) as second,
+    ):
+        waiting = task_of(await stream_events(client, send_request(user_message("write it"))))
+        followers = [each.subscribe(SubscribeToTaskRequest(id=waiting.id)) for each in (first, second)]
+        snapshots = [await anext(follower) for follower in followers]
+        assert [snapshot.task.status.state for snapshot in snapshots] == [TaskState.TASK_STATE_INPUT_REQUIRED] * 2
+        answer = user_message("yes", waiting.context_id)
+        answer.task_id = waiting.id
+        await stream_events(client, send_request(answer))
+        followed = [[event async for event in follower] for follower in followers]
+    assert followed[0] == followed[1]
+    assert states(followed[0])[-1] == "TASK_STATE_COMPLETED" and streamed_text(followed[0]) == "chosen: yes"
