@@ -118,6 +118,10 @@ class ErrorCode(StrEnum):
     #: The request has content the ACP agent does not take (its ``promptCapabilities``: image, audio,
     #: embedded resources); no agent saw it.
     CONTENT_NOT_SUPPORTED = "content_not_supported"
+    #: An answer to a waiting question names none of its options; the question stays open.
+    INVALID_ANSWER = "invalid_answer"
+    #: A request answers a question (it names a waiting task), but none is waiting there.
+    NO_QUESTION_PENDING = "no_question_pending"
     #: Every pooled ACP session is in use.
     AGENT_BUSY = "agent_busy"
     #: The remote A2A agent did not answer in time.
