@@ -11,7 +11,7 @@ import pytest
 from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Role, SubscribeToTaskRequest, TaskState
 from google.protobuf import json_format
 
-from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Event, InputRequired, TurnsNeverWait, prompt_text
+from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Event, InputRequired, prompt_text
 from e2a_grpc.model import DeltaKind, E2AEnvelope, WaitReason
 from tests.a2a_server.conftest import (
     a2a_client,
@@ -31,22 +31,31 @@ OPTIONS = (
 )
 
 
-class AskingBackend(TurnsNeverWait):
-    """Asks before it answers: a prompt other than an option id waits for one; an option id completes."""
+class AskingBackend:
+    """Asks before it answers: a prompt other than an option id waits for one (the question named
+    ``question-N``, as an agent names what it waits on); an option id completes."""
 
     def __init__(self) -> None:
         self.info = BackendInfo("asking", "e2a")
         self.prompts: list[str] = []
         self.sessions: list[str | None] = []
+        #: The task id of each request: the question an answer continues.
+        self.task_ids: list[str | None] = []
+        self.cancelled: list[str] = []
+
+    async def cancel_task(self, task_id: str) -> None:
+        self.cancelled.append(task_id)
 
     async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
         text = prompt_text(envelope)
         self.prompts.append(text)
         self.sessions.append(envelope.session_id)
+        self.task_ids.append(envelope.task_id)
         if text in {option["option_id"] for option in OPTIONS}:
             yield Delta(DeltaKind.TEXT, f"chosen: {text}")
             yield Complete({"content": f"chosen: {text}"})
             return
+        yield AgentIds(f"question-{len(self.prompts)}", None)
         yield InputRequired(WaitReason.PERMISSION, "may I write the file?", {"content": ""}, options=OPTIONS)
 
     async def aclose(self) -> None:
@@ -80,6 +89,7 @@ async def test_a_question_leaves_the_task_input_required_and_the_answer_continue
         "yes",
     ]
     assert backend.prompts == ["write it", "yes"]
+    assert backend.task_ids == [None, "question-1"]  # the answer continues the agent's question
 
 
 @pytest.mark.asyncio
@@ -93,7 +103,8 @@ async def test_a_streamed_question_ends_the_stream_input_required(transport: str
 
 @pytest.mark.asyncio
 async def test_cancel_of_a_waiting_task_cancels_it_and_a_later_answer_is_refused(transport: str) -> None:
-    async with a2a_server(AskingBackend()) as server, a2a_client(server, transport, streaming=False) as client:
+    backend = AskingBackend()
+    async with a2a_server(backend) as server, a2a_client(server, transport, streaming=False) as client:
         waiting = task_of(await stream_events(client, send_request(user_message("write it"))))
         cancelled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
         assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
@@ -101,6 +112,7 @@ async def test_cancel_of_a_waiting_task_cancels_it_and_a_later_answer_is_refused
         answer.task_id = waiting.id
         with pytest.raises(Exception, match="terminal state"):
             await stream_events(client, send_request(answer))
+    assert backend.cancelled == ["question-1"]  # the agent's waiting question is cancelled too
 
 
 @pytest.mark.asyncio

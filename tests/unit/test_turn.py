@@ -41,13 +41,13 @@ async def _script(*items: Event | Exception) -> AsyncGenerator[Event, None]:
 
 
 async def _run(
-    *items: Event | Exception, envelope: E2AEnvelope = ENVELOPE, adopt: bool = True, limits: TurnLimits = LIMITS
+    *items: Event | Exception, envelope: E2AEnvelope = ENVELOPE, limits: TurnLimits = LIMITS
 ) -> tuple[Turn, list[E2AResponse]]:
     task = asyncio.current_task()
     assert task is not None
     turn, output = Turn(task), Frames()
     frames = FrameBuilder(envelope, BackendInfo("script", "e2a"), UtcClock())
-    await run_turn(turn, envelope, _script(*items), frames, output, limits, adopt_agent_ids=adopt)
+    await run_turn(turn, envelope, _script(*items), frames, output, limits)
     checker = StreamChecker(envelope)
     for frame, kind in output.written:
         assert kind == frame.response_kind
@@ -95,10 +95,9 @@ async def test_a_prompt_over_the_limit_never_reaches_the_backend() -> None:
     assert turn.limit_hit == ErrorCode.PROMPT_TOO_LARGE
 
 
-@pytest.mark.parametrize("adopt", [True, False])
-async def test_the_agent_ids_are_adopted_only_when_asked(adopt: bool) -> None:
-    _, frames = await _run(AgentIds("agent-task", "agent-context"), Complete({}), adopt=adopt)
-    assert (frames[0].task_id, frames[0].context_id) == (("agent-task", "agent-context") if adopt else (None, None))
+async def test_the_agent_ids_are_adopted() -> None:
+    _, frames = await _run(AgentIds("agent-task", "agent-context"), Complete({}))
+    assert (frames[0].task_id, frames[0].context_id) == ("agent-task", "agent-context")
 
 
 async def _turn_stuck_after(*events: Event, output: Frames | None = None) -> tuple[asyncio.Task[None], Turn, Frames]:

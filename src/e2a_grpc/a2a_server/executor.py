@@ -259,8 +259,9 @@ class BackendExecutor(AgentExecutor):
         turn.limit_time(self._limits)  # no stall grace: a write is an enqueue, which a client's pace does not hold
         events = self.backend.stream(envelope)
         try:
-            # The A2A task is this server's: the agent's own task and context ids are not adopted.
-            await run_turn(turn, envelope, events, frames, publisher, self._limits, adopt_agent_ids=False)
+            # Frames carry the agent's own task id (as Chat's do), from which the publisher learns the
+            # task a waiting turn continues; every event it publishes names this server's task.
+            await run_turn(turn, envelope, events, frames, publisher, self._limits)
         finally:
             turn.cancel_timers()
             await events.aclose()
@@ -397,6 +398,8 @@ class _Publisher:
             return
         if self._ended:
             return  # the final frame of a turn the agent's own events ended
+        if kind == ResponseKind.E2A_INPUT_REQUIRED:
+            self.agent_task_id = record.task_id or self.agent_task_id  # what the answer continues
         payload = conversion.to_a2a_stream(record, project_native_kinds=True)
         if isinstance(payload, conversion.NotApplicable):
             return  # e.g. an ACP plan or mode update: A2A has no event for it

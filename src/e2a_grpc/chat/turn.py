@@ -138,13 +138,11 @@ async def run_turn(
     frames: FrameBuilder,
     output: FrameOutput,
     limits: TurnLimits,
-    *,
-    adopt_agent_ids: bool = True,
 ) -> None:
     """Write a frame per backend event to ``output``, then the final frame however the turn ends.
 
-    ``adopt_agent_ids``: the agent's task / context ids go on the frames where the request set none
-    (``FrameBuilder.adopt_agent_ids``); off, they are ignored. The caller closes ``events``. Raises
+    The agent's task / context ids go on the frames where the request set none
+    (``FrameBuilder.adopt_agent_ids``). The caller closes ``events``. Raises
     ``asyncio.CancelledError`` when the turn was cancelled from outside (no final frame), and
     ``TurnStalled`` (see ``Turn``).
     """
@@ -163,8 +161,7 @@ async def run_turn(
                     raise _frame_limit(limits)
                 frame = frames.delta(event)
             elif isinstance(event, AgentIds):
-                if adopt_agent_ids:
-                    frames.adopt_agent_ids(event)
+                frames.adopt_agent_ids(event)
                 continue
             else:
                 if frames.sequence >= last_sequence and not isinstance(event, Complete | InputRequired):
