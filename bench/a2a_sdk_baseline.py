@@ -195,6 +195,49 @@ def _process_rows(measured: _Measured) -> list[list[str]]:
     return rows
 
 
+def _agent_ceiling(proxied: _Measured) -> tuple[float, float]:
+    """The plain agent's CPU µs per send called directly and behind the proxy (medians over rounds)."""
+    direct = statistics.median(r["agent"] for r in proxied.cpu_us[proxied.paired.baseline])
+    behind = statistics.median(r["agent"] for r in proxied.cpu_us[proxied.paired.subject])
+    return direct, behind
+
+
+#: What a profile of the three servers under this load found (see the Findings paragraph).
+_FINDINGS = """Findings (py-spy 0.4.3 at 500 Hz, each profiled server pinned to a CPU of its own, ~1,000
+sends, at 876276d; each process's share of samples scaled to its CPU per send measured alongside: front
+door on echo 4.5 ms, proxy's front door 11.5 ms, plain agent 3.8 ms called directly and 8.4 ms behind
+the proxy). The proxy's front door spends +6.9 ms per send over the front door on echo:
+
+- the SDK client and httpx (the request, reading 23 SSE events, JSON-RPC checks, `parse_lenient`):
+  +2.0 ms;
+- the event loop itself (uvloop callbacks and task switches): 2.5 vs 0.7 ms, +1.8 ms: each of the 23
+  remote events crosses httpcore, the SDK client's generators, `A2ABackend.stream`, `run_turn`, the
+  SDK's event queue and its dispatch and consumer tasks, on a wakeup of its own;
+- the SDK server's task bookkeeping (event queue, consumer, task manager, task store): 3.3 vs 1.9 ms,
+  +1.4 ms: likely as the events arrive one at a time rather than in one burst as from echo, so each
+  takes that path on a wakeup of its own; and there is one more (the remote's working status). The
+  remote agent does this bookkeeping again (1.9 ms of its 3.8 ms direct);
+- the SDK's tracing wrappers, though tracing is off: 1.1 vs 0.7 ms: each wrapped SDK call (the client's
+  too) still runs `logger.debug` and a chain of no-op span calls (cProfile: 651 `logger.debug` and 875
+  no-op `__getattr__` calls per proxied send);
+- e2a-grpc's own per-event path (`MessageToDict` and `_Turn.observe` in the a2a backend, the frame,
+  `frame_record`, `to_a2a_stream`, `stream_event`, `run_turn`): 1.7 vs 0.7 ms, +1.0 ms. Per remote
+  artifact update, warm (timeit): `MessageToDict` 6.8 µs, `_Turn.observe` 2.2, `FrameBuilder.passthrough`
+  2.3, `frame_record` 5.3, `to_a2a_stream` 0.4, `stream_event` 4.3 (its fast path), about 21 µs; the
+  remote's task snapshot and terminal status each go through `ParseDict` (~20 µs) only to be dropped;
+- inbound HTTP +0.2 ms; logging 0.1 ms (httpx logs an INFO line per request to the agent).
+
+A new connection per turn (the a2a backend closed the agent's stream before its end, so httpx dropped
+the connection: 1,189 connections in TIME_WAIT after 1,600 sends) is fixed (876276d): in an A/B of the
+two builds, pinned, CPU per send changed within noise and sends/s rose 1.20x (median of 6 pairs,
+0.89-1.85). The plain agent streamed to costs 8.4 ms per send against 3.8 ms blocking: its SSE path
+(sse-starlette, uvicorn, h11, a write per event) 2.1 vs 0.4 ms, its task bookkeeping 3.6 vs 1.9 ms,
+tracing wrappers +0.3, event loop +0.6. So as long as
+the proxy streams from the agent, even a front door that cost nothing would stay at the bound above
+(3.8 / 8.4 = 0.45x in the profile); the 0.8x target needs a blocking send to reach the agent as a
+blocking send."""
+
+
 def run() -> SectionResult:
     load_before = os.getloadavg()[0]
     front, proxied = asyncio.run(_run_all())
@@ -204,6 +247,7 @@ def run() -> SectionResult:
         proxied.paired.target("a2a-sdk", "sends", PROXY_TARGET),
     )
     rpcs = [front.paired, proxied.paired]
+    direct_us, behind_us = _agent_ceiling(proxied)
     process_table = table(
         ["Row", "RPC", "server CPU µs/send by process (median)", "client CPU µs/send (median)"],
         [*_process_rows(front), *_process_rows(proxied)],
@@ -240,6 +284,12 @@ Where each send's server CPU goes, and what the load client spends per send (it 
 when its cores busy stay well under the server's):
 
 {process_table}
+
+The plain agent spent {direct_us:,.0f} µs CPU per send called directly and {behind_us:,.0f} µs behind the proxy
+(which streams from it): with the agent as the bottleneck, the proxy could reach at most
+{direct_us / behind_us:.2f}x the agent alone, however little the front door spent.
+
+{_FINDINGS}
 
 Noise: client and servers share this VM's cores; the 1-minute load average was {load_before:.1f} when this
 section started and {load_after:.1f} when it ended.
