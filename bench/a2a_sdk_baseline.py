@@ -22,12 +22,13 @@ from typing import IO
 
 import grpc
 import httpx
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 from bench import paired
 from bench.a2a_front_door import CONCURRENT_CALLS, WORDS, prompt_text, send_blocking
 from bench.report import SectionResult, Target, table
 from bench.serverproc import STARTUP_TIMEOUT_SECONDS, cpu_seconds, wait_serving
-from tests.support.processes import free_port, logged_process
+from tests.support.processes import free_port, logged_process, process_output
 
 PAIRS = 6
 SENDS_PER_ROUND = 300
@@ -84,12 +85,9 @@ async def _wait_card(http: httpx.AsyncClient, process: subprocess.Popen[bytes], 
     deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(
-                f"the plain agent exited with {process.returncode}:\n{log.read().decode(errors='replace')}"
-            )
+            raise RuntimeError(f"the plain agent exited with {process.returncode}:\n{process_output(log)}")
         with contextlib.suppress(httpx.TransportError):  # not listening yet
-            if (await http.get("/.well-known/agent-card.json")).status_code == 200:
+            if (await http.get(AGENT_CARD_WELL_KNOWN_PATH)).status_code == 200:
                 return
         await asyncio.sleep(_STARTUP_POLL_SECONDS)
     raise TimeoutError(f"the plain agent did not serve its card within {STARTUP_TIMEOUT_SECONDS} s")
