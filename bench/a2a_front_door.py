@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import grpc
 import httpx
@@ -40,21 +41,33 @@ A2A = "A2A SendMessage (JSON-RPC)"
 CHAT = "Chat (gRPC)"
 
 
-def _text() -> str:
+def prompt_text() -> str:
+    """The text every A2A send of the bench carries: ``WORDS`` words, a chunk each on the echo backend."""
     return " ".join(f"word{index}" for index in range(WORDS))
 
 
 def _chat_request() -> bytes:
-    envelope = E2AEnvelope(method="chat.send", params={"text": _text()})
+    envelope = E2AEnvelope(method="chat.send", params={"text": prompt_text()})
     return pb.ChatRequest(envelope=envelope.to_proto()).SerializeToString()
 
 
-def _a2a_body(method: str) -> bytes:
-    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": _text()}]}
+def a2a_body(method: str) -> bytes:
+    """A JSON-RPC request of ``method`` (``SendMessage``, ``SendStreamingMessage``) with a new message."""
+    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": prompt_text()}]}
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": message}}).encode()
 
 
-_A2A_HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+A2A_HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+async def send_blocking(http: httpx.AsyncClient) -> dict[str, Any]:
+    """One JSON-RPC ``SendMessage`` (blocking: the reply is the task once it ended) to ``http``'s base
+    URL; the task, which must have completed."""
+    reply = await http.post("/", content=a2a_body("SendMessage"), headers=A2A_HEADERS)
+    task: dict[str, Any] = reply.json()["result"]["task"]
+    if task["status"]["state"] != "TASK_STATE_COMPLETED":
+        raise RuntimeError(f"the A2A send did not complete: {task['status']}")
+    return task
 
 
 class _Calls:
@@ -66,10 +79,7 @@ class _Calls:
         self._chat_request = _chat_request()
 
     async def a2a_send(self) -> None:
-        reply = await self._http.post("/", content=_a2a_body("SendMessage"), headers=_A2A_HEADERS)
-        task = reply.json()["result"]["task"]
-        if task["status"]["state"] != "TASK_STATE_COMPLETED":
-            raise RuntimeError(f"the A2A send did not complete: {task['status']}")
+        await send_blocking(self._http)
 
     async def chat(self) -> None:
         frames = [frame async for frame in self._chat(self._chat_request, timeout=_TIMEOUT_SECONDS)]
@@ -77,10 +87,10 @@ class _Calls:
             raise RuntimeError(f"Chat streamed {len(frames)} frames, expected {WORDS + 1}")
 
     async def a2a_first_token(self) -> float:
-        body = _a2a_body("SendStreamingMessage")
+        body = a2a_body("SendStreamingMessage")
         start = time.perf_counter()
         first: float | None = None
-        async with self._http.stream("POST", "/", content=body, headers=_A2A_HEADERS) as reply:
+        async with self._http.stream("POST", "/", content=body, headers=A2A_HEADERS) as reply:
             async for line in reply.aiter_lines():  # read to the end: the next call starts clean
                 if first is None and line.startswith("data:") and "artifactUpdate" in line:
                     first = time.perf_counter() - start

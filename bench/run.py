@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench import (
     a2a_front_door,
+    a2a_sdk_baseline,
     broker_throughput,
     chat_throughput,
     codec_roundtrip,
@@ -38,6 +39,7 @@ SECTIONS: dict[str, Section] = {
     "chat": chat_throughput.run,
     "broker": broker_throughput.run,
     "a2a": a2a_front_door.run,
+    "a2a-sdk": a2a_sdk_baseline.run,
     "convertstream": convertstream_throughput.run,
     "workers": workers_throughput.run,
     "instructions": instructions.run,

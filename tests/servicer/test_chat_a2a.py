@@ -298,6 +298,16 @@ def test_a_failed_task_ends_with_an_a2a_error(server: Server, agent: Agent) -> N
     assert body["external"] == {"protocol": "a2a", "type": "TASK_STATE_FAILED", "payload": sent[-1]}
 
 
+def test_turns_one_after_another_reuse_one_connection_to_the_agent(server: Server, agent: Agent) -> None:
+    # The stream of a finished turn is read to its end, so its connection goes back to the pool; a
+    # stream closed before its end would drop the connection and the next turn would open a new one.
+    for index in range(3):
+        *_, final = _chat(server, _envelope(f"hello {index}"))
+        assert final.response_kind == "e2a.complete"
+    ports = [record["client_port"] for record in agent.records("sse_opened")[-3:]]
+    assert len(set(ports)) == 1, ports
+
+
 def test_an_agent_error_on_the_stream_ends_with_an_a2a_error(server: Server, agent: Agent) -> None:
     envelope = _envelope("raise, please")
     *events, final = _chat(server, envelope)

@@ -73,6 +73,8 @@ log = logging.getLogger(__name__)
 
 #: How long a cancelled request waits for the agent to accept CancelTask: the cancel budget is one second.
 REMOTE_CANCEL_TIMEOUT_SECONDS = 1.0
+#: How long the end of the agent's stream is waited for once the agent said its last word.
+_STREAM_END_SECONDS = 0.1
 
 _TERMINAL_STATES = frozenset(
     {
@@ -223,6 +225,20 @@ class _Turn:
         return {"content": "\n".join(text for text in self._texts.values() if text), **self.summary}
 
 
+async def _read_to_end(responses: AsyncGenerator[StreamResponse, None]) -> None:
+    """Read the end of the agent's stream after its last word, ignoring anything more it sends.
+
+    An agent ends the stream right after its last event. Reading that end, rather than closing the
+    stream before it, lets httpx put the connection back in the pool: closed with its body unread,
+    the connection is dropped, and every turn paid for a new one (TCP connect, and a new connection
+    in the agent's server). Bounded: a stream still open after ``_STREAM_END_SECONDS`` is closed as before.
+    """
+    with contextlib.suppress(TimeoutError, A2AError):
+        async with asyncio.timeout(_STREAM_END_SECONDS):
+            async for _ in responses:
+                pass
+
+
 def _sdk_error(exc: A2AError, turn: _Turn) -> BackendError:
     if isinstance(exc, A2AClientTimeoutError):
         code = ErrorCode.A2A_TIMEOUT
@@ -300,6 +316,7 @@ class A2ABackend:
                         payload = wire[STREAM_RESPONSE_KEYS[branch]]
                         yield Passthrough(ResponseKind.A2A_STREAM_EVENT, {"branch": branch, "payload": payload})
                         if turn.over:
+                            await _read_to_end(responses)
                             break
             except A2AError as exc:
                 if isinstance(exc, A2AClientError) and self._client is client:

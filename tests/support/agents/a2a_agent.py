@@ -22,8 +22,9 @@ Every event it sends is written to the log, one JSON line each, as the A2A ``Str
 the SDK puts on the wire (``{"kind": "event", "context_id": ..., "event": {...}}``), so a test can
 compare what reached the client with what the agent sent. It also logs each request it gets
 (``"kind": "request"``: message, configuration, metadata) and records, with wall-clock
-times, when a running ``execute`` is cancelled, when ``cancel`` is called (A2A CancelTask) and when
-an SSE response ends (the client went away or the stream finished).
+times, when a running ``execute`` is cancelled, when ``cancel`` is called (A2A CancelTask), when an SSE
+response starts (with the client's port: a connection reused or a new one) and when it ends (the client
+went away or the stream finished).
 """
 
 from __future__ import annotations
@@ -256,7 +257,8 @@ class SseCloseRecorder:
             if message["type"] == "http.response.start":
                 is_sse = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
                 if is_sse:
-                    self._log.write({"kind": "sse_opened"})
+                    # The client's port tells one connection from another (reused or new).
+                    self._log.write({"kind": "sse_opened", "client_port": scope["client"][1]})
             await send(message)
 
         try:
