@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 
 from e2a_grpc import E2AEnvelope, conversion
 from e2a_grpc.a2a_server.executor import _Publisher
-from e2a_grpc.chat.events import BackendInfo, Passthrough
+from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
-from e2a_grpc.model import ResponseKind
+from e2a_grpc.model import DeltaKind, ResponseKind
 from e2a_grpc.protocols import parts as content
 from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS
 
@@ -109,12 +109,23 @@ stream_responses = st.one_of(
 )
 
 
-def _frame_of(response: StreamResponse, builder: FrameBuilder) -> bytes:
-    """The frame the a2a backend makes of one event of its agent."""
+def _passthrough(response: StreamResponse) -> Passthrough:
+    """The event the a2a backend makes of one event of its agent."""
     branch = response.WhichOneof("payload")
     assert branch is not None
     payload = json_format.MessageToDict(response)[STREAM_RESPONSE_KEYS[branch]]
-    return builder.passthrough(Passthrough(ResponseKind.A2A_STREAM_EVENT, {"branch": branch, "payload": payload}))
+    return Passthrough(ResponseKind.A2A_STREAM_EVENT, {"branch": branch, "payload": payload}, native=response)
+
+
+def _frame_of(response: StreamResponse, builder: FrameBuilder) -> bytes:
+    return builder.passthrough(_passthrough(response))
+
+
+async def _publish(publisher: _Publisher, response: StreamResponse, builder: FrameBuilder, native: bool) -> None:
+    """Write the frame of an agent's event, with the event as the backend made it, or (``native``
+    false) without its SDK message, as from a backend that names none: the publisher reads the frame."""
+    event = _passthrough(response)
+    await publisher.write(builder.passthrough(event), ResponseKind.A2A_STREAM_EVENT, event if native else None)
 
 
 def _builder() -> FrameBuilder:
@@ -184,9 +195,9 @@ task_sequences = st.tuples(
 
 @pytest.mark.asyncio
 @settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(task_sequences)
+@given(task_sequences, st.booleans())
 async def test_a_task_stream_reaches_the_a2a_client_as_sent_but_for_the_ids(
-    sequence: tuple[Task, list[Any], TaskStatusUpdateEvent],
+    sequence: tuple[Task, list[Any], TaskStatusUpdateEvent], native: bool
 ) -> None:
     first, middle, last = sequence
     user = Message(message_id="user-1", role=Role.ROLE_USER, parts=[Part(text="hi")])
@@ -201,21 +212,21 @@ async def test_a_task_stream_reaches_the_a2a_client_as_sent_but_for_the_ids(
             TaskStatusUpdateEvent: "status_update",
             TaskArtifactUpdateEvent: "artifact_update",
         }[type(event)]
-        await publisher.write(_frame_of(StreamResponse(**{branch: event}), builder), ResponseKind.A2A_STREAM_EVENT)
+        await _publish(publisher, StreamResponse(**{branch: event}), builder, native)
     assert queue.events == [_readdressed(event, "server-task", "server-context") for event in sent]
     assert publisher.agent_task_id == last.task_id
 
 
 @pytest.mark.asyncio
 @settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(messages)
-async def test_a_message_reply_reaches_the_a2a_client_as_a_message(reply: Message) -> None:
+@given(messages, st.booleans())
+async def test_a_message_reply_reaches_the_a2a_client_as_a_message(reply: Message, native: bool) -> None:
     queue = _Captured()
     user = Message(message_id="user-1", role=Role.ROLE_USER, parts=[Part(text="hi")])
     publisher = _Publisher("server-task", "server-context", queue, user, task_exists=False)
     builder = _builder()
-    await publisher.write(_frame_of(StreamResponse(message=reply), builder), ResponseKind.A2A_STREAM_EVENT)
-    await publisher.write(builder.complete({"content": ""}), ResponseKind.E2A_COMPLETE)
+    await _publish(publisher, StreamResponse(message=reply), builder, native)
+    await publisher.write(builder.complete({"content": ""}), ResponseKind.E2A_COMPLETE, Complete({"content": ""}))
     assert queue.events == [_readdressed(reply, "server-task", "server-context")]
 
 
@@ -225,3 +236,28 @@ def test_a_part_through_an_acp_block_is_the_same_part(part: Part) -> None:
     wire = json_format.MessageToDict(part)
     block = content.acp_block(wire, "part")
     assert json_format.ParseDict(content.a2a_part(block, "part"), Part()) == part
+
+
+deltas = st.builds(
+    Delta,
+    st.sampled_from(list(DeltaKind)),
+    st.one_of(names, st.dictionaries(names, json_leaves, max_size=3), st.lists(json_leaves, max_size=3)),
+    st.none() | media_types,
+)
+
+
+@pytest.mark.asyncio
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(deltas, min_size=1, max_size=4))
+async def test_a_chunk_is_published_from_its_event_as_from_its_frame(chunks: list[Delta]) -> None:
+    """The publisher builds a chunk's artifact update from the backend's event; the frame's own
+    projection (ToA2AStream) gives the same update."""
+    user = Message(message_id="user-1", role=Role.ROLE_USER, parts=[Part(text="hi")])
+    queues = (_Captured(), _Captured())
+    publishers = [_Publisher("server-task", "server-context", queue, user, task_exists=True) for queue in queues]
+    builder = _builder()
+    for chunk in chunks:
+        frame = builder.delta(chunk)
+        await publishers[0].write(frame, ResponseKind.E2A_CHUNK, chunk)
+        await publishers[1].write(frame, ResponseKind.E2A_CHUNK, None)
+    assert queues[0].events == queues[1].events and len(queues[0].events) == len(chunks)

@@ -29,7 +29,7 @@ class Frames:
     def __init__(self) -> None:
         self.written: list[tuple[E2AResponse, str]] = []
 
-    async def write(self, frame: bytes, kind: str) -> None:
+    async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
         self.written.append((E2AResponse.from_proto(pb.ChatResponse.FromString(frame).response), kind))
 
 
@@ -143,10 +143,10 @@ async def test_a_cancel_from_outside_writes_nothing_more() -> None:
 class NeverTakesTheSecond(Frames):
     """A ``FrameOutput`` whose reader takes the first frame and then nothing more."""
 
-    async def write(self, frame: bytes, kind: str) -> None:
+    async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
         if self.written:
             await asyncio.Event().wait()
-        await super().write(frame, kind)
+        await super().write(frame, kind, event)
 
 
 async def test_a_final_frame_its_reader_never_takes_is_cancelled_after_the_stall_grace() -> None:

@@ -55,7 +55,7 @@ from google.protobuf import json_format
 
 from e2a_grpc import conversion
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
-from e2a_grpc.chat.events import AgentBackend, BackendError
+from e2a_grpc.chat.events import AgentBackend, BackendError, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.chat.requests import prompt_size_bytes
 from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
@@ -333,6 +333,7 @@ class _Publisher:
     ) -> None:
         self._task_id = task_id
         self._context_id = context_id
+        self._ids = {"taskId": task_id, "contextId": context_id}
         self._queue = queue
         self._message = message
         #: The SDK has the task (this turn continues it, or an event of the turn created it).
@@ -387,17 +388,26 @@ class _Publisher:
             self._ended = True
             self.waiting = state in INTERRUPTED_STATES
 
-    async def write(self, frame: bytes, kind: str) -> None:
-        record = frame_record(frame)
+    async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
+        # Built from the backend's event where it says all (most frames); else from the frame's record.
         if kind == ResponseKind.A2A_STREAM_EVENT:
-            agent_event = a2a.e2a_response_to_a2a_stream_payload(record)
-            if agent_event is not None:
-                await self._agent_event(
-                    json_format.ParseDict(agent_event, StreamResponse(), ignore_unknown_fields=True)
-                )
+            native = event.native if isinstance(event, Passthrough) else None
+            if isinstance(native, StreamResponse):
+                agent_event = StreamResponse()
+                agent_event.CopyFrom(native)  # the backend's: not to be changed
+                await self._agent_event(agent_event)
+            elif (sent := a2a.e2a_response_to_a2a_stream_payload(frame_record(frame))) is not None:
+                await self._agent_event(json_format.ParseDict(sent, StreamResponse(), ignore_unknown_fields=True))
             return
         if self._ended:
             return  # the final frame of a turn the agent's own events ended
+        if type(event) is Delta:
+            await self._open_task()
+            await self._artifact_chunk(
+                stream_event(a2a.delta_artifact_update(event.delta_kind, event.delta, event.mime_type, self._ids, True))
+            )
+            return
+        record = frame_record(frame)
         if kind == ResponseKind.E2A_INPUT_REQUIRED:
             self.agent_task_id = record.task_id or self.agent_task_id  # what the answer continues
         payload = conversion.to_a2a_stream(record, project_native_kinds=True)
@@ -407,14 +417,18 @@ class _Publisher:
         branch = stream_response.WhichOneof("payload")
         await self._open_task()
         if branch == "artifact_update":
-            update = stream_response.artifact_update
-            artifact_id = update.artifact.artifact_id
-            if artifact_id not in self._open_artifacts:
-                update.append = False
-                self._open_artifacts.add(artifact_id)
-            await self._publish(update)
+            await self._artifact_chunk(stream_response)
         elif branch == "status_update":
             await self._publish(stream_response.status_update)
+
+    async def _artifact_chunk(self, stream_response: StreamResponse) -> None:
+        """A chunk of one of this turn's artifacts: the first opens it (``append`` false, as A2A requires)."""
+        update = stream_response.artifact_update
+        artifact_id = update.artifact.artifact_id
+        if artifact_id not in self._open_artifacts:
+            update.append = False
+            self._open_artifacts.add(artifact_id)
+        await self._publish(update)
 
     async def _agent_event(self, payload: StreamResponse) -> None:
         """One event of a remote A2A agent, as it sent it, but for the ids (see the module docstring)."""

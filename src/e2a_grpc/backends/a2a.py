@@ -314,7 +314,9 @@ class A2ABackend:
                             # Frames name the agent's task from this one on (where the request named none).
                             yield AgentIds(turn.task_id, turn.context_id)
                         payload = wire[STREAM_RESPONSE_KEYS[branch]]
-                        yield Passthrough(ResponseKind.A2A_STREAM_EVENT, {"branch": branch, "payload": payload})
+                        yield Passthrough(
+                            ResponseKind.A2A_STREAM_EVENT, {"branch": branch, "payload": payload}, native=response
+                        )
                         if turn.over:
                             await _read_to_end(responses)
                             break

@@ -30,6 +30,9 @@ class Passthrough:
 
     response_kind: str  # a ResponseKind, or a kind this version does not know
     body: dict[str, Any]
+    #: The agent's own message ``body`` is the JSON of (the a2a backend's SDK ``StreamResponse``), for
+    #: an output that speaks the agent's protocol: it need not read the body back. Not to be changed.
+    native: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -67,9 +67,11 @@ class Interruption:
 class FrameOutput(Protocol):
     """Where the frames of a turn go."""
 
-    async def write(self, frame: bytes, kind: str) -> None:
+    async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
         """Write one frame (a serialized ``ChatResponse``; ``kind``: its response_kind), the final one
-        last. A write that fails because the reader is gone raises ``asyncio.CancelledError``."""
+        last; ``event``: the backend event it was made of (``None``: a final frame of this server's, an
+        error or an interruption), for an output that speaks another protocol and would otherwise read
+        the frame back. A write that fails because the reader is gone raises ``asyncio.CancelledError``."""
 
 
 class TurnStalled(Exception):
@@ -168,7 +170,7 @@ async def run_turn(
                     raise _frame_limit(limits)
                 frame = frames.for_event(event)
             turn.writing = True
-            await output.write(frame, frames.last_kind)
+            await output.write(frame, frames.last_kind, event)
             turn.writing = False
             if frames.finished:
                 turn.final_code = frames.final_code
@@ -198,7 +200,7 @@ async def run_turn(
         final = frames.error(ErrorCode.INTERNAL, "the agent backend failed; see the server log")
     turn.writing = True
     try:
-        await output.write(final, frames.last_kind)
+        await output.write(final, frames.last_kind, None)
     except asyncio.CancelledError:
         if turn.stalled:
             raise TurnStalled from None

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import grpc
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
-from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.chat.events import AgentBackend, Event
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
@@ -93,7 +93,7 @@ class _CallOutput:
         #: The last frame written, until the frame sink has it (a call may end while it is written).
         self.unpublished: bytes | None = None
 
-    async def write(self, frame: bytes, kind: str) -> None:
+    async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
         self.unpublished = frame
         try:
             await self._context.write(frame)

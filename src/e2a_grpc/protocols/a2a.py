@@ -118,11 +118,18 @@ def _task_ids(response: E2AResponse) -> dict[str, str]:
 
 
 def artifact_update(response: E2AResponse) -> dict[str, Any]:
-    """An ``e2a.chunk`` frame as an A2A artifact update (one artifact per delta kind). A delta that is an
-    ACP content block carrying a file (an agent's image, audio or resource) becomes a file part."""
+    """An ``e2a.chunk`` frame as an A2A artifact update (``delta_artifact_update``)."""
     body = response.body
-    delta_kind = body.get("delta_kind")
-    delta = body.get("delta")
+    return delta_artifact_update(
+        body.get("delta_kind"), body.get("delta"), body.get("mime_type"), _task_ids(response), response.sequence > 0
+    )
+
+
+def delta_artifact_update(
+    delta_kind: Any, delta: Any, mime_type: Any, ids: dict[str, str], append: bool
+) -> dict[str, Any]:
+    """The A2A artifact update of an ``e2a.chunk``'s body fields (one artifact per delta kind). A delta
+    that is an ACP content block carrying a file (an agent's image, audio or resource) becomes a file part."""
     if isinstance(delta, str):
         part: dict[str, Any] = {"text": delta}
     elif isinstance(delta, dict) and delta.get("type") in parts.FILE_BLOCK_TYPES:
@@ -131,16 +138,16 @@ def artifact_update(response: E2AResponse) -> dict[str, Any]:
         part = {"data": delta}
     else:
         raise E2ATypeError("body.delta", f"an e2a.chunk delta is a string or structured JSON, got {type_name(delta)}")
-    if isinstance(body.get("mime_type"), str):
-        part.setdefault("mediaType", body["mime_type"])
+    if isinstance(mime_type, str):
+        part.setdefault("mediaType", mime_type)
     if isinstance(delta_kind, str):
         part["metadata"] = {**part.get("metadata", {}), "e2a_delta_kind": delta_kind}
     artifact_id = f"e2a-{delta_kind}" if isinstance(delta_kind, str) and delta_kind else "e2a-output"
     return {
         "artifactUpdate": {
-            **_task_ids(response),
+            **ids,
             "artifact": {"artifactId": artifact_id, "parts": [part]},
-            "append": response.sequence > 0,
+            "append": append,
             "lastChunk": False,
         }
     }
