@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Part, Role, StreamResponse, TaskState
+from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format, struct_pb2
 
 from e2a_grpc.backends.a2a import A2ABackend
@@ -37,7 +38,10 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
 @pytest.mark.asyncio
 async def test_the_agents_events_become_events_of_this_servers_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server, a2a_client(server, transport) as client:
+    async with (
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_client(server, transport) as client,
+    ):
         events = await stream_events(client, send_request(user_message("hello", context_id)))
     task_id = events[0].task.id
     assert states(events)[0] == "TASK_STATE_SUBMITTED" and states(events)[-1] == "TASK_STATE_COMPLETED"
@@ -54,7 +58,10 @@ async def test_the_agents_events_become_events_of_this_servers_task(agent: Agent
 @pytest.mark.asyncio
 async def test_cancel_reaches_the_agent_as_cancel_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server, a2a_client(server, transport) as client:
+    async with (
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_client(server, transport) as client,
+    ):
         received: list[StreamResponse] = []
         async for event in client.send_message(send_request(user_message("slow", context_id))):
             received.append(event)
@@ -96,7 +103,10 @@ async def test_a_streamed_task_reaches_the_client_as_the_agent_sent_it(
     agent: Agent, transport: str, script: str
 ) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server, a2a_client(server, transport) as client:
+    async with (
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_client(server, transport) as client,
+    ):
         events = await stream_events(client, send_request(user_message(script, context_id)))
     task_id = events[0].task.id
     sent = [_readdressed(event, task_id, context_id) for event in agent.events(context_id)]
@@ -109,7 +119,7 @@ async def test_a_streamed_task_reaches_the_client_as_the_agent_sent_it(
 @pytest.mark.asyncio
 async def test_a_message_reply_stays_a_message(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server:
+    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server:
         async with a2a_client(server, transport) as client:
             streamed = await stream_events(client, send_request(user_message("reply", context_id)))
         async with a2a_client(server, transport, streaming=False) as client:
@@ -129,7 +139,7 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server,
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message(script, context_id))))
@@ -153,7 +163,7 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
 async def test_cancel_of_a_waiting_task_reaches_the_agents_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server,
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
@@ -177,7 +187,7 @@ async def test_every_part_kind_reaches_the_agent_as_sent(agent: Agent, transport
     )
     async with (
         a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30),
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30),
             a2a_input_modes="text/plain,application/json,image/png,application/octet-stream",
         ) as server,
         a2a_client(server, transport) as client,
@@ -193,7 +203,7 @@ async def test_every_message_of_a_task_that_waits_more_than_once_is_in_its_histo
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30)) as server,
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
@@ -209,3 +219,22 @@ async def test_every_message_of_a_task_that_waits_more_than_once_is_in_its_histo
         "two more",
         "Ada",
     ]
+
+
+@pytest.mark.asyncio
+async def test_a_blocking_send_reaches_the_agent_as_a_blocking_send(agent: Agent, transport: str) -> None:
+    """The caller waits for the end, so the agent is asked for the end: its task as it ended, the same
+    task a blocking client of the agent gets, and no stream of its progress is paid for."""
+    context_id = str(uuid.uuid4())
+    streams_before = len(agent.records("sse_opened"))
+    async with (
+        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_client(server, transport, streaming=False) as client,
+        a2a_client(agent.url, TransportProtocol.JSONRPC, streaming=False) as straight,
+    ):
+        proxied = task_of(await stream_events(client, send_request(user_message("parts", context_id))))
+        direct = task_of(await stream_events(straight, send_request(user_message("parts"))))
+    assert len(agent.records("sse_opened")) == streams_before
+    assert proxied.status.state == direct.status.state == TaskState.TASK_STATE_COMPLETED
+    assert list(proxied.artifacts) == list(direct.artifacts)
+    assert proxied.metadata == direct.metadata

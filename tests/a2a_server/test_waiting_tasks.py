@@ -46,7 +46,7 @@ class AskingBackend:
     async def cancel_task(self, task_id: str) -> None:
         self.cancelled.append(task_id)
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         text = prompt_text(envelope)
         self.prompts.append(text)
         self.sessions.append(envelope.session_id)

@@ -210,7 +210,7 @@ class PhasedBackend(TurnsNeverWait):
         self.phase_done = [asyncio.Event() for _ in range(phases)]
         self.go = [asyncio.Event() for _ in range(phases)]
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         for phase, words in enumerate(self.words):
             await self.go[phase].wait()
             for word in words:

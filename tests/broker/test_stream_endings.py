@@ -209,7 +209,7 @@ class _CallTasks(ControlledBackend):
         super().__init__(before=before)
         self.tasks: list[asyncio.Task[Any]] = []
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         task = asyncio.current_task()
         assert task is not None
         self.tasks.append(task)

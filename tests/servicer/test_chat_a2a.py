@@ -404,7 +404,7 @@ def test_the_backend_leaves_no_task_or_connection_behind(agent: Agent) -> None:
 
     async def run() -> None:
         fds_before = open_fds(os.getpid())
-        backend = A2ABackend(agent.url, timeout_seconds=30)
+        backend = A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)
         envelope = _envelope("slow, in process")
         received = asyncio.Event()
 
@@ -458,7 +458,7 @@ async def _turn(backend: A2ABackend, text: str) -> list[Any]:
 @pytest.mark.asyncio
 async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path) -> None:
     port = free_port()
-    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10)
+    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10)
     try:
         with running_agent(port, tmp_path / "first.jsonl") as first:
             for text in ("hello", "hello again"):

@@ -55,7 +55,7 @@ class ControlledBackend(TurnsNeverWait):
         self.turns: list[Turn] = []
         self._changed = asyncio.Condition()
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         turn = Turn(envelope)
         self.turns.append(turn)
         try:
@@ -113,7 +113,7 @@ class FloodBackend(TurnsNeverWait):
         self.first_written = asyncio.Event()
         self.all_written = asyncio.Event()
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         for _ in range(self.limit):
             yield Delta(DeltaKind.TEXT, self.delta)
             self.written += 1
@@ -147,7 +147,7 @@ class EndlessBackend(TurnsNeverWait):
         self.cancelled = asyncio.Event()
         self.stopped = asyncio.Event()
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         try:
             while self.deltas is None or self.yielded < self.deltas:
                 self.yielded += 1
@@ -182,7 +182,7 @@ class PushBackend(TurnsNeverWait):
         self.closed = asyncio.Event()
         self._changed = asyncio.Condition()
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         self.inbox = EventInbox(self.max_coalesced_bytes)
         self.started.set()
         try:

@@ -161,6 +161,10 @@ class TurnSlots:
         self.running -= 1
 
 
+#: ``ServerCallContext.state`` key the request handler sets on a blocking send (the caller waits for
+#: the task's end, and streams nothing).
+BLOCKING_SEND = "e2a_blocking_send"
+
 #: How many waiting tasks' agent task ids the executor remembers (the oldest is forgotten first: its
 #: continuation then starts a new task of the agent).
 MAX_WAITING_TASKS = 10_000
@@ -214,7 +218,9 @@ class BackendExecutor(AgentExecutor):
             )
             if not self._agent_speaks_a2a:
                 await publisher.start_work()
-            turn = asyncio.create_task(self._turn(envelope, publisher))
+            # A blocking send waits for the answer alone (see AgentBackend.stream); the handler marks it.
+            incremental = not context.call_context.state.get(BLOCKING_SEND, False)
+            turn = asyncio.create_task(self._turn(envelope, publisher, incremental))
             self._turns[task_id] = turn
             try:
                 await turn
@@ -251,13 +257,13 @@ class BackendExecutor(AgentExecutor):
                 log.warning("could not cancel the agent's task %s of task %s: %s", agent_task_id, task_id, exc.message)
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
-    async def _turn(self, envelope: E2AEnvelope, publisher: _Publisher) -> None:
+    async def _turn(self, envelope: E2AEnvelope, publisher: _Publisher, incremental: bool) -> None:
         frames = FrameBuilder(envelope, self.backend.info, self._clock)
         current = asyncio.current_task()
         assert current is not None
         turn = Turn(current)
         turn.limit_time(self._limits)  # no stall grace: a write is an enqueue, which a client's pace does not hold
-        events = self.backend.stream(envelope)
+        events = self.backend.stream(envelope, incremental=incremental)
         try:
             # Frames carry the agent's own task id (as Chat's do), from which the publisher learns the
             # task a waiting turn continues; every event it publishes names this server's task.

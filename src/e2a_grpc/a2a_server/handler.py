@@ -20,7 +20,7 @@ from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, SendMessageReq
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
-from e2a_grpc.a2a_server.executor import BackendExecutor, turn_envelope
+from e2a_grpc.a2a_server.executor import BLOCKING_SEND, BackendExecutor, turn_envelope
 from e2a_grpc.a2a_server.push_delivery import PushNotifications
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import ErrorCode
@@ -110,6 +110,9 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         await self._continue_in_the_tasks_context(params, context)
         key = self._admit(params)
+        # The caller waits for the end: a backend may ask its agent for the answer alone. Not with
+        # returnImmediately, whose caller may follow the task's progress.
+        context.state[BLOCKING_SEND] = not params.configuration.return_immediately
         try:
             result: Message | Task = await super().on_message_send(params, context)
             return result

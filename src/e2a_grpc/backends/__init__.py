@@ -34,7 +34,12 @@ def _a2a(config: ServerSettings) -> AgentBackend:
     assert config.a2a_url is not None  # ServerSettings refuses the a2a backend without it
     from e2a_grpc.backends.a2a import A2ABackend  # a2a-sdk is optional: ImportError says how to install it
 
-    return A2ABackend(config.a2a_url, timeout_seconds=config.a2a_timeout_seconds)
+    return A2ABackend(
+        config.a2a_url,
+        timeout_seconds=config.a2a_timeout_seconds,
+        # A blocking send's answer comes when the agent's task ends or waits: a turn's whole time.
+        answer_timeout_seconds=config.chat_max_stream_seconds,
+    )
 
 
 BACKENDS: dict[BackendName, Callable[[ServerSettings], AgentBackend]] = {

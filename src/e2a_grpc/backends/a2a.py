@@ -52,7 +52,15 @@ from e2a_grpc.settings import BackendName
 
 try:
     import httpx
-    from a2a.client import A2AClientError, A2AClientTimeoutError, Client, ClientConfig, ClientFactory
+    from a2a.client import (
+        A2ACardResolver,
+        A2AClientError,
+        A2AClientTimeoutError,
+        Client,
+        ClientCallContext,
+        ClientConfig,
+        ClientFactory,
+    )
     from a2a.types.a2a_pb2 import (
         CancelTaskRequest,
         Message,
@@ -260,46 +268,58 @@ class A2ABackend:
     ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests.
     """
 
-    def __init__(self, url: str, *, timeout_seconds: float) -> None:
+    def __init__(self, url: str, *, timeout_seconds: float, answer_timeout_seconds: float) -> None:
         self.info = BackendInfo(name=BackendName.A2A, source_protocol=SourceProtocol.A2A)
         self._url = url
         # One connection pool for the card and all streams. The SDK does not close an httpx client
         # it is given, so aclose() does.
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout_seconds))
-        self._client: Client | None = None
+        #: A blocking send waits for the agent's whole answer: as long as a turn may run, not a silence.
+        self._answer_context = ClientCallContext(timeout=answer_timeout_seconds)
+        #: The SDK clients made from the agent card: the streaming one, and the blocking one.
+        self._clients: dict[bool, Client] = {}
         self._connecting = asyncio.Lock()
         self._streams = 0
         self._idle = asyncio.Event()
         self._idle.set()
 
-    async def _connect(self) -> Client:
-        """The SDK client, made from the agent card on first use (and again after a failure).
+    async def _connect(self, streaming: bool = True) -> Client:
+        """An SDK client (``streaming`` or blocking), made from the agent card on first use (and again
+        after a failure).
 
         Not at startup: the agent may come up after this server, and a request is the first moment
         an unreachable agent matters.
         """
         async with self._connecting:
-            if self._client is None:
-                factory = ClientFactory(ClientConfig(httpx_client=self._http, streaming=True))
+            if not self._clients:
                 try:
-                    self._client = await factory.create_from_url(self._url)
+                    card = await A2ACardResolver(self._http, self._url).get_agent_card()
+                    self._clients = {
+                        mode: ClientFactory(ClientConfig(httpx_client=self._http, streaming=mode)).create(card)
+                        for mode in (True, False)
+                    }
                 except A2AError as exc:
                     raise _sdk_error(exc, _Turn()) from exc
                 except ValueError as exc:  # the card offers no transport this client speaks
                     raise BackendError(ErrorCode.A2A_UNSUPPORTED_AGENT, f"A2A agent at {self._url}: {exc}") from exc
-            return self._client
+            return self._clients[streaming]
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         self._streams += 1
         self._idle.clear()
         turn = _Turn()
         try:
             request = send_message_request(envelope)
-            client = await self._connect()
+            # A caller that waits for the answer alone gets it as a blocking send, the agent's task as
+            # it ended (or a Message): what the agent does to stream its progress is not paid for.
+            client = await self._connect(streaming=incremental)
             try:
                 # send_message is an async generator (the SDK annotates it as an iterator): closing it
                 # explicitly closes the HTTP stream now rather than whenever it is garbage collected.
-                responses = cast(AsyncGenerator[StreamResponse, None], client.send_message(request))
+                responses = cast(
+                    AsyncGenerator[StreamResponse, None],
+                    client.send_message(request, context=None if incremental else self._answer_context),
+                )
                 async with contextlib.aclosing(responses):
                     async for response in responses:
                         branch = response.WhichOneof("payload")
@@ -321,9 +341,9 @@ class A2ABackend:
                             await _read_to_end(responses)
                             break
             except A2AError as exc:
-                if isinstance(exc, A2AClientError) and self._client is client:
+                if isinstance(exc, A2AClientError) and client in self._clients.values():
                     # The agent may have moved or changed its card: the next request fetches it again.
-                    self._client = None
+                    self._clients = {}
                 raise _sdk_error(exc, turn) from exc
             except (asyncio.CancelledError, GeneratorExit):
                 # The client cancelled, its deadline passed or the server is shutting down; the
@@ -376,7 +396,7 @@ class A2ABackend:
             log.warning("A2A CancelTask for task %s failed: %r", task_id, exc)
 
     async def aclose(self) -> None:
-        """Close the SDK client and its connections, after in-flight streams finished their cleanup.
+        """Close the SDK clients and their connections, after in-flight streams finished their cleanup.
 
         On shutdown the streams have just been cancelled and are sending CancelTask: closing the
         connections first would cut those off.
@@ -384,6 +404,6 @@ class A2ABackend:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(REMOTE_CANCEL_TIMEOUT_SECONDS + 1):
                 await self._idle.wait()
-        if self._client is not None:
-            await self._client.close()
+        for client in self._clients.values():
+            await client.close()
         await self._http.aclose()

@@ -441,7 +441,7 @@ class AcpBackend(TurnsNeverWait):
         self._agents: set[AgentProcess] = set()
         self._closed = False
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         prompt = prompt_params(envelope)
         cwd = self._session_cwd(envelope.params)
         if envelope.session_id is None:

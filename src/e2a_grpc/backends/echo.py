@@ -50,7 +50,7 @@ class EchoBackend(TurnsNeverWait):
         self.info = BackendInfo(name=BackendName.ECHO, source_protocol=SourceProtocol.E2A)
         self._delay = delay_seconds
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         text = prompt_text(envelope)
         delay = self._delay
         text_kind = DeltaKind.TEXT  # looked up once: an enum member is a slow attribute in Python 3.11

@@ -117,8 +117,13 @@ class TurnsNeverWait:
 class AgentBackend(Protocol):
     info: BackendInfo
 
-    def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
-        """Events for one request, ending with ``Complete`` or ``InputRequired`` (or raising ``BackendError``)."""
+    def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+        """Events for one request, ending with ``Complete`` or ``InputRequired`` (or raising ``BackendError``).
+
+        ``incremental`` false: the caller waits for the answer, not its progress (an A2A blocking
+        send), so a backend that calls a remote agent may ask it for the answer alone; the events
+        then say what that answer holds. Local backends stream as they always do.
+        """
         ...
 
     async def cancel_task(self, task_id: str) -> None:

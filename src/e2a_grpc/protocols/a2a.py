@@ -141,7 +141,8 @@ def delta_artifact_update(
     if isinstance(mime_type, str):
         part.setdefault("mediaType", mime_type)
     if isinstance(delta_kind, str):
-        part["metadata"] = {**part.get("metadata", {}), "e2a_delta_kind": delta_kind}
+        # str(): a DeltaKind member is a str subclass; the JSON (and the A2A server's fast path) take str.
+        part["metadata"] = {**part.get("metadata", {}), "e2a_delta_kind": str(delta_kind)}
     artifact_id = f"e2a-{delta_kind}" if isinstance(delta_kind, str) and delta_kind else "e2a-output"
     return {
         "artifactUpdate": {
