@@ -111,7 +111,7 @@ def turn_envelope(
     envelope = a2a.envelope_from_a2a_send_message(
         task_id=agent_task_id,
         context_id=context_id,
-        message_body=json_format.MessageToDict(message),
+        message_body={},  # the message is the prompt: its parts as content blocks replace the params below
         metadata=metadata,
         configuration={"acceptedOutputModes": accepted_output_modes} if accepted_output_modes else None,
     )
@@ -186,9 +186,10 @@ class BackendExecutor(AgentExecutor):
         #: Tasks waiting for the client -> the agent's own task id (None: the agent names none).
         self._waiting: OrderedDict[str, str | None] = OrderedDict()
 
-    def check_prompt(self, envelope: E2AEnvelope) -> None:
-        """Refuse a prompt bigger than Chat takes (``chat_max_prompt_bytes``)."""
-        size = prompt_size_bytes(envelope)
+    def check_prompt(self, message: Message) -> None:
+        """Refuse a message that cannot be a prompt (``E2AFieldError``), or a prompt bigger than Chat
+        takes (``chat_max_prompt_bytes``)."""
+        size = prompt_size_bytes(E2AEnvelope(params={"content_blocks": prompt_blocks(message)}))
         limit = self._limits.max_prompt_bytes
         if size > limit:
             raise a2a_error(

@@ -20,7 +20,7 @@ from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, SendMessageReq
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
-from e2a_grpc.a2a_server.executor import BLOCKING_SEND, BackendExecutor, turn_envelope
+from e2a_grpc.a2a_server.executor import BLOCKING_SEND, BackendExecutor
 from e2a_grpc.a2a_server.push_delivery import PushNotifications
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import ErrorCode
@@ -83,11 +83,9 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
             )
         message = params.message
         try:
-            # The ids are placeholders: the SDK assigns the task's; what is checked is the prompt.
-            envelope = turn_envelope(message, "check", message.context_id or "check", accepted, None)
+            self._executor.check_prompt(message)
         except E2AFieldError as exc:
             raise a2a_error(ErrorCode.INVALID_REQUEST, str(exc), field=exc.field) from None
-        self._executor.check_prompt(envelope)
         self._executor.slots.reserve(message.message_id)
         return message.message_id
 
