@@ -200,6 +200,21 @@ def _agent_ceiling(proxied: _Measured) -> tuple[float, float]:
     return direct, behind
 
 
+def _cpu_bound(proxied: _Measured) -> float:
+    """The most sends/s the proxy can serve relative to the agent alone at the CPU per send measured:
+    each server process is one core at most (one event loop), and the client and every server share
+    this machine's cores."""
+    cores = os.cpu_count() or 1
+    baseline, subject = proxied.paired.baseline, proxied.paired.subject
+
+    def sends_per_second(rpc: str) -> float:
+        per_role = {role: statistics.median(r[role] for r in proxied.cpu_us[rpc]) for role in proxied.cpu_us[rpc][0]}
+        client = statistics.median(proxied.client_us[rpc])
+        return min(min(1e6 / us for us in per_role.values()), cores * 1e6 / (sum(per_role.values()) + client))
+
+    return sends_per_second(subject) / sends_per_second(baseline)
+
+
 #: What a profile of the three servers under this load found (see the Findings paragraph).
 _FINDINGS = """Findings (py-spy 0.4.3 at 500 Hz, each profiled server pinned to a CPU of its own, ~1,000
 sends, at 876276d; each process's share of samples scaled to its CPU per send measured alongside: front
@@ -262,9 +277,9 @@ an a2a-sdk `AgentExecutor` that opens the task, marks it working, streams the pr
 artifact a chunk per word (as the echo backend splits it) and completes it, on the front door's own
 stack (the SDK's default request handler and in-memory task store, its JSON-RPC Starlette routes,
 uvicorn, uvloop, SDK tracing off, startup heap frozen). The front door: `e2a-grpc serve --a2a-port`
-(echo backend). The proxy: `e2a-grpc serve --backend a2a --a2a-url <the plain agent> --a2a-port`,
-whose a2a backend streams each turn from the plain agent (client -> front door -> a2a backend -> plain
-agent). The prompt is {WORDS} words: every path sends the same task events (submitted, working,
+(echo backend). The proxy: `e2a-grpc serve --backend a2a --a2a-url <the plain agent> --a2a-port`
+(client -> front door -> a2a backend -> plain agent), whose a2a backend forwards a blocking send as a
+blocking send. The prompt is {WORDS} words: every path sends the same task events (submitted, working,
 {WORDS} artifact chunks, completed). Load: JSON-RPC `SendMessage` (blocking: the reply is the completed
 task), {CONCURRENT_CALLS} callers sharing {SENDS_PER_ROUND} sends a round, from one httpx client (a pooled
 keep-alive connection per caller) per server; each send's reply is checked to be the completed task,
@@ -283,9 +298,11 @@ when its cores busy stay well under the server's):
 
 {process_table}
 
-The plain agent spent {direct_us:,.0f} µs CPU per send called directly and {behind_us:,.0f} µs behind the proxy
-(which streams from it): with the agent as the bottleneck, the proxy could reach at most
-{direct_us / behind_us:.2f}x the agent alone, however little the front door spent.
+The plain agent spent {direct_us:,.0f} µs CPU per send called directly and {behind_us:,.0f} µs behind the
+proxy. At the CPU per send measured (each server one core at most, client and servers sharing this
+machine's {os.cpu_count()} cores), the proxy could serve at most {_cpu_bound(proxied):.2f}x the sends/s of
+the agent alone: the agent alone is one process on one core, the proxy adds a second process whose work
+(an inbound and an outbound A2A call per send) takes about what the agent's does.
 
 {_FINDINGS}
 

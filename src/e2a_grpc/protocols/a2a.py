@@ -140,9 +140,7 @@ def delta_artifact_update(
         raise E2ATypeError("body.delta", f"an e2a.chunk delta is a string or structured JSON, got {type_name(delta)}")
     if isinstance(mime_type, str):
         part.setdefault("mediaType", mime_type)
-    if isinstance(delta_kind, str):
-        # str(): a DeltaKind member is a str subclass; the JSON (and the A2A server's fast path) take str.
-        part["metadata"] = {**part.get("metadata", {}), "e2a_delta_kind": str(delta_kind)}
+    # The artifact names the delta kind; a part carries no copy of it (the task holds every part).
     artifact_id = f"e2a-{delta_kind}" if isinstance(delta_kind, str) and delta_kind else "e2a-output"
     return {
         "artifactUpdate": {
