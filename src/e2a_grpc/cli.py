@@ -31,6 +31,7 @@ from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.client import ConversionClient, ServiceError, chat
 from e2a_grpc.client.chat_text import ChatTextPrinter
 from e2a_grpc.client.questions import Question, ask
+from e2a_grpc.client.terminal_input import read_line
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.workers import run_on_event_loop, run_server
 from e2a_grpc.logs import configure_logging
@@ -601,7 +602,7 @@ def _answer_params(question: Question, answers: collections.deque[str], *, inter
     if not interactive:
         raise _Unanswered(EXIT_WAITING)
     try:
-        return ask(question, input, sys.stderr)
+        return ask(question, read_line, sys.stderr)
     except EOFError:
         print()  # end the prompt's line
         raise _Unanswered(EXIT_WAITING) from None

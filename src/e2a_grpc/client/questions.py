@@ -91,7 +91,7 @@ class Question:
 
 
 def ask(question: Question, read: Callable[[str], str], err: TextIO) -> dict[str, Any]:
-    """Read answers with ``read`` (``input``) until one answers ``question``; its ``params``.
+    """Read answers with ``read`` (``terminal_input.read_line``) until one answers ``question``; its ``params``.
 
     ``EOFError`` and ``KeyboardInterrupt`` from ``read`` pass through: the question stays unanswered.
     """
