@@ -111,6 +111,11 @@ async def test_a_terminal_shows_each_question_reads_the_answer_and_the_answer_st
     assert session and (same_session, same_task, task) == (session, task, "task-1")
 
 
+def test_the_readme_shows_the_recorded_terminal_exchange() -> None:
+    screen = recorded("chat_question_terminal").removesuffix("--- exit 0\n")
+    assert f"```console\n{screen}```" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.asyncio
 async def test_ctrl_d_at_the_prompt_leaves_the_question_waiting_for_a_later_answer(
     server: InProcessServer, agent: AskingBackend
