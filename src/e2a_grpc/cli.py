@@ -525,6 +525,8 @@ class _Unanswered(Exception):
 
 
 def _chat_usage_error(args: argparse.Namespace) -> str | None:
+    if any(not answer.strip() for answer in args.answer):
+        return "--answer: an answer is empty"
     if args.task_id is None:
         if args.text is None or not args.text.strip():
             return "nothing to send: give some text"

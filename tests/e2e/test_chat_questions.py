@@ -234,6 +234,7 @@ async def test_an_answer_for_a_task_that_waits_for_nothing_is_the_agents_error(s
         (("--task-id", "t", "--session-id", "s", "--answer", "a", "hi"), "error: with --task-id the request is the answer: give it as --answer, not as TEXT"),
         ((), "error: nothing to send: give some text"),
         (("--answer", "a"), "error: nothing to send: give some text"),
+        (("--answer", " ", "hi"), "error: --answer: an answer is empty"),
     ],
 )  # fmt: skip
 def test_usage_errors_exit_2_before_any_call(
