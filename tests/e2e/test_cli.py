@@ -46,6 +46,7 @@ def test_help_explains_the_commands() -> None:
         "  2    bad input or usage (also a missing or unreadable file)\n"
         "  3    the conversion does not apply to this record\n"
         "  4    no server could be reached at --server\n"
+        "  5    the agent waits for an answer (chat: a question not answered here)\n"
         "  124  --timeout passed before the answer was complete\n"
         "  130  interrupted (Ctrl-C)\n"
     )

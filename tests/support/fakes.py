@@ -11,9 +11,20 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
+from e2a_grpc.chat.answers import CANCEL_WORD, answer_of
 from e2a_grpc.chat.coalesce import EventInbox
-from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, TurnsNeverWait
-from e2a_grpc.model import DeltaKind, E2AEnvelope
+from e2a_grpc.chat.events import (
+    AgentIds,
+    BackendError,
+    BackendInfo,
+    Complete,
+    Delta,
+    Event,
+    InputRequired,
+    TurnsNeverWait,
+    prompt_text,
+)
+from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode
 
 FAKE_INFO = BackendInfo(name="fake", source_protocol="e2a", details={"fake": True})
 
@@ -214,3 +225,77 @@ class PushBackend(TurnsNeverWait):
 
     async def aclose(self) -> None:
         self.closed.set()
+
+
+@dataclass
+class _Asking:
+    """A task of ``AskingBackend`` that waits: which of its questions, and the answers so far."""
+
+    task_id: str
+    question: int = 0
+    answers: list[str] = field(default_factory=list)
+
+
+class AskingBackend:
+    """An agent that asks ``questions`` in a row before it answers, each a turn ending in ``InputRequired``.
+
+    A prompt starts a task (``task-1``, ``task-2``, ... named to the client with ``AgentIds``) in the
+    request's session and asks the first question. A request naming that task in that session answers
+    the question that waits: read with the servers' rule (``chat.answers``) when it has options, else
+    its text. An answer naming no option gets ``invalid_answer`` and the question stays open; a request
+    naming a task with no question waiting gets ``no_question_pending``. After the last answer the turn
+    completes with ``answers: ...``, so what the client chose shows in the answer. ``answers`` records
+    ``(session_id, task_id, answer)`` as the agent received them, ``cancel`` for a withdrawn question.
+    """
+
+    def __init__(self, questions: Sequence[InputRequired]) -> None:
+        self.info = FAKE_INFO
+        self.questions = list(questions)
+        self.answers: list[tuple[str | None, str, str]] = []
+        self.cancelled_tasks: list[str] = []
+        self._waiting: dict[tuple[str | None, str], _Asking] = {}
+        self._tasks = 0
+
+    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        if envelope.task_id is None:
+            self._tasks += 1
+            task = _Asking(f"task-{self._tasks}")
+            yield Delta(DeltaKind.TEXT, "let me see")
+            yield AgentIds(task.task_id, None)
+        else:
+            waiting = self._waiting.pop((envelope.session_id, envelope.task_id), None)
+            if waiting is None:
+                raise BackendError(ErrorCode.NO_QUESTION_PENDING, f"no question waits on task {envelope.task_id}")
+            task = waiting
+            try:
+                answer = self._answer(self.questions[task.question], envelope)
+            except BackendError:
+                self._waiting[envelope.session_id, task.task_id] = task
+                raise
+            self.answers.append((envelope.session_id, task.task_id, answer))
+            task.answers.append(answer)
+            task.question += 1
+        if task.question < len(self.questions):
+            self._waiting[envelope.session_id, task.task_id] = task
+            yield self.questions[task.question]
+            return
+        content = "answers: " + ", ".join(task.answers)
+        yield Delta(DeltaKind.TEXT, content)
+        yield Complete({"content": content})
+
+    @staticmethod
+    def _answer(question: InputRequired, envelope: E2AEnvelope) -> str:
+        if not question.options:
+            return prompt_text(envelope)
+        answer = answer_of(envelope, question.options)
+        if answer is None:
+            raise BackendError(ErrorCode.INVALID_ANSWER, "the answer names none of the options")
+        return answer.option_id or CANCEL_WORD
+
+    async def cancel_task(self, task_id: str) -> None:
+        self.cancelled_tasks.append(task_id)
+        for key in [key for key in self._waiting if key[1] == task_id]:
+            del self._waiting[key]
+
+    async def aclose(self) -> None:
+        return None

@@ -66,3 +66,34 @@ def test_reasoning_and_tools_get_lines_of_their_own() -> None:
 
 def test_nothing_printed_ends_without_a_blank_line() -> None:
     assert printed(frame("e2a.error", {"code": "x", "message": "y"}, "failed")) == ""
+
+
+PERMISSION_OPTIONS = [
+    {"option_id": "once", "name": "Allow once", "kind": "allow_once"},
+    {"option_id": "never", "name": "Reject always", "kind": "reject_always"},
+]
+
+
+def waiting(reason: str, message: str, content: str, **extra: Any) -> E2AResponse:
+    body = {"reason": reason, "message": message, "result": {"content": content}, **extra}
+    return frame("e2a.input_required", body)
+
+
+def test_a_question_with_options_is_listed_numbered_with_names_and_kinds() -> None:
+    question = waiting("permission", "May I edit notes.txt?", "", options=PERMISSION_OPTIONS)
+    streamed = frame("e2a.chunk", {"delta_kind": "text", "delta": "Checking"})
+    assert printed(streamed, question) == (
+        "Checking\n[permission] May I edit notes.txt?\n  1. Allow once (allow_once)\n  2. Reject always (reject_always)\n"
+    )
+    assert printed(question, styled=True).startswith("\x1b[33m[permission] May I edit notes.txt?\x1b[0m\n  1. ")
+
+
+def test_a_question_without_options_prints_its_text_after_what_the_turn_answered() -> None:
+    # Nothing streamed: the turn's result comes first, as with e2a.complete.
+    assert printed(waiting("input", "What is your name?", "Hello.")) == "Hello.\n[input] What is your name?\n"
+    assert printed(waiting("auth", "Sign in at https://example.test", "")) == "[auth] Sign in at https://example.test\n"
+
+
+def test_an_option_without_a_name_or_kind_shows_its_id() -> None:
+    question = waiting("permission", "Go?", "", options=[{"option_id": "go"}, {"option_id": 7}, "junk"])
+    assert printed(question) == "[permission] Go?\n  1. go\n"  # options without a string id cannot be chosen

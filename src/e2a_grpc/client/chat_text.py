@@ -1,7 +1,8 @@
 """The ``e2a-grpc chat`` text view of a Chat stream: what a person reads, as it arrives.
 
 Answer text goes to stdout as it streams; reasoning ("thinking:") and tool calls ("[tool] ...") get
-lines of their own. Colours and the terminal width are used only when the output is a terminal, so
+lines of their own, and so does a question the agent waits on (``e2a.input_required``: the question
+and its numbered options). Colours and the terminal width are used only when the output is a terminal, so
 that a pipe or a file gets plain text.
 """
 
@@ -12,10 +13,12 @@ from collections.abc import Iterator
 from enum import Enum, auto
 from typing import Any, TextIO
 
+from e2a_grpc.client.questions import Question
 from e2a_grpc.model import A2AStreamBranch, DeltaKind, E2AResponse, ResponseKind
 
 _DIM = "\x1b[2m"
 _CYAN = "\x1b[36m"
+_YELLOW = "\x1b[33m"
 _RESET = "\x1b[0m"
 
 
@@ -91,11 +94,15 @@ class ChatTextPrinter:
             self._answer(_a2a_text(body))
         elif kind == ResponseKind.ACP_SESSION_UPDATE:
             self._answer(_acp_message_text(body))
-        elif kind == ResponseKind.E2A_COMPLETE and not self._answered:
-            result = body.get("result")
-            content = result.get("content") if isinstance(result, dict) else None
-            if isinstance(content, str):
-                self._answer(content)
+        elif kind in (ResponseKind.E2A_COMPLETE, ResponseKind.E2A_INPUT_REQUIRED):
+            if not self._answered:
+                result = body.get("result")
+                content = result.get("content") if isinstance(result, dict) else None
+                if isinstance(content, str):
+                    self._answer(content)
+            question = Question.of(frame)
+            if question is not None:
+                self._question(question)
         self._out.flush()
 
     def finish(self) -> None:
@@ -131,6 +138,12 @@ class ChatTextPrinter:
             width = shutil.get_terminal_size().columns
             line = line if len(line) <= width else line[: max(width - 1, 0)] + "…"
         self._out.write(self._style(colour) + line + self._style(_RESET) + "\n")
+
+    def _question(self, question: Question) -> None:
+        self.finish()
+        first, *options = question.lines()
+        self._out.write(self._style(_YELLOW) + first + self._style(_RESET) + "\n")
+        self._out.writelines(line + "\n" for line in options)
 
     def _style(self, code: str) -> str:
         return code if self._styled else ""
