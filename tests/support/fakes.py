@@ -256,7 +256,7 @@ class AskingBackend:
         self._waiting: dict[tuple[str | None, str], _Asking] = {}
         self._tasks = 0
 
-    async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         if envelope.task_id is None:
             self._tasks += 1
             task = _Asking(f"task-{self._tasks}")
