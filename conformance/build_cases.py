@@ -95,6 +95,16 @@ EDGE_CASES: list[tuple[str, str, str]] = [
     ("lone surrogates in a string", "envelope", _params('{"hi":"\\ud800","lo":"x\\udfffy"}')),
     ("lone surrogate in a key", "envelope", _params('{"\\udc00":1,"k\\ud83d":[2]}')),
     ("lone surrogate in a response body", "response", _body('{"s":"\\udbff"}')),
+    (
+        "a waiting turn's final frame (docs/wire-json.md section 8)",
+        "response",
+        '{"protocol_version":"1.0","response_id":"r4","request_id":"req_1","sequence":3,"is_final":true,'
+        '"status":"in_progress","response_kind":"e2a.input_required","task_id":"t-7","session_id":"s1",'
+        '"body":{"reason":"permission","message":"May I write notes.txt?","result":{"content":""},'
+        '"request":{"tool_call":{"toolCallId":"call-1","title":"write notes.txt","kind":"edit"}},'
+        '"options":[{"option_id":"allow","name":"Allow once","kind":"allow_once"},'
+        '{"option_id":"reject","name":"Reject","kind":"reject_once"}]}}',
+    ),
     ("key order kept", "envelope", _params('{"z":1,"a":2,"m":{"b":1,"a":2},"A":3}')),
     ("empty containers and strings", "envelope", _params('{"o":{},"a":[],"s":"","n":null,"t":true,"f":false}')),
     ("depth 200 accepted", "envelope", _params('{"d":' + _nested(199) + "}")),
