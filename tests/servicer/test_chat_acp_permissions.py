@@ -254,6 +254,18 @@ def test_the_agent_exiting_while_it_asks(server: Server, workspaces: Path) -> No
     assert not (workspace / "notes.txt").exists()
 
 
+def test_the_agent_ending_its_turn_while_it_asks(server: Server, workspaces: Path) -> None:
+    session, workspace = new_session(workspaces)
+    asked = ask(server, "withdraw", session, workspace)
+    pid = asking_agent(server, asked)
+    assert wait_until(lambda: bool(server.agent_events(pid, "turn_end")), AGENT_WAIT_SECONDS)
+    # The answer is moot; the call gets the rest of the turn and its end.
+    frames = answer(server, session, asked, option_id="allow")
+    assert content(frames) == "never mind"
+    whoami = frames_of(server, "whoami", session, workspace_dir=str(workspace))
+    assert re.fullmatch(rf"pid {pid} session \w+ turn 2", content(whoami))
+
+
 def test_cancelling_the_answering_call_cancels_the_turn(server: Server, workspaces: Path) -> None:
     session, workspace = new_session(workspaces)
     asked = ask(server, "write slow", session, workspace)
@@ -300,7 +312,9 @@ def test_eviction_cancels_a_waiting_question(tmp_path: Path) -> None:
         assert not alive(pid)
         assert outcomes(small, pid) == [{"outcome": "cancelled"}]
         assert small.agent_events(pid, "cancel")
+        other = agent_pid(small)
         assert error_of(answer(small, session, asked, option_id="allow"))["code"] == ErrorCode.NO_QUESTION_PENDING
+        assert small.agents() == {other}  # an answer for a session the pool does not have evicts nothing
         assert not (workspace / "notes.txt").exists()
 
 

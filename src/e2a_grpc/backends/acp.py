@@ -541,29 +541,33 @@ class AcpBackend:
         self._closed = False
 
     async def stream(self, envelope: E2AEnvelope) -> AsyncGenerator[Event, None]:
+        # A call with a task_id answers a question (its prompt goes nowhere); the others are prompts.
+        prompt = prompt_params(envelope) if envelope.task_id is None else None
+        if envelope.task_id is not None and envelope.session_id not in self._sessions:
+            raise _no_question(envelope.task_id, _nothing_waits(envelope.session_id))
         if envelope.session_id is None:
-            if envelope.task_id is not None:
-                raise _no_question(envelope.task_id, "the call has no session_id")
-            prompt = prompt_params(envelope)
+            assert prompt is not None
             agent, session_id = await self._start_agent(self._session_cwd(envelope.params))
             try:
-                turn = self._start_turn(agent, session_id, prompt, None)
-                async for event in self._follow(agent, turn, None):
+                own_turn = self._start_turn(agent, session_id, prompt, None)
+                async for event in self._follow(agent, own_turn, None):
                     yield event
             finally:
                 await self._close_agent(agent)
             return
         session = await self._pooled_session(envelope.session_id)
         async with session.lock:
-            turn = await self._continued_turn(session, envelope) or await self._new_turn(session, envelope)
+            turn = await self._continued_turn(session, envelope)
+            if turn is None:
+                assert prompt is not None  # a call with a task_id continues a turn, or is refused
+                turn = await self._new_turn(session, envelope, prompt)
             assert session.agent is not None  # a session's turn runs on its agent
             async for event in self._follow(session.agent, turn, session):
                 yield event
 
-    async def _new_turn(self, session: _Session, envelope: E2AEnvelope) -> _Turn:
+    async def _new_turn(self, session: _Session, envelope: E2AEnvelope, prompt: dict[str, Any]) -> _Turn:
         """The envelope's prompt, sent in the session (its agent started, or a new ACP session for
         another cwd, as needed)."""
-        prompt = prompt_params(envelope)
         cwd = self._session_cwd(envelope.params)
         if session.agent is None or not session.agent.alive:
             if session.agent is not None:
@@ -637,7 +641,7 @@ class AcpBackend:
             turn = session.turn = None
         if turn is None:
             if envelope.task_id is not None:
-                raise _no_question(envelope.task_id, f"no question waits on session {envelope.session_id}")
+                raise _no_question(envelope.task_id, _nothing_waits(envelope.session_id))
             return None
         question = turn.waiting
         assert question is not None  # a turn no call reads waits on a question, or timed out
@@ -659,7 +663,8 @@ class AcpBackend:
                     "of them, or params.cancel; the question still waits",
                     details,
                 )
-            log.info("ACP session %s: the client answered a permission request: %s", envelope.session_id, answer)
+            chosen = "cancel" if answer.cancelled else f"option {answer.option_id}"
+            log.info("ACP session %s: the client answered a permission request: %s", envelope.session_id, chosen)
             question.answer(outcome_of(answer))
         turn.waiting = None
         session.turn = None
@@ -691,11 +696,11 @@ class AcpBackend:
         if turn.waiting is None:  # it ran on unattended: nobody wants its end
             session.turn = None
             return
-        if turn.waiting.timer is not None:
-            turn.waiting.timer.cancel()
         if agent.alive:
-            turn.waiting.outcome.set_result(CANCELLED)  # its request needs an answer all the same
+            turn.waiting.answer(CANCELLED)  # its request needs an answer all the same
         else:  # its JSON-RPC handlers end with the connection
+            if turn.waiting.timer is not None:
+                turn.waiting.timer.cancel()
             closing = asyncio.create_task(self._close_agent(agent), name=f"acp-agent-{agent.pid}-close")
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
@@ -845,6 +850,12 @@ def _no_question(task_id: str, why: str) -> BackendError:
     return BackendError(
         ErrorCode.NO_QUESTION_PENDING, f"task_id {task_id} names no waiting question: {why}", {"task_id": task_id}
     )
+
+
+def _nothing_waits(session_id: str | None) -> str:
+    if session_id is None:
+        return "questions wait in a session, and the call has no session_id"
+    return f"no question waits on session {session_id}"
 
 
 def _question_of(question: _Question) -> dict[str, Any]:

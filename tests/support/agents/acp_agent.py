@@ -16,6 +16,8 @@ word, and ends with ``end_turn``. Words in the prompt change that:
 - ``twice``: as ``write``, for ``first.txt`` and then ``second.txt``: two questions in one turn
 - ``vanish``: says its pid and "about to ask", a line on stderr, asks for permission and exits 3 without waiting
   for the answer
+- ``withdraw``: asks for permission and ends the turn a moment later without the answer, saying
+  "never mind"
 - after ``write`` or ``twice``, ``slow`` streams as below
 - ``fs``: calls ``fs/read_text_file``, ``terminal/create`` and an extension method; says each error
 - ``cwd``: says the session's cwd
@@ -102,6 +104,8 @@ class ScriptedAgent:
         self._events = events
         self._sessions: dict[str, Session] = {}
         self._client: Client | None = None
+        #: A permission request the agent gave up waiting for (``withdraw``).
+        self._asking: asyncio.Task[Any] | None = None
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -198,6 +202,17 @@ class ScriptedAgent:
             )
             await asyncio.wait({asking}, timeout=TICK_SECONDS)  # long enough to send it, too short for an answer
             os._exit(3)
+        if "withdraw" in words:
+            self._asking = asyncio.create_task(
+                client.request_permission(
+                    session_id=session_id,
+                    tool_call=ToolCallUpdate(tool_call_id="withdraw", title="Format the disk"),
+                    options=WRITE_OPTIONS,
+                )
+            )
+            await asyncio.wait({self._asking}, timeout=TICK_SECONDS)
+            await self._say(session_id, "never mind")
+            return "end_turn"
         if words & {"write", "twice"}:
             for name in ("notes.txt",) if "write" in words else ("first.txt", "second.txt"):
                 await self._write(session_id, session, name)
