@@ -708,11 +708,8 @@ class AcpBackend:
     async def _end_turn(self, agent: AgentProcess, turn: _Turn) -> None:
         """After the turn's last call: stop routing its updates, and cancel a prompt still running."""
         agent.close_turn(turn)
-        if not turn.response.done():
-            await self._cancel_turn(agent, turn)
-
-    async def _cancel_turn(self, agent: AgentProcess, turn: _Turn) -> None:
-        agent.close_turn(turn)
+        if turn.response.done():
+            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CANCEL_GRACE_SECONDS):
                 await self._withdraw(agent, turn)
