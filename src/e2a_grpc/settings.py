@@ -39,11 +39,21 @@ class BackendName(StrEnum):
     A2A = "a2a"
 
 
-class PermissionPolicy(StrEnum):
-    """How the acp backend answers an agent's ``session/request_permission``."""
+class PermissionAnswer(StrEnum):
+    """An answer the acp backend gives an agent's ``session/request_permission`` itself: the first of
+    its options of an allowing (or rejecting) kind."""
 
     DENY = "deny"
     ALLOW = "allow"
+
+
+class PermissionPolicy(StrEnum):
+    """How the acp backend answers an agent's ``session/request_permission``: it asks the client (the
+    turn ends with an ``e2a.input_required`` question), or answers itself."""
+
+    ASK = "ask"
+    DENY = PermissionAnswer.DENY.value
+    ALLOW = PermissionAnswer.ALLOW.value
 
 
 class LogFormat(StrEnum):
@@ -200,7 +210,20 @@ class ServerSettings(BaseSettings):
         "unset: the server's cwd",
     )
     acp_permission_policy: PermissionPolicy = Field(
-        default=PermissionPolicy.DENY, description="acp backend: how the agent's session/request_permission is answered"
+        default=PermissionPolicy.ASK,
+        description="acp backend: how the agent's session/request_permission is answered: ask the client (the "
+        "turn ends with an e2a.input_required question, answered by a call with its task_id), or allow / deny",
+    )
+    acp_permission_timeout_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="acp backend: how long a question (--acp-permission-policy ask) waits for the client's answer; "
+        "then --acp-permission-timeout-policy answers it and the turn goes on unattended",
+    )
+    acp_permission_timeout_policy: PermissionAnswer = Field(
+        default=PermissionAnswer.DENY,
+        description="acp backend: the answer to a question nobody answered in time, and to questions that "
+        "cannot reach a client (calls without session_id)",
     )
     acp_max_sessions: int = Field(
         default=16,

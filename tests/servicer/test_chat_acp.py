@@ -8,13 +8,10 @@ the agents are children of the server process.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
 import logging
 import os
 import re
-import shlex
 import signal
 import sys
 import threading
@@ -34,75 +31,22 @@ from e2a_grpc.chat.events import BackendError, Delta, Event
 from e2a_grpc.chat.invariants import StreamChecker
 from e2a_grpc.client.chat import chat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode
-from tests.conftest import ServerAddress, open_fds, running_server
+from tests.support.acp_servers import (
+    AGENT,
+    TIMEOUT,
+    Server,
+    acp_server,
+    alive,
+    content,
+    envelope,
+    exited,
+    frames_of,
+    ppid,
+    question,
+)
 from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
-
-AGENT = Path(__file__).parents[1] / "support" / "agents" / "acp_agent.py"
-TIMEOUT = 30.0
-
-
-def _ppid(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rpartition(")")[2].split()[1])  # the fields after "(comm)": state, ppid, ...
-
-
-def _children(pid: int) -> set[int]:
-    return {int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _ppid(int(entry)) == pid}
-
-
-def _exited(pid: int) -> bool:
-    return not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-class Server:
-    """A running acp-backend server: address, pid, a channel, and the agents' event log."""
-
-    def __init__(self, address: ServerAddress, events: Path) -> None:
-        self.address = address
-        self.pid = address.pid
-        self.events = events
-        self.channel = grpc.insecure_channel(address)
-
-    def agents(self) -> set[int]:
-        return _children(self.pid)
-
-    def fd_count(self) -> int:
-        return open_fds(self.pid)
-
-    def agent_events(self, pid: int, event: str) -> list[dict[str, Any]]:
-        lines = self.events.read_text(encoding="utf-8").splitlines() if self.events.exists() else []
-        return [record for record in map(json.loads, lines) if record["pid"] == pid and record["event"] == event]
-
-
-@contextlib.contextmanager
-def acp_server(
-    directory: Path, *args: str, agent_args: tuple[str, ...] = (), in_shell: bool = False
-) -> Iterator[Server]:
-    """A server running the test agent; ``in_shell``: as a child of a shell (not exec'd), as wrapper scripts do."""
-    events = directory / "agent-events.jsonl"
-    command = shlex.join([sys.executable, str(AGENT), "--events", str(events), *agent_args])
-    if in_shell:
-        command = shlex.join(["sh", "-c", f"{command}; exit $?"])
-    with running_server("--backend", "acp", "--acp-command", command, *args, log=directory / "server.log") as address:
-        server = Server(address, events)
-        try:
-            yield server
-        finally:
-            server.channel.close()
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +56,7 @@ def default_cwd(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, default_cwd: Path) -> Iterator[Server]:
-    """The server for most tests: default permission policy (deny), ``--acp-cwd`` set."""
+    """The server for most tests: default permission policy (ask), ``--acp-cwd`` set."""
     with acp_server(tmp_path_factory.mktemp("acp-server"), "--acp-cwd", str(default_cwd)) as running:
         yield running
 
@@ -121,27 +65,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, default_cwd: Path) -> Itera
 def shared_session() -> str:
     """A session id for tests that need no agent of their own (each new agent takes a second to start)."""
     return f"shared-{uuid.uuid4()}"
-
-
-def envelope(text: str, session_id: str | None = None, **params: Any) -> E2AEnvelope:
-    return E2AEnvelope(
-        method="chat.send",
-        request_id=str(uuid.uuid4()),
-        session_id=session_id,
-        is_stream=True,
-        params={"text": text, **params},
-    )
-
-
-def frames_of(server: Server, text: str, session_id: str | None = None, **params: Any) -> list[E2AResponse]:
-    return list(chat(server.channel, envelope(text, session_id, **params), timeout=TIMEOUT))
-
-
-def content(frames: list[E2AResponse]) -> str:
-    final = frames[-1]
-    assert final.response_kind == "e2a.complete", final.body
-    text: str = final.body["result"]["content"]
-    return text
 
 
 def whoami(server: Server, session_id: str | None) -> tuple[int, str, int]:
@@ -240,13 +163,19 @@ def test_agent_crash_is_a_final_error_and_the_session_gets_a_new_agent(server: S
     assert "exited with status 3" in final.body["message"]
     assert final.body["details"]["exit_status"] == 3
     assert final.body["details"]["stderr_tail"] == "test agent: crashing on request\n"
-    assert not _alive(pid)
+    assert not alive(pid)
     new_pid, new_session, turn = whoami(server, session)
     assert (new_pid != pid, new_session != acp_session, turn) == (True, True, 1)
 
 
-def test_permission_requests_are_denied_by_default(server: Server, shared_session: str) -> None:
-    assert content(frames_of(server, "permission", shared_session)) == "permission selected no"
+def test_permission_requests_ask_the_client_by_default(server: Server, shared_session: str) -> None:
+    asked = question(frames_of(server, "permission", shared_session))
+    assert asked.body["options"] == [
+        {"option_id": "yes", "name": "Allow", "kind": "allow_once"},
+        {"option_id": "no", "name": "Reject", "kind": "reject_once"},
+    ]
+    answered = frames_of(server, "no", shared_session, task_id=asked.task_id)
+    assert content(answered) == "permission selected no"
 
 
 @pytest.fixture(scope="module")
@@ -269,7 +198,7 @@ def test_the_session_pool_is_bounded(small_server: Server) -> None:
     call.cancel()
     # Once the first session is idle, it makes room: its agent is closed.
     assert wait_until(lambda: frames_of(small_server, "whoami", second)[-1].response_kind == "e2a.complete", 5.0)
-    assert not _alive(first_pid)
+    assert not alive(first_pid)
 
 
 def test_client_methods_are_answered_method_not_found(server: Server, shared_session: str) -> None:
@@ -310,7 +239,7 @@ def test_client_cancel_sends_session_cancel_and_ends_the_per_call_agent(server: 
     assert server.agent_events(pid, "cancel")[0]["t"] - cancelled_at < 1.0
     assert wait_until(lambda: bool(server.agent_events(pid, "turn_end")), 2.0)
     assert server.agent_events(pid, "turn_end")[0]["stop_reason"] == "cancelled"
-    assert wait_until(lambda: not _alive(pid), 2.0), "the per-call agent outlived the cancelled call"
+    assert wait_until(lambda: not alive(pid), 2.0), "the per-call agent outlived the cancelled call"
     assert wait_until(lambda: server.agents() == agents_before and server.fd_count() == fds_before, 2.0), (
         f"left behind: agents {server.agents() - agents_before}, fds {server.fd_count() - fds_before}"
     )
@@ -327,7 +256,7 @@ def test_deadline_cancels_the_turn_and_the_pooled_agent_stays(server: Server) ->
     assert failure.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert wait_until(lambda: bool(server.agent_events(pid, "cancel")), 3.0), "no session/cancel reached the agent"
     assert server.agent_events(pid, "cancel")[0]["t"] - (started + 2.0) < 1.0
-    assert _alive(pid)
+    assert alive(pid)
     assert whoami(server, session) == (pid, acp_session, 3)
 
 
@@ -336,7 +265,7 @@ def test_an_agent_that_ignores_session_cancel_is_killed(server: Server) -> None:
     call, _, pid = start_stream(server, "stubborn", session)
     cancelled_at = time.monotonic()
     call.cancel()
-    assert wait_until(lambda: not _alive(pid), 3.0), "the unresponsive agent is still running"
+    assert wait_until(lambda: not alive(pid), 3.0), "the unresponsive agent is still running"
     assert time.monotonic() - cancelled_at > 0.9  # it had its second to answer session/cancel
     new_pid, _, turn = whoami(server, session)
     assert (new_pid != pid, turn) == (True, 1)
@@ -371,9 +300,9 @@ def test_shutdown_ends_streams_with_an_error_frame_and_ends_the_agents(tmp_path:
         assert [(final.response_kind, final.body["code"]) for final in finals] == [
             ("e2a.error", "server_shutting_down")
         ] * 2
-        assert wait_until(lambda: not _alive(stopping.pid), 15.0), "the server did not exit"
+        assert wait_until(lambda: not alive(stopping.pid), 15.0), "the server did not exit"
         for _, _, pid in streams:
-            assert wait_until(functools.partial(_exited, pid), 2.0), f"agent {pid} outlived the server"
+            assert wait_until(functools.partial(exited, pid), 2.0), f"agent {pid} outlived the server"
 
 
 def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:
@@ -382,9 +311,9 @@ def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:
     with acp_server(tmp_path, agent_args=("--linger",), in_shell=True) as wrapped:
         call, _, pid = start_stream(wrapped, "stubborn")
         (wrapper,) = wrapped.agents()
-        assert _ppid(pid) == wrapper  # the agent is the shell's child, not the server's
+        assert ppid(pid) == wrapper  # the agent is the shell's child, not the server's
         call.cancel()
-        assert wait_until(lambda: not _alive(pid) and not _alive(wrapper), 3.0), "agent or wrapper still running"
+        assert wait_until(lambda: not alive(pid) and not alive(wrapper), 3.0), "agent or wrapper still running"
 
 
 async def _events_until_error(backend: AcpBackend, request: E2AEnvelope) -> tuple[list[Event], BackendError]:

@@ -25,6 +25,8 @@ def _acp(config: ServerSettings) -> AgentBackend:
         config.acp_argv,
         default_cwd=config.acp_cwd,
         permission_policy=config.acp_permission_policy,
+        permission_timeout_seconds=config.acp_permission_timeout_seconds,
+        permission_timeout_policy=config.acp_permission_timeout_policy,
         max_sessions=config.acp_max_sessions,
         max_coalesced_bytes=config.chat_coalesce_max_bytes,
     )

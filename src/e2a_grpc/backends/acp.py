@@ -16,9 +16,17 @@ and Infinity, bounds no line, and lets a line that is not a JSON-RPC message sto
 Processes: envelopes with a ``session_id`` share one agent process and ACP session per session id
 (a bounded pool, one prompt at a time per session); without a session id, each call gets its own
 process, closed after the call (never pooled: a process keeps what a turn left in it, and callers'
-turns must not share that). Agent requests to the client are always answered: permission
-requests by the configured policy, everything else (``fs/*``, ``terminal/*``, ...) with "method not
-found", which is also what the capabilities sent in ``initialize`` announce.
+turns must not share that). Agent requests to the client are always answered: everything but
+permission requests (``fs/*``, ``terminal/*``, ...) with "method not found", which is also what the
+capabilities sent in ``initialize`` announce.
+
+Permission requests (README, "Permission questions"): with the ``ask`` policy, a turn of a session
+ends with the question (``AgentIds`` naming the turn, then ``InputRequired``) while its
+``session/prompt`` stays in flight and the agent's request waits; the session keeps the turn, and
+the session's next call either answers it (its ``task_id`` names the turn) and reads the rest of the
+turn, or is refused. A question nobody answers within the timeout is answered by the timeout policy
+and the turn goes on unattended (its updates dropped), as do the questions of a call without
+``session_id`` (no later call could answer them). The ``allow`` / ``deny`` policies answer at once.
 """
 
 from __future__ import annotations
@@ -29,19 +37,38 @@ import importlib.metadata
 import logging
 import os
 import signal
-from collections import OrderedDict
+import uuid
+from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from e2a_grpc import jsontext
+from e2a_grpc.backends.acp_permissions import (
+    CANCELLED,
+    outcome_of,
+    permission_question,
+    policy_outcome,
+    question_options,
+)
+from e2a_grpc.chat.answers import answer_of
 from e2a_grpc.chat.coalesce import EventInbox
-from e2a_grpc.chat.events import BackendError, BackendInfo, Complete, Delta, Event, Passthrough, TurnsNeverWait
+from e2a_grpc.chat.events import (
+    AgentIds,
+    BackendError,
+    BackendInfo,
+    Complete,
+    Delta,
+    Event,
+    InputRequired,
+    Passthrough,
+)
+from e2a_grpc.chat.timers import TURN_TIMERS, OffLoopTimer
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.acp import envelope_to_acp_jsonrpc_call, wire_request
-from e2a_grpc.settings import BackendName, PermissionPolicy, ServerSettings
+from e2a_grpc.settings import BackendName, PermissionAnswer, PermissionPolicy, ServerSettings
 
 try:
     from acp import AGENT_METHODS, CLIENT_METHODS, RequestError
@@ -79,10 +106,7 @@ _CLIENT_INFO = {"name": "e2a-grpc", "title": "E2A gRPC service", "version": _ver
 # This client implements no client-side methods: agents must not call fs/* or terminal/* (they
 # get "method not found" if they do).
 _CLIENT_CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
-_PERMISSION_KINDS = {
-    PermissionPolicy.ALLOW: ("allow_once", "allow_always"),
-    PermissionPolicy.DENY: ("reject_once", "reject_always"),
-}
+_SETTINGS = ServerSettings.model_fields
 
 _INITIALIZE = AGENT_METHODS["initialize"]
 _SESSION_NEW = AGENT_METHODS["session_new"]
@@ -158,23 +182,80 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@dataclass
+@dataclass(eq=False)
+class _Question:
+    """A permission request of the agent, put to the client: the agent's JSON-RPC request waits for
+    ``outcome`` (the SDK Connection runs each request of the agent as a task of its own)."""
+
+    asked: InputRequired
+    #: How much of the turn's text the agent had sent when it asked: the frames before the question.
+    text_end: int
+    outcome: asyncio.Future[dict[str, Any]]
+    #: Runs out ``acp_permission_timeout_seconds`` after the question reached the client.
+    timer: OffLoopTimer | None = None
+
+    def answer(self, outcome: dict[str, Any]) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if not self.outcome.done():
+            self.outcome.set_result(outcome)
+
+
+@dataclass(eq=False)
 class _Turn:
-    """The prompt turn in progress on an agent process: where its session updates go, as events."""
+    """A prompt turn on an agent process: its ``session/prompt`` call in flight, and where its session
+    updates go, as events (read by one Chat call, or by each of the calls that answer its questions)."""
 
     session_id: str
     events: EventInbox
-    #: The text of the agent's message chunks so far: the result's ``content``.
+    response: asyncio.Task[dict[str, Any]]
+    #: Its permission requests go to the client; otherwise the backend answers them itself.
+    askable: bool
+    #: The ``task_id`` of the frames that ask its questions, which a call that answers one names. One
+    #: per turn, not per question: the answering call's frames echo it, the next question's too.
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    #: The text of the agent's message chunks so far; each call's result ``content`` is its part.
     text: list[str] = field(default_factory=list)
+    #: Where the part of ``text`` of the call now reading the turn begins.
+    read_from: int = 0
+    #: Questions the agent asked whose ``InputRequired`` waits in ``events``, in that order.
+    asked: deque[_Question] = field(default_factory=deque)
+    #: The question the turn waits on: it reached the client, no answer yet.
+    waiting: _Question | None = None
+    #: Nobody answered its question in time: the timeout policy did, and nobody reads the rest.
+    timed_out: bool = False
+
+    def ask(self, params: dict[str, Any], options: tuple[dict[str, Any], ...]) -> asyncio.Future[dict[str, Any]]:
+        """Put the agent's permission request in line for the client; the future is its answer."""
+        question = _Question(
+            permission_question(params, options), len(self.text), asyncio.get_running_loop().create_future()
+        )
+        self.asked.append(question)
+        self.events.put(question.asked)
+        return question.outcome
+
+    def text_until(self, end: int) -> str:
+        """The text of the call reading the turn, up to ``end``, where the next call's begins."""
+        text = "".join(self.text[self.read_from : end])
+        self.read_from = end
+        return text
+
+    def questions(self) -> list[_Question]:
+        """Every question not answered yet, the one the turn waits on first; none is kept after."""
+        pending = [*([self.waiting] if self.waiting is not None else ()), *self.asked]
+        self.waiting = None
+        self.asked.clear()
+        return pending
 
 
 class AgentProcess:
     """One agent subprocess, the SDK JSON-RPC connection over its stdio, and its stderr tail."""
 
-    def __init__(self, process: asyncio.subprocess.Process, policy: PermissionPolicy) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, own_answer: PermissionAnswer) -> None:
         self.process = process
         self.pid = process.pid
-        self._policy = policy
+        #: How the backend answers the permission requests that do not go to the client.
+        self._own_answer = own_answer
         self._turn: _Turn | None = None
         self._stderr_tail = bytearray()
         self._stderr_reader = asyncio.create_task(self._read_stderr(), name=f"acp-agent-{self.pid}-stderr")
@@ -185,7 +266,7 @@ class AgentProcess:
         self.prompt_capabilities: dict[str, Any] = {}
 
     @classmethod
-    async def spawn(cls, command: Sequence[str], policy: PermissionPolicy) -> AgentProcess:
+    async def spawn(cls, command: Sequence[str], own_answer: PermissionAnswer) -> AgentProcess:
         env = {key: value for key, value in os.environ.items() if key not in _PRIVATE_ENV}
         try:
             process = await asyncio.create_subprocess_exec(
@@ -204,7 +285,7 @@ class AgentProcess:
                 ErrorCode.AGENT_UNAVAILABLE, f"cannot start the ACP agent {command[0]!r}: {exc}"
             ) from None
         log.info("started ACP agent %s (pid %d)", Path(command[0]).name, process.pid)
-        return cls(process, policy)
+        return cls(process, own_answer)
 
     @property
     def alive(self) -> bool:
@@ -243,12 +324,18 @@ class AgentProcess:
 
     # --- what the agent sends --------------------------------------------------------------------
 
-    def open_turn(self, session_id: str, events: EventInbox) -> _Turn:
-        self._turn = _Turn(session_id, events)
+    def start_prompt(self, session_id: str, params: dict[str, Any], events: EventInbox, askable: bool) -> _Turn:
+        """Send ``session/prompt``; its updates go to ``events`` until the turn is closed."""
+        response = asyncio.create_task(self.call(_SESSION_PROMPT, {**params, "sessionId": session_id}))
+        response.add_done_callback(lambda _: events.close())
+        # A turn given up on (cancelled, killed) never reads its outcome: asyncio must not report it.
+        response.add_done_callback(lambda task: task.cancelled() or task.exception())
+        self._turn = _Turn(session_id, events, response, askable)
         return self._turn
 
-    def close_turn(self) -> None:
-        self._turn = None  # updates that still arrive for it are dropped
+    def close_turn(self, turn: _Turn) -> None:
+        if self._turn is turn:
+            self._turn = None  # updates that still arrive for it are dropped
 
     async def _serve(self, method: str, params: Any, is_notification: bool) -> dict[str, Any] | None:
         """The Connection's handler: takes session updates and answers the agent's requests."""
@@ -263,8 +350,20 @@ class AgentProcess:
                 turn.events.put(event_for(params, turn.text))
             return None
         if method == _REQUEST_PERMISSION:
-            outcome = permission_outcome(params, self._policy)
-            log.info("ACP agent %d asked for permission: %s (policy %s)", self.pid, outcome, self._policy)
+            options = question_options(params)
+            turn = self._turn
+            if (
+                turn is not None
+                and turn.askable
+                and options
+                and not turn.events.closed
+                and isinstance(params, dict)
+                and params.get("sessionId") == turn.session_id
+            ):
+                log.info("ACP agent %d asked for permission: the question goes to the client", self.pid)
+                return {"outcome": await turn.ask(params, options)}
+            outcome = policy_outcome(options, self._own_answer)
+            log.info("ACP agent %d asked for permission: %s (policy %s)", self.pid, outcome, self._own_answer)
             return {"outcome": outcome}
         log.info("ACP agent %d called %s: answered method not found", self.pid, method)
         raise RequestError.method_not_found(method)
@@ -369,19 +468,6 @@ def unsupported_content(prompt: Any, capabilities: dict[str, Any]) -> str | None
     return None
 
 
-def permission_outcome(params: Any, policy: PermissionPolicy) -> dict[str, Any]:
-    """The answer to ``session/request_permission``: the first option of a kind the policy picks.
-
-    Without such an option the answer is ``cancelled``, the one outcome that needs no option.
-    """
-    options = params.get("options") if isinstance(params, dict) else None
-    for kind in _PERMISSION_KINDS[policy]:
-        for option in options if isinstance(options, list) else ():
-            if isinstance(option, dict) and option.get("kind") == kind and isinstance(option.get("optionId"), str):
-                return {"outcome": "selected", "optionId": option["optionId"]}
-    return {"outcome": "cancelled"}
-
-
 def event_for(params: dict[str, Any], text: list[str]) -> Event:
     """The event for one ``session/update``; message text is also appended to ``text``."""
     update = params.get("update")
@@ -411,9 +497,12 @@ class _Session:
     agent: AgentProcess | None = None
     acp_session_id: str = ""
     cwd: str = ""
+    #: The agent's prompt turn no call is reading: it waits on a question, or (timed out) runs on
+    #: unattended. The session's next call answers the question or waits for the unattended turn.
+    turn: _Turn | None = None
 
 
-class AcpBackend(TurnsNeverWait):
+class AcpBackend:
     """Chat through an ACP agent subprocess."""
 
     def __init__(
@@ -421,95 +510,243 @@ class AcpBackend(TurnsNeverWait):
         command: Sequence[str],
         *,
         default_cwd: Path | None = None,
-        permission_policy: PermissionPolicy = PermissionPolicy.DENY,
-        max_sessions: int = 16,
-        max_coalesced_bytes: int = ServerSettings.model_fields["chat_coalesce_max_bytes"].default,
+        permission_policy: PermissionPolicy = _SETTINGS["acp_permission_policy"].default,
+        permission_timeout_seconds: float = _SETTINGS["acp_permission_timeout_seconds"].default,
+        permission_timeout_policy: PermissionAnswer = _SETTINGS["acp_permission_timeout_policy"].default,
+        max_sessions: int = _SETTINGS["acp_max_sessions"].default,
+        max_coalesced_bytes: int = _SETTINGS["chat_coalesce_max_bytes"].default,
     ) -> None:
         if not command:
             raise ValueError("the acp backend needs an agent command")
         permission_policy = PermissionPolicy(permission_policy)
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
+        if permission_timeout_seconds <= 0:
+            raise ValueError("permission_timeout_seconds must be positive")
         self.info = BackendInfo(name=BackendName.ACP, source_protocol=SourceProtocol.ACP)
         self._command = tuple(command)
         self._default_cwd = (default_cwd or Path.cwd()).resolve()
-        self._policy = permission_policy
+        self._asks = permission_policy is PermissionPolicy.ASK
+        self._timeout_seconds = permission_timeout_seconds
+        self._timeout_answer = PermissionAnswer(permission_timeout_policy)
+        # Questions that cannot reach the client get the answer of the timeout policy.
+        self._own_answer = self._timeout_answer if self._asks else PermissionAnswer(permission_policy)
         self._max_sessions = max_sessions
         self._max_coalesced_bytes = max_coalesced_bytes
         # Least recently used first: the pool evicts from the front.
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._agents: set[AgentProcess] = set()
+        #: Closing agents that exited while their turn waited on a question.
+        self._closing: set[asyncio.Task[None]] = set()
         self._closed = False
 
     async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
-        prompt = prompt_params(envelope)
-        cwd = self._session_cwd(envelope.params)
+        # A call with a task_id answers a question (its prompt goes nowhere); the others are prompts.
+        prompt = prompt_params(envelope) if envelope.task_id is None else None
+        if envelope.task_id is not None and envelope.session_id not in self._sessions:
+            raise _no_question(envelope.task_id, _nothing_waits(envelope.session_id))
         if envelope.session_id is None:
-            agent, session_id = await self._start_agent(cwd)
+            assert prompt is not None
+            agent, session_id = await self._start_agent(self._session_cwd(envelope.params))
             try:
-                async for event in self._turn(agent, session_id, prompt):
+                own_turn = self._start_turn(agent, session_id, prompt, None)
+                async for event in self._follow(agent, own_turn, None):
                     yield event
             finally:
                 await self._close_agent(agent)
             return
         session = await self._pooled_session(envelope.session_id)
         async with session.lock:
-            if session.agent is None or not session.agent.alive:
-                if session.agent is not None:
-                    await self._close_agent(session.agent)
-                    session.agent = None
-                session.agent, session.acp_session_id = await self._start_agent(cwd)
-                session.cwd = cwd
-            elif session.cwd != cwd:
-                # An ACP session's cwd is fixed by session/new: another workspace needs a new session.
-                session.acp_session_id = await self._new_session(session.agent, cwd)
-                session.cwd = cwd
-            async for event in self._turn(session.agent, session.acp_session_id, prompt):
+            turn = await self._continued_turn(session, envelope)
+            if turn is None:
+                assert prompt is not None  # a call with a task_id continues a turn, or is refused
+                turn = await self._new_turn(session, envelope, prompt)
+            assert session.agent is not None  # a session's turn runs on its agent
+            async for event in self._follow(session.agent, turn, session):
                 yield event
 
-    async def _turn(self, agent: AgentProcess, session_id: str, prompt: dict[str, Any]) -> AsyncGenerator[Event, None]:
-        """One ``session/prompt``: its updates as events, then Complete (or BackendError).
+    async def _new_turn(self, session: _Session, envelope: E2AEnvelope, prompt: dict[str, Any]) -> _Turn:
+        """The envelope's prompt, sent in the session (its agent started, or a new ACP session for
+        another cwd, as needed)."""
+        cwd = self._session_cwd(envelope.params)
+        if session.agent is None or not session.agent.alive:
+            if session.agent is not None:
+                await self._close_agent(session.agent)
+                session.agent = None
+            session.agent, session.acp_session_id = await self._start_agent(cwd)
+            session.cwd = cwd
+        elif session.cwd != cwd:
+            # An ACP session's cwd is fixed by session/new: another workspace needs a new session.
+            session.acp_session_id = await self._new_session(session.agent, cwd)
+            session.cwd = cwd
+        return self._start_turn(session.agent, session.acp_session_id, prompt, session)
+
+    def _start_turn(
+        self, agent: AgentProcess, session_id: str, prompt: dict[str, Any], session: _Session | None
+    ) -> _Turn:
+        """Send the prompt; a turn of a session may ask the client (policy ``ask``)."""
+        refusal = unsupported_content(prompt.get("prompt"), agent.prompt_capabilities)
+        if refusal is not None:
+            raise BackendError(ErrorCode.CONTENT_NOT_SUPPORTED, refusal)
+        # Updates that arrive while the servicer writes a frame wait here; text chunks that piled up
+        # behind a slow client become one frame (e2a_grpc.chat.coalesce).
+        events = EventInbox(self._max_coalesced_bytes)
+        turn = agent.start_prompt(session_id, prompt, events, askable=self._asks and session is not None)
+        if session is not None:
+            turn.response.add_done_callback(lambda _: self._turn_ended(session, agent, turn))
+        return turn
+
+    async def _follow(self, agent: AgentProcess, turn: _Turn, session: _Session | None) -> AsyncGenerator[Event, None]:
+        """A prompt turn's events from where the last call left it: to its end (``Complete``, or
+        BackendError), or to the agent's next question (``AgentIds`` naming the turn, then
+        ``InputRequired``), with which the call ends and the turn waits in ``session``.
 
         If the caller stops early (cancel, deadline, shutdown), the agent gets ``session/cancel``
         and a second to answer the prompt; an agent that does not is killed.
         """
-        # Updates that arrive while the servicer writes a frame wait here; text chunks that piled up
-        # behind a slow client become one frame (e2a_grpc.chat.coalesce).
-        refusal = unsupported_content(prompt.get("prompt"), agent.prompt_capabilities)
-        if refusal is not None:
-            raise BackendError(ErrorCode.CONTENT_NOT_SUPPORTED, refusal)
-        turn = agent.open_turn(session_id, EventInbox(self._max_coalesced_bytes))
-        response = asyncio.create_task(agent.call(_SESSION_PROMPT, {**prompt, "sessionId": session_id}))
-        response.add_done_callback(lambda _: turn.events.close())
-        # A turn given up on (cancelled, killed) never reads its outcome: asyncio must not report it.
-        response.add_done_callback(lambda task: task.cancelled() or task.exception())
+        waits = False
         try:
             async for event in turn.events:
+                if isinstance(event, InputRequired):
+                    assert session is not None and turn.asked  # only a turn of a session asks
+                    question = turn.waiting = turn.asked.popleft()
+                    question.timer = TURN_TIMERS.call_later(self._timeout_seconds, self._unanswered, agent, turn)
+                    session.turn = turn
+                    waits = True
+                    if turn.response.done():  # the agent left already: clean up as if it had left now
+                        self._turn_ended(session, agent, turn)
+                    yield AgentIds(turn.id, None)
+                    yield replace(event, result={"content": turn.text_until(question.text_end)})
+                    return
                 yield event
-            result = response.result()
+            result = turn.response.result()
         finally:
-            agent.close_turn()
-            if not response.done():
-                await self._cancel_turn(agent, session_id, response)
-        yield Complete({"content": "".join(turn.text), "stop_reason": result.get("stopReason")})
+            if not waits:
+                await self._end_turn(agent, turn)
+        yield Complete({"content": turn.text_until(len(turn.text)), "stop_reason": result.get("stopReason")})
 
-    async def _cancel_turn(self, agent: AgentProcess, session_id: str, response: asyncio.Task[Any]) -> None:
+    async def _continued_turn(self, session: _Session, envelope: E2AEnvelope) -> _Turn | None:
+        """The turn a call on ``session`` goes on with: the one whose question it answers, answered.
+        None: the call sends a new prompt. Raises for a call that names no waiting question while one
+        waits, an answer that names none of its options, or a ``task_id`` when no question waits."""
+        turn = session.turn
+        if turn is not None and turn.timed_out:
+            if envelope.task_id == turn.id:
+                raise _no_question(turn.id, f"nobody answered in time, so the policy answered {self._timeout_answer}")
+            # The call's prompt follows the unattended turn, as a call on a busy session waits for it.
+            await asyncio.wait({turn.response})
+            turn = session.turn = None
+        if turn is not None and turn.response.done() and envelope.task_id != turn.id:
+            # The agent ended the turn (or exited) while it asked; the call does not want its end.
+            turn = session.turn = None
+        if turn is None:
+            if envelope.task_id is not None:
+                raise _no_question(envelope.task_id, _nothing_waits(envelope.session_id))
+            return None
+        question = turn.waiting
+        assert question is not None  # a turn no call reads waits on a question, or timed out
+        details = {"task_id": turn.id, "question": _question_of(question)}
+        if envelope.task_id != turn.id:
+            raise BackendError(
+                ErrorCode.INVALID_REQUEST,
+                f"a permission question waits on session {envelope.session_id}: answer it with task_id {turn.id} "
+                "and params.option_id (or params.cancel) before sending another prompt",
+                details,
+            )
+        if not turn.response.done():  # else: the agent left; the call gets the rest of the turn, and its end
+            answer = answer_of(envelope, question.asked.options)
+            if answer is None:
+                ids = ", ".join(option["option_id"] for option in question.asked.options)
+                raise BackendError(
+                    ErrorCode.INVALID_ANSWER,
+                    f"the answer names none of the question's options ({ids}): send params.option_id with one "
+                    "of them, or params.cancel; the question still waits",
+                    details,
+                )
+            chosen = "cancel" if answer.cancelled else f"option {answer.option_id}"
+            log.info("ACP session %s: the client answered a permission request: %s", envelope.session_id, chosen)
+            question.answer(outcome_of(answer))
+        turn.waiting = None
+        session.turn = None
+        return turn
+
+    def _unanswered(self, agent: AgentProcess, turn: _Turn) -> None:
+        """A question waited ``acp_permission_timeout_seconds``: the timeout policy answers it (and
+        every other question of the turn), and the turn goes on, unattended: its updates are dropped."""
+        if turn.waiting is None:
+            return
+        log.info(
+            "ACP agent %d: nobody answered its permission request within %g s; answered by policy %s",
+            agent.pid,
+            self._timeout_seconds,
+            self._timeout_answer,
+        )
+        turn.timed_out = True
+        turn.askable = False
+        agent.close_turn(turn)
+        turn.events.close()
+        for question in turn.questions():
+            question.answer(policy_outcome(question.asked.options, self._timeout_answer))
+
+    def _turn_ended(self, session: _Session, agent: AgentProcess, turn: _Turn) -> None:
+        """The prompt of a session's turn ended: with nobody reading it, its question is withdrawn and
+        an agent that exited is closed; the call that answers gets the turn's end."""
+        if session.turn is not turn:
+            return  # a call reads it
+        if turn.waiting is None:  # it ran on unattended: nobody wants its end
+            session.turn = None
+            return
+        if agent.alive:
+            turn.waiting.answer(CANCELLED)  # its request needs an answer all the same
+        else:  # its JSON-RPC handlers end with the connection
+            if turn.waiting.timer is not None:
+                turn.waiting.timer.cancel()
+            closing = asyncio.create_task(self._close_agent(agent), name=f"acp-agent-{agent.pid}-close")
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
+    async def _end_turn(self, agent: AgentProcess, turn: _Turn) -> None:
+        """After the turn's last call: stop routing its updates, and cancel a prompt still running."""
+        agent.close_turn(turn)
+        if turn.response.done():
+            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CANCEL_GRACE_SECONDS):
-                await agent.notify(_SESSION_CANCEL, {"sessionId": session_id})
-                await asyncio.wait({response})
-        if not response.done():
+                await self._withdraw(agent, turn)
+                await asyncio.wait({turn.response})
+        if not turn.response.done():
             log.warning(
                 "ACP agent %d did not answer session/cancel within %g s; killing it", agent.pid, CANCEL_GRACE_SECONDS
             )
             agent.kill()
             await self._close_agent(agent)
 
+    @staticmethod
+    async def _withdraw(agent: AgentProcess, turn: _Turn) -> None:
+        """``session/cancel``, and (as ACP requires after it) ``cancelled`` for the turn's questions."""
+        await agent.notify(_SESSION_CANCEL, {"sessionId": turn.session_id})
+        for question in turn.questions():
+            question.answer(CANCELLED)
+
+    async def cancel_task(self, task_id: str) -> None:
+        """Cancel the turn that waits on a question (``task_id``: its frames'): the question is answered
+        ``cancelled`` and the prompt turn cancelled, as for a cancelled call."""
+        for session in list(self._sessions.values()):
+            turn = session.turn
+            if turn is None or turn.id != task_id or turn.waiting is None:
+                continue
+            async with session.lock:
+                if session.turn is turn and session.agent is not None:
+                    session.turn = None
+                    await self._end_turn(session.agent, turn)
+            return
+        log.info("no turn of the ACP agent waits as task %s: nothing to cancel", task_id)
+
     async def _start_agent(self, cwd: str) -> tuple[AgentProcess, str]:
         """A new agent process, initialized, with a new ACP session in ``cwd``."""
         if self._closed:
             raise BackendError(ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down")
-        agent = await AgentProcess.spawn(self._command, self._policy)
+        agent = await AgentProcess.spawn(self._command, self._own_answer)
         self._agents.add(agent)
         try:
             if self._closed:  # aclose ran while the process started
@@ -561,9 +798,7 @@ class AcpBackend(TurnsNeverWait):
                     ErrorCode.AGENT_BUSY,
                     f"all {self._max_sessions} ACP sessions are busy; retry later or without session_id",
                 )
-            evicted = self._sessions.pop(idle)
-            if evicted.agent is not None:
-                await self._close_agent(evicted.agent)
+            await self._close_session(self._sessions.pop(idle))
             # Closing may have let another call create this session id meanwhile.
             if session_id in self._sessions:
                 return await self._pooled_session(session_id)
@@ -585,11 +820,46 @@ class AcpBackend(TurnsNeverWait):
             return str(Path(cwd).resolve())
         return str(self._default_cwd)
 
+    async def _close_session(self, session: _Session) -> None:
+        """Close an evicted session's agent; a turn that waits on a question is cancelled first."""
+        turn, session.turn = session.turn, None
+        if session.agent is not None:
+            if turn is not None:
+                await self._end_turn(session.agent, turn)
+            await self._close_agent(session.agent)
+
     async def aclose(self) -> None:
-        """Close every agent process (server shutdown); new calls fail from now on."""
+        """Close every agent process (server shutdown); new calls fail from now on. The turns that wait
+        on a question are cancelled (their questions answered ``cancelled``) just before."""
         self._closed = True
+        waiting = [
+            asyncio.wait_for(self._withdraw(session.agent, session.turn), CANCEL_GRACE_SECONDS)
+            for session in self._sessions.values()
+            if session.turn is not None and session.agent is not None and not session.turn.response.done()
+        ]
         self._sessions.clear()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        await asyncio.gather(*self._closing, return_exceptions=True)
         await asyncio.gather(*(self._close_agent(agent) for agent in list(self._agents)), return_exceptions=True)
+
+
+def _no_question(task_id: str, why: str) -> BackendError:
+    return BackendError(
+        ErrorCode.NO_QUESTION_PENDING, f"task_id {task_id} names no waiting question: {why}", {"task_id": task_id}
+    )
+
+
+def _nothing_waits(session_id: str | None) -> str:
+    if session_id is None:
+        return "questions wait in a session, and the call has no session_id"
+    return f"no question waits on session {session_id}"
+
+
+def _question_of(question: _Question) -> dict[str, Any]:
+    """The question as its frame put it (``e2a.input_required``'s body, but the turn's text)."""
+    body = question.asked.body()
+    del body["result"]
+    return body
 
 
 def prompt_params(envelope: E2AEnvelope) -> dict[str, Any]:

@@ -91,6 +91,10 @@ class EventInbox:
             self._waiting.append(event)
             self._wake()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         """No more events: iteration ends once the waiting ones are taken."""
         self._closed = True

@@ -11,6 +11,14 @@ word, and ends with ``end_turn``. Words in the prompt change that:
   with stop reason ``cancelled``
 - ``stubborn``: like ``slow`` but ignores ``session/cancel``
 - ``permission``: asks ``session/request_permission`` and says the outcome
+- ``write``: asks permission to write ``notes.txt`` in the session's cwd (options ``allow``,
+  ``always``, ``reject``) and writes it only if an allowing option was chosen; says what it did
+- ``twice``: as ``write``, for ``first.txt`` and then ``second.txt``: two questions in one turn
+- ``vanish``: says its pid and "about to ask", a line on stderr, asks for permission and exits 3 without waiting
+  for the answer
+- ``withdraw``: asks for permission and ends the turn a moment later without the answer, saying
+  "never mind"
+- after ``write`` or ``twice``, ``slow`` streams as below
 - ``fs``: calls ``fs/read_text_file``, ``terminal/create`` and an extension method; says each error
 - ``cwd``: says the session's cwd
 - ``whoami``: says its pid, the ACP session id and the turn number within the session
@@ -20,7 +28,7 @@ word, and ends with ``end_turn``. Words in the prompt change that:
 It declares the prompt capabilities image and embedded context, not audio, and records each prompt's
 content blocks (``prompt`` events).
 
-``--events FILE`` appends one JSON line per notable event (start, cancel, turn end) with a
+``--events FILE`` appends one JSON line per notable event (start, cancel, permission outcome, turn end) with a
 timestamp, so tests can see what the agent received and when. ``--linger`` keeps the process
 running after its stdin closes (until a signal ends it), as some agents do.
 """
@@ -63,16 +71,25 @@ from acp import (
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    FileEditToolCallContent,
     Implementation,
     PermissionOption,
     PromptCapabilities,
     TextContentBlock,
+    ToolCallLocation,
     ToolCallUpdate,
 )
 
 _PIECES = re.compile(r"\s+|\S+\s*")
 STREAM_SECONDS = 60.0
 TICK_SECONDS = 0.05
+#: What ``write`` and ``twice`` offer, and the options that let them write.
+WRITE_OPTIONS = [
+    PermissionOption(option_id="allow", name="Allow once", kind="allow_once"),
+    PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
+    PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+]
+ALLOWING = {"allow", "always"}
 
 
 @dataclass
@@ -87,6 +104,8 @@ class ScriptedAgent:
         self._events = events
         self._sessions: dict[str, Session] = {}
         self._client: Client | None = None
+        #: A permission request the agent gave up waiting for (``withdraw``).
+        self._asking: asyncio.Task[Any] | None = None
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -99,6 +118,30 @@ class ScriptedAgent:
     async def _say(self, session_id: str, text: str) -> None:
         assert self._client is not None
         await self._client.session_update(session_id=session_id, update=update_agent_message_text(text))
+
+    async def _write(self, session_id: str, session: Session, name: str) -> None:
+        """Ask to write a file; write it only if allowed, and say what happened."""
+        assert self._client is not None
+        path = os.path.join(session.cwd, name)
+        text = f"written by the test agent, pid {os.getpid()}\n"
+        tool_call = ToolCallUpdate(
+            tool_call_id=f"write-{name}",
+            title=f"Write {name}",
+            kind="edit",
+            status="pending",
+            content=[FileEditToolCallContent(type="diff", path=path, new_text=text)],
+            locations=[ToolCallLocation(path=path)],
+        )
+        response = await self._client.request_permission(
+            session_id=session_id, tool_call=tool_call, options=WRITE_OPTIONS
+        )
+        outcome = response.outcome.model_dump(by_alias=True, exclude_none=True)
+        self._record("permission", session=session_id, tool_call=f"write-{name}", outcome=outcome)
+        if outcome.get("optionId") in ALLOWING:
+            Path(path).write_text(text, encoding="utf-8")
+            await self._say(session_id, f"wrote {name}\n")
+        else:
+            await self._say(session_id, f"did not write {name} ({outcome.get('optionId', outcome['outcome'])})\n")
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
         return InitializeResponse(
@@ -146,6 +189,35 @@ class ScriptedAgent:
         if "refuse" in words:
             await self._say(session_id, "no")
             return "refusal"
+        if "vanish" in words:
+            await self._say(session_id, f"pid {os.getpid()} about to ask")
+            sys.stderr.write("test agent: leaving while asking\n")
+            sys.stderr.flush()
+            asking = asyncio.create_task(
+                client.request_permission(
+                    session_id=session_id,
+                    tool_call=ToolCallUpdate(tool_call_id="vanish", title="Delete everything"),
+                    options=WRITE_OPTIONS,
+                )
+            )
+            await asyncio.wait({asking}, timeout=TICK_SECONDS)  # long enough to send it, too short for an answer
+            os._exit(3)
+        if "withdraw" in words:
+            self._asking = asyncio.create_task(
+                client.request_permission(
+                    session_id=session_id,
+                    tool_call=ToolCallUpdate(tool_call_id="withdraw", title="Format the disk"),
+                    options=WRITE_OPTIONS,
+                )
+            )
+            await asyncio.wait({self._asking}, timeout=TICK_SECONDS)
+            await self._say(session_id, "never mind")
+            return "end_turn"
+        if words & {"write", "twice"}:
+            for name in ("notes.txt",) if "write" in words else ("first.txt", "second.txt"):
+                await self._write(session_id, session, name)
+            if "slow" not in words:
+                return "end_turn"
         if words & {"slow", "stubborn"}:
             await self._say(session_id, f"pid {os.getpid()} ")
             deadline = time.monotonic() + STREAM_SECONDS
