@@ -154,8 +154,9 @@ def test_the_question_carries_the_tool_call_and_the_options(server: Server, work
         ),
         ("Reject", {}, {"outcome": "selected", "optionId": "reject"}, "did not write notes.txt (reject)\n"),
         ("go ahead", {"cancel": True}, {"outcome": "cancelled"}, "did not write notes.txt (cancelled)\n"),
+        ("", {"option_id": "allow"}, {"outcome": "selected", "optionId": "allow"}, "wrote notes.txt\n"),
     ],
-    ids=["option-id", "option-name", "reject", "reject-by-name", "cancel"],
+    ids=["option-id", "option-name", "reject", "reject-by-name", "cancel", "option-id-without-prompt"],
 )
 def test_the_answer_reaches_the_agent_and_the_turn_goes_on(
     server: Server, workspaces: Path, text: str, params: dict[str, Any], outcome: dict[str, Any], said: str

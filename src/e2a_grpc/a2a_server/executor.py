@@ -60,7 +60,7 @@ from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.chat.requests import prompt_size_bytes
 from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
 from e2a_grpc.errors import E2AValueError
-from e2a_grpc.model import E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
+from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus, SourceProtocol
 from e2a_grpc.protocols import a2a
 from e2a_grpc.protocols import parts as content
 from e2a_grpc.settings import ServerSettings
@@ -332,6 +332,20 @@ def _is_object(value: object, shape: _Shape) -> TypeGuard[dict[str, Any]]:
     return True
 
 
+def _question_still_open(final: E2AResponse) -> E2AResponse | None:
+    """The waiting frame to publish for an ``invalid_answer`` error: the answer named no option, the
+    agent's question still waits (the error's ``details.question``), so the task stays input-required
+    and A2A asks again, saying why; ``None`` for any other frame. (Chat's client gets the error as it
+    is: its stream ends, the question stays open.)"""
+    body = final.body
+    details = body.get("details") if final.response_kind == ResponseKind.E2A_ERROR else None
+    question = details.get("question") if isinstance(details, dict) else None
+    if body.get("code") != ErrorCode.INVALID_ANSWER or not isinstance(question, dict):
+        return None
+    asked = {**question, "message": f"{body.get('message')}. {question.get('message', '')}", "result": {}}
+    return replace(final, response_kind=ResponseKind.E2A_INPUT_REQUIRED, status=ResponseStatus.IN_PROGRESS, body=asked)
+
+
 class _Publisher:
     """The A2A events of one turn's frames, onto the task's event queue (the turn's ``FrameOutput``)."""
 
@@ -415,7 +429,8 @@ class _Publisher:
             )
             return
         record = frame_record(frame)
-        if kind == ResponseKind.E2A_INPUT_REQUIRED:
+        record = _question_still_open(record) or record
+        if record.response_kind == ResponseKind.E2A_INPUT_REQUIRED:
             self.agent_task_id = record.task_id or self.agent_task_id  # what the answer continues
         payload = conversion.to_a2a_stream(record, project_native_kinds=True)
         if isinstance(payload, conversion.NotApplicable):

@@ -59,6 +59,12 @@ def answer_of(envelope: E2AEnvelope, options: Sequence[Mapping[str, Any]]) -> An
     return None
 
 
+def names_an_option(envelope: E2AEnvelope) -> bool:
+    """The request answers a waiting question with ``params.option_id`` or ``params.cancel`` (rule 1):
+    it needs no prompt of its own."""
+    return envelope.task_id is not None and _structured(envelope.params) is not None
+
+
 def _structured(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return params if "option_id" in params or "cancel" in params else None
 

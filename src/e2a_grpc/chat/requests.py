@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from e2a.v1 import agent_service_pb2
+from e2a_grpc.chat.answers import names_an_option
 from e2a_grpc.chat.events import prompt_text
 from e2a_grpc.errors import E2AFieldError, E2AValueError
 from e2a_grpc.model import E2AEnvelope
@@ -23,8 +24,16 @@ def validate_chat_request(request: agent_service_pb2.ChatRequest, methods: tuple
         raise exc.under("envelope") from None
     if envelope.method not in methods:
         raise E2AValueError("envelope.method", f"Chat takes one of {', '.join(methods)}, got {envelope.method!r}")
-    if not prompt_text(envelope) and not envelope.params.get("prompt") and not envelope.params.get("content_blocks"):
-        raise E2AValueError("envelope.params", "no prompt: give prompt, content_blocks, text, content or query")
+    if (
+        not prompt_text(envelope)
+        and not envelope.params.get("prompt")
+        and not envelope.params.get("content_blocks")
+        and not names_an_option(envelope)
+    ):
+        raise E2AValueError(
+            "envelope.params",
+            "no prompt: give prompt, content_blocks, text, content or query (or, with task_id, option_id or cancel)",
+        )
     return envelope
 
 
