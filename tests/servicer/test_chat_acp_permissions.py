@@ -80,8 +80,7 @@ def ask(server: Server, text: str, session: str, workspace: Path) -> E2AResponse
 def answer(
     server: Server, session: str, asked: E2AResponse, text: str = "go ahead", **params: Any
 ) -> list[E2AResponse]:
-    """A call answering ``asked``: a prompt (Chat needs one), which ``params.option_id`` or
-    ``params.cancel`` overrides."""
+    """A call answering ``asked``: its text, which ``params.option_id`` or ``params.cancel`` overrides."""
     assert asked.task_id is not None
     return frames_of(server, text, session, task_id=asked.task_id, **params)
 
