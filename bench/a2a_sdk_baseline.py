@@ -216,39 +216,34 @@ def _cpu_bound(proxied: _Measured) -> float:
 
 
 #: What a profile of the three servers under this load found (see the Findings paragraph).
-_FINDINGS = """Findings (py-spy 0.4.3 at 500 Hz, each profiled server pinned to a CPU of its own, ~1,000
-sends, at 876276d; each process's share of samples scaled to its CPU per send measured alongside: front
-door on echo 4.5 ms, proxy's front door 11.5 ms, plain agent 3.8 ms called directly and 8.4 ms behind
-the proxy). The proxy's front door spends +6.9 ms per send over the front door on echo:
+_FINDINGS = """Findings. A profile (py-spy 0.4.3 at 500 Hz, each server pinned to a CPU of its own, ~1,000
+sends, at 876276d, each process's samples scaled to its CPU per send) found where the proxy's extra
+CPU went when it streamed every turn from the agent: the front door 11.5 ms per send (4.5 ms on echo),
+the agent 8.4 ms behind it (3.8 ms called directly). The front door's +6.9 ms: the SDK client and httpx
+reading 23 SSE events (+2.0 ms), the event loop, as each remote event crossed httpcore, the SDK
+client's generators, the backend, `run_turn` and the SDK's queues on a wakeup of its own (+1.8 ms),
+the SDK server's task bookkeeping (+1.4 ms; the agent does it again), the SDK's tracing wrappers, though
+tracing is off (+0.4 ms: 651 `logger.debug` and 875 no-op span calls per send), e2a-grpc's own
+per-event path (+1.0 ms: `MessageToDict`, the frame, `frame_record`, `to_a2a_stream`, `stream_event`:
+~21 µs per event), inbound HTTP +0.2 ms, httpx's INFO line per request 0.1 ms. The agent streamed to
+paid 8.4 vs 3.8 ms (its SSE path 2.1 vs 0.4 ms, its bookkeeping 3.6 vs 1.9 ms), so a streaming proxy
+was bounded at about 0.45x whatever the front door cost.
 
-- the SDK client and httpx (the request, reading 23 SSE events, JSON-RPC checks, `parse_lenient`):
-  +2.0 ms;
-- the event loop itself (uvloop callbacks and task switches): 2.5 vs 0.7 ms, +1.8 ms: each of the 23
-  remote events crosses httpcore, the SDK client's generators, `A2ABackend.stream`, `run_turn`, the
-  SDK's event queue and its dispatch and consumer tasks, on a wakeup of its own;
-- the SDK server's task bookkeeping (event queue, consumer, task manager, task store): 3.3 vs 1.9 ms,
-  +1.4 ms: likely as the events arrive one at a time rather than in one burst as from echo, so each
-  takes that path on a wakeup of its own; and there is one more (the remote's working status). The
-  remote agent does this bookkeeping again (1.9 ms of its 3.8 ms direct);
-- the SDK's tracing wrappers, though tracing is off: 1.1 vs 0.7 ms: each wrapped SDK call (the client's
-  too) still runs `logger.debug` and a chain of no-op span calls (cProfile: 651 `logger.debug` and 875
-  no-op `__getattr__` calls per proxied send);
-- e2a-grpc's own per-event path (`MessageToDict` and `_Turn.observe` in the a2a backend, the frame,
-  `frame_record`, `to_a2a_stream`, `stream_event`, `run_turn`): 1.7 vs 0.7 ms, +1.0 ms. Per remote
-  artifact update, warm (timeit): `MessageToDict` 6.8 µs, `_Turn.observe` 2.2, `FrameBuilder.passthrough`
-  2.3, `frame_record` 5.3, `to_a2a_stream` 0.4, `stream_event` 4.3 (its fast path), about 21 µs; the
-  remote's task snapshot and terminal status each go through `ParseDict` (~20 µs) only to be dropped;
-- inbound HTTP +0.2 ms; logging 0.1 ms (httpx logs an INFO line per request to the agent).
+What changed since, each measured in this section: the a2a backend reads the agent's stream to its end
+and keeps the connection (it had closed it early, so httpx dropped it: 1,189 connections in TIME_WAIT
+after 1,600 sends; 1.20x sends/s in an A/B); a blocking send is forwarded as a blocking send (the agent
+is asked for its task's end, not its progress: the proxy went from 0.26-0.34x to 0.51-0.54x, its agent
+from 8.4 to ~3.8 ms per send); the A2A server publishes from the backend's events instead of reading
+each frame back (a chunk's artifact update from its `Delta`, a remote event from the SDK message the
+backend holds), a chunk's part carries no `e2a_delta_kind` copy (the artifact id says it; every part
+weighed on each of the SDK's task copies), a send's prompt is converted once; the front door's CPU per
+send went from 6.1 to ~4.5 ms, against the plain agent's ~3.5-4.3 ms in the same runs. httpx's
+per-request INFO lines are off unless `--verbose`.
 
-A new connection per turn (the a2a backend closed the agent's stream before its end, so httpx dropped
-the connection: 1,189 connections in TIME_WAIT after 1,600 sends) is fixed (876276d): in an A/B of the
-two builds, pinned, CPU per send changed within noise and sends/s rose 1.20x (median of 6 pairs,
-0.89-1.85). The plain agent streamed to costs 8.4 ms per send against 3.8 ms blocking: its SSE path
-(sse-starlette, uvicorn, h11, a write per event) 2.1 vs 0.4 ms, its task bookkeeping 3.6 vs 1.9 ms,
-tracing wrappers +0.3, event loop +0.6. So as long as
-the proxy streams from the agent, even a front door that cost nothing would stay at the bound above
-(3.8 / 8.4 = 0.45x in the profile); the 0.8x target needs a blocking send to reach the agent as a
-blocking send."""
+What is left: the proxy's two processes each cost about one agent's CPU per send (the front door's
+inbound A2A request, its task bookkeeping and an outbound A2A call), so on this 2-core VM, shared with
+the load client, the proxy stays under the CPU bound printed above (~0.8x); past it, a proxy would need
+to cost less than the agent it fronts."""
 
 
 def run() -> SectionResult:
