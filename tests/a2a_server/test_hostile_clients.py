@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from e2a_grpc.jsontext import MAX_DEPTH
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH
 from tests.a2a_server.conftest import a2a_server
 from tests.a2a_server.test_errors import jsonrpc_send, text_message
+from tests.support.log_records import log_records
 
 pytestmark = pytest.mark.asyncio
 #: Bounds every read of an answer: far longer than the timeouts the tests set.
@@ -27,39 +27,6 @@ TIMEOUT = 20.0
 SHORT = 0.3
 REST_SEND = f"{A2A_REST_PATH}/message:send"
 DEEP = 100_000
-
-
-class _Records(logging.Handler):
-    """Every log record of the process, and an event set once one matches ``wanted``."""
-
-    def __init__(self, wanted: Callable[[logging.LogRecord], bool]) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-        self.seen = asyncio.Event()
-        self._wanted = wanted
-        self._loop = asyncio.get_running_loop()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-        if self._wanted(record):
-            self._loop.call_soon_threadsafe(self.seen.set)
-
-    def at_least(self, level: int) -> list[str]:
-        return [f"{record.name}: {record.getMessage()}" for record in self.records if record.levelno >= level]
-
-
-@contextlib.contextmanager
-def _log_records(wanted: Callable[[logging.LogRecord], bool]) -> Iterator[_Records]:
-    root = logging.getLogger()
-    handler = _Records(wanted)
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    try:
-        yield handler
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
 
 
 def _head(method: str, path: str, *headers: str) -> bytes:
@@ -166,7 +133,7 @@ async def test_a_body_slower_than_its_timeout_gets_408_in_the_transports_error_b
 
 async def test_connections_past_the_cap_get_503_at_once_and_are_served_again_below_it() -> None:
     warned = "new connections get 503"
-    with _log_records(lambda record: False) as logs:
+    with log_records() as logs:
         async with (
             a2a_server(a2a_max_connections=2) as server,
             _connection(server.port) as (first, first_writer),
@@ -227,7 +194,7 @@ _DEEP_BODIES = {
 
 @pytest.mark.parametrize(("path", "body"), list(_DEEP_BODIES.values()), ids=list(_DEEP_BODIES))
 async def test_json_nested_past_the_limit_is_an_invalid_request_before_any_parse(path: str, body: str) -> None:
-    with _log_records(lambda record: False) as logs:
+    with log_records() as logs:
         async with a2a_server() as server, _connection(server.port) as (reader, writer):
             writer.write(_post(path, body.encode()))
             status, _, answer_bytes = await _response(reader)
@@ -272,7 +239,7 @@ async def test_a_client_gone_mid_body_is_a_debug_line_not_an_error(path: str) ->
     def gone(record: logging.LogRecord) -> bool:
         return record.levelno == logging.DEBUG and "went away before its request body arrived" in record.getMessage()
 
-    with _log_records(gone) as logs:
+    with log_records(gone) as logs:
         async with a2a_server() as server:
             body = json.dumps(jsonrpc_send(text_message("hi"))).encode()
             async with _connection(server.port) as (_, writer):
