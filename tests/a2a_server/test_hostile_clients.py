@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import pytest
+import uvloop
 
 from e2a_grpc.a2a_server.errors import FrontDoorError, json_rpc_code
 from e2a_grpc.jsontext import MAX_DEPTH
@@ -20,7 +21,6 @@ from tests.a2a_server.conftest import a2a_server
 from tests.a2a_server.test_errors import jsonrpc_send, text_message
 from tests.support.log_records import log_records
 
-pytestmark = pytest.mark.asyncio
 #: Bounds every read of an answer: far longer than the timeouts the tests set.
 TIMEOUT = 20.0
 #: The header and body timeouts the tests give the server.
@@ -80,7 +80,12 @@ def _error_metadata(path: str, answer: dict[str, Any]) -> dict[str, Any]:
 # --- slow clients ---------------------------------------------------------------------------------
 
 
+@pytest.mark.asyncio
 async def test_connections_that_send_no_headers_or_trickle_them_get_408_and_are_closed() -> None:
+    await _silent_and_trickling_connections_get_408()
+
+
+async def _silent_and_trickling_connections_get_408() -> None:
     async with (
         a2a_server(a2a_header_timeout_seconds=SHORT) as server,
         _connection(server.port) as (silent, _),
@@ -94,6 +99,7 @@ async def test_connections_that_send_no_headers_or_trickle_them_get_408_and_are_
             assert await _closed(reader)
 
 
+@pytest.mark.asyncio
 async def test_the_header_timeout_applies_to_each_request_of_a_kept_alive_connection() -> None:
     async with a2a_server(a2a_header_timeout_seconds=SHORT) as server, _connection(server.port) as (reader, writer):
         writer.write(_head("GET", A2A_CARD_PATH))
@@ -106,6 +112,7 @@ async def test_the_header_timeout_applies_to_each_request_of_a_kept_alive_connec
 
 
 @pytest.mark.parametrize("path", ["/", REST_SEND], ids=["jsonrpc", "http-json"])
+@pytest.mark.asyncio
 async def test_a_body_slower_than_its_timeout_gets_408_in_the_transports_error_body(path: str) -> None:
     # The header timeout is shorter than the body's: it stops once the headers are in.
     async with (
@@ -131,7 +138,18 @@ async def test_a_body_slower_than_its_timeout_gets_408_in_the_transports_error_b
     }
 
 
+@pytest.mark.asyncio
 async def test_connections_past_the_cap_get_503_at_once_and_are_served_again_below_it() -> None:
+    await _connections_past_the_cap_get_503()
+
+
+def test_on_uvloop_too_the_header_timeout_and_the_cap_hold() -> None:
+    # serve's default loop, whose transports are not asyncio's classes.
+    uvloop.run(_silent_and_trickling_connections_get_408())
+    uvloop.run(_connections_past_the_cap_get_503())
+
+
+async def _connections_past_the_cap_get_503() -> None:
     warned = "new connections get 503"
     with log_records() as logs:
         async with (
@@ -193,6 +211,7 @@ _DEEP_BODIES = {
 
 
 @pytest.mark.parametrize(("path", "body"), list(_DEEP_BODIES.values()), ids=list(_DEEP_BODIES))
+@pytest.mark.asyncio
 async def test_json_nested_past_the_limit_is_an_invalid_request_before_any_parse(path: str, body: str) -> None:
     with log_records() as logs:
         async with a2a_server() as server, _connection(server.port) as (reader, writer):
@@ -214,6 +233,7 @@ async def test_json_nested_past_the_limit_is_an_invalid_request_before_any_parse
 
 
 @pytest.mark.parametrize("path", ["/", REST_SEND], ids=["jsonrpc", "http-json"])
+@pytest.mark.asyncio
 async def test_metadata_at_the_depth_limit_reaches_the_sdk_which_refuses_it_as_params(path: str) -> None:
     # Within MAX_DEPTH over the whole body: the SDK parses it and protobuf's own depth limit (100) speaks.
     inner = _deep(MAX_DEPTH - 10)
@@ -235,6 +255,7 @@ async def test_metadata_at_the_depth_limit_reaches_the_sdk_which_refuses_it_as_p
 
 
 @pytest.mark.parametrize("path", ["/", REST_SEND], ids=["jsonrpc", "http-json"])
+@pytest.mark.asyncio
 async def test_a_client_gone_mid_body_is_a_debug_line_not_an_error(path: str) -> None:
     def gone(record: logging.LogRecord) -> bool:
         return record.levelno == logging.DEBUG and "went away before its request body arrived" in record.getMessage()

@@ -67,7 +67,8 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
             self._header_timer: asyncio.TimerHandle | None = None
             self._refused = False
 
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvicorn's own override narrows the type the same way (uvloop's transports are not asyncio's classes).
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             open_now = len(self.server_state.connections)
             if open_now >= limits.max_connections:
                 self._refused = True
@@ -78,14 +79,13 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
                         open_now,
                     )
                 limits.refused += 1
-                assert isinstance(transport, asyncio.WriteTransport)
                 transport.write(over_cap)
                 transport.close()
                 return
             if limits.refused:
                 log.info("A2A HTTP: accepting connections again (%d refused at the cap)", limits.refused)
                 limits.refused = 0
-            super().connection_made(transport)  # type: ignore[arg-type]
+            super().connection_made(transport)
             self._watch_headers()
 
         def data_received(self, data: bytes) -> None:
