@@ -169,6 +169,37 @@ def _too_deep(value: Any, max_depth: int = MAX_DEPTH) -> bool:
     return False
 
 
+def _openings(text: bytes | str, end: int | None = None) -> int:
+    """How many arrays/objects could open in ``text[:end]``: never fewer than its nesting depth."""
+    if isinstance(text, str):
+        return text.count("[", 0, end) + text.count("{", 0, end)
+    return text.count(b"[", 0, end) + text.count(b"{", 0, end)
+
+
+def nesting_problem(text: bytes, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why a recursive JSON parser (Python's ``json``, which protobuf's too uses) must not be given
+    ``text``: it nests deeper than ``max_depth``. None when it may be: JSON within the depth, or text
+    whose syntax error a parser meets within it (that parser says what is wrong). Found without
+    recursion that could run out of stack, and at the cost of two byte counts for most texts."""
+    if _openings(text) <= max_depth:
+        return None
+    too_deep = f"JSON nesting deeper than {max_depth} levels"
+    try:
+        value = orjson.loads(text)  # no Python frames per level; refuses past 1,024 levels
+    except orjson.JSONDecodeError:
+        # Deeper than orjson reads, or what orjson refuses and json reads (NaN, lone surrogates).
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            return too_deep
+        except json.JSONDecodeError as exc:
+            # A parser deeper in the stack than this one could run out of it before the error.
+            return None if _openings(exc.doc, exc.pos) <= max_depth else too_deep
+        except ValueError:  # not UTF-8 text: no parser gets past its first bytes
+            return None
+    return too_deep if _too_deep(value, max_depth) else None
+
+
 def loads(text: str, field: str, *, max_depth: int = MAX_DEPTH) -> Any:
     """Decode JSON text written by any E2A implementation, losslessly; errors name ``field``.
 

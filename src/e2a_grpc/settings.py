@@ -319,6 +319,25 @@ class ServerSettings(BaseSettings):
         description="A2A server: most backend turns running at once; a send past it gets a retryable error "
         "(reason capacity_exhausted, with the limit)",
     )
+    a2a_max_connections: int = Field(
+        default=512,
+        ge=1,
+        description="A2A server: most HTTP connections open at once (nginx's worker_connections default); a "
+        "connection past it gets HTTP 503 and is closed at once, so slow or idle clients cannot use up the "
+        "process's file descriptors",
+    )
+    a2a_header_timeout_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        description="A2A server: how long a connection may take to send a request's headers (from the connection, "
+        "or the first byte of a next request) before it gets HTTP 408 and is closed",
+    )
+    a2a_body_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="A2A server: how long a request's whole body may take to arrive, from its headers, before the "
+        "request gets HTTP 408 (reason request_body_timeout) and the connection is closed",
+    )
     a2a_sqlite_path: Path | None = Field(
         default=None,
         description="A2A server: keep tasks in this SQLite file (they survive a restart); default: in memory",

@@ -210,3 +210,27 @@ def test_wire_json_keys_are_every_field_in_proto_order(record_type: Any, message
     assert wire.startswith('{"protocol_version":null,')  # an unset optional field of the message is null
     # An absent key of wire JSON is the record's default instead.
     assert record_type.from_json("{}").to_json().startswith('{"protocol_version":"1.0",')
+
+
+def _nested(depth: int, inner: str = "") -> bytes:
+    return ("[" * depth + inner + "]" * depth).encode()
+
+
+@pytest.mark.parametrize(
+    ("text", "too_deep"),
+    [
+        (_nested(MAX_DEPTH), False),
+        (_nested(MAX_DEPTH + 1), True),
+        (_nested(100_000), True),  # past orjson's 1,024 levels: json's recursion limit speaks
+        (b"[" * 100_000, True),  # never closed: too deep before the error a parser would meet
+        (_nested(MAX_DEPTH + 1, "NaN"), True),  # orjson refuses NaN; json reads it
+        (_nested(MAX_DEPTH - 1, "NaN"), False),
+        (b"[]" * 10 * MAX_DEPTH, False),  # many arrays, none deep
+        (b'"' + b"[" * 2 * MAX_DEPTH + b'"', False),  # brackets in a string
+        (b"x" + b"[" * 2 * MAX_DEPTH, False),  # a syntax error before any nesting: its parser says so
+        (b"\xff" + _nested(2 * MAX_DEPTH), False),  # not UTF-8: likewise
+    ],
+)
+def test_nesting_problem_names_json_nested_past_the_limit_without_recursing(text: bytes, too_deep: bool) -> None:
+    problem = jsontext.nesting_problem(text)
+    assert problem == (f"JSON nesting deeper than {MAX_DEPTH} levels" if too_deep else None)

@@ -49,6 +49,10 @@ class FrontDoorError(StrEnum):
     PUSH_TARGET_REFUSED = "push_target_refused"
     #: An HTTP request body over ``max_message_bytes`` (``body_limit``; the gRPC port has its own check).
     REQUEST_TOO_LARGE = "request_too_large"
+    #: An HTTP request body nesting JSON deeper than ``jsontext.MAX_DEPTH`` (``body_limit``).
+    REQUEST_TOO_DEEP = "request_too_deep"
+    #: An HTTP request body that did not arrive within ``a2a_body_timeout_seconds`` (``body_limit``).
+    REQUEST_BODY_TIMEOUT = "request_body_timeout"
     #: An HTTP request body whose ``Content-Type`` is not JSON (``http_binding``).
     REQUEST_MEDIA_TYPE_UNSUPPORTED = "request_media_type_unsupported"
     #: A request whose ``A2A-Version`` its interface does not speak (``versions``).
@@ -64,6 +68,11 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     FrontDoorError.PUSH_TARGET_REFUSED: (InvalidParamsError, False),
     # The SDK's own error for a payload too large (and the request's id is unknown: it was not read).
     FrontDoorError.REQUEST_TOO_LARGE: (InvalidRequestError, False),
+    # Refused before any parser recursed on it (the SDK's gave -32603 "maximum recursion depth exceeded"):
+    # on HTTP+JSON the SDK's 400 INVALID_ARGUMENT of a body it cannot parse.
+    FrontDoorError.REQUEST_TOO_DEEP: (InvalidRequestError, False),
+    # The request was not read: the same request sent again at a client's usual pace is served.
+    FrontDoorError.REQUEST_BODY_TIMEOUT: (InvalidRequestError, True),
     FrontDoorError.REQUEST_MEDIA_TYPE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
     FrontDoorError.VERSION_UNSUPPORTED: (VersionNotSupportedError, False),
     # A2A has no "unavailable" error: the reason and ``retryable`` say what InternalError cannot.

@@ -3,7 +3,9 @@
 One HTTP port serves the agent card (``A2A_CARD_PATH``), JSON-RPC (at ``/``) and HTTP+JSON (under
 ``A2A_REST_PATH``) with the SDK's Starlette routes under uvicorn; ``a2a_grpc_port`` adds the SDK's
 gRPC servicer on a port of its own. The card names every transport served, at the ports bound.
-Every transport keeps to ``max_message_bytes`` (HTTP: ``body_limit``).
+Every transport keeps to ``max_message_bytes`` (HTTP: ``body_limit``, which also bounds a body's read
+time and JSON nesting); the HTTP port's connections have a header timeout and a cap
+(``http_connections``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
 from e2a_grpc.a2a_server.grpc_handler import FrontDoorGrpcHandler
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.http_binding import HttpBinding
+from e2a_grpc.a2a_server.http_connections import ConnectionLimits, guarded_protocol
 from e2a_grpc.a2a_server.push_delivery import push_notifications
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
@@ -138,12 +141,19 @@ class A2AServer:
                 *create_rest_routes(self.handler, path_prefix=A2A_REST_PATH, enable_v0_3_compat=True),
             ],
             middleware=[
-                Middleware(RequestBodyLimit, max_bytes=self.settings.max_message_bytes, rest_path=A2A_REST_PATH),
+                Middleware(
+                    RequestBodyLimit,
+                    max_bytes=self.settings.max_message_bytes,
+                    read_timeout=self.settings.a2a_body_timeout_seconds,
+                    rest_path=A2A_REST_PATH,
+                ),
                 Middleware(HttpBinding, rest_path=A2A_REST_PATH),
             ],
         )
+        limits = ConnectionLimits(self.settings.a2a_header_timeout_seconds, self.settings.a2a_max_connections)
         config = uvicorn.Config(
             app,
+            http=guarded_protocol(limits),
             log_level="warning",
             lifespan="off",
             timeout_graceful_shutdown=max(1, round(self.settings.grace_seconds)),

@@ -14,6 +14,12 @@ included, so that no caller waits for ever. Its tuning (queue, window, ack timeo
 server's ``nats_publish_*`` / ``nats_ack_timeout_seconds`` settings. Each frame's message is written by
 ``FrameMessages`` (frame_messages.py), the fast form of the general mapping ``frame_message``.
 
+An outage (disconnected, frames not acknowledged in time, refused for now, the client unable to
+send) is one WARNING at its first sign and one INFO once the broker acknowledges a frame again (or
+reconnects with nothing waiting), each with the number of frames ``queued``; the log says nothing
+per frame meanwhile. ``backlogged`` says the queue is full, so Chat streams wait: the server's
+health listens (``backlog_listeners``), and it clears only once the queue has drained to half.
+
 A frame the broker cannot take (over the server's max_payload, refused by the stream for good: a
 4xx answer) is logged and published as its stand-in (``stand_in_frame``: same sequence and response
 id, a final ``frame_not_published`` error for a final frame), so that it holds back no later frame
@@ -45,7 +51,7 @@ import contextlib
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import nats
 import nats.errors
@@ -161,7 +167,12 @@ async def _log_error(error: Exception) -> None:
     log.debug("nats: %r", error)  # connection troubles: the retries above say what matters
 
 
-async def connect(url: str) -> NatsClient:
+async def connect(
+    url: str,
+    *,
+    disconnected_cb: Callable[[], Awaitable[None]] | None = None,
+    reconnected_cb: Callable[[], Awaitable[None]] | None = None,
+) -> NatsClient:
     """A connection to ``url`` (or to any of comma-separated URLs, a cluster's nodes) that reconnects
     for as long as it is open; raises NoServersError (or OSError) when no broker can be reached now."""
     nc = await nats.connect(
@@ -172,6 +183,8 @@ async def connect(url: str) -> NatsClient:
         reconnect_time_wait=0.25,
         name="e2a-grpc",
         error_cb=_log_error,
+        disconnected_cb=disconnected_cb,
+        reconnected_cb=reconnected_cb,
     )
     nc.options["max_reconnect_attempts"] = -1  # nats-py reads it on each reconnection
     return nc
@@ -271,6 +284,16 @@ class FramePublisher:
         self.failed = False
         #: ``close`` has run: frames handed over now are given up on at once.
         self.closed = False
+        #: Why publishing is failing (the broker unreachable, not acknowledging, refusing for now), from
+        #: the first sign until the broker acknowledges a frame again; None while it works.
+        self.failing: str | None = None
+        self._closing = False
+        self._failing_since = 0.0
+        #: The queue is full (the broker down that long): Chat streams wait for room. Set when the queue
+        #: fills, cleared once it has drained to half (so that readiness does not flap as it drains).
+        self.backlogged = False
+        #: Called with ``backlogged`` each time it changes (the server's health: NOT_SERVING while True).
+        self.backlog_listeners: list[Callable[[bool], None]] = []
 
     @classmethod
     def from_settings(cls, config: ServerSettings) -> FramePublisher:
@@ -289,9 +312,14 @@ class FramePublisher:
             linger=config.nats_publish_linger_seconds,
         )
 
+    @property
+    def queued(self) -> int:
+        """Frames handed over and not yet acknowledged by the broker (nor given up on)."""
+        return self._queue.qsize() + len(self._batch) + len(self._unacked)
+
     async def start(self) -> None:
         """Connect and make sure the stream exists; raises if the broker cannot be reached now."""
-        self._nc = await connect(self._url)
+        self._nc = await connect(self._url, disconnected_cb=self._disconnected, reconnected_cb=self._reconnected)
         self._js = self._nc.jetstream()
         try:
             await ensure_stream(self._js, self._stream, self._subject_prefix)
@@ -314,6 +342,8 @@ class FramePublisher:
             self.dropped += 1
             return
         await self._queue.put(frame)
+        if self._queue.full():
+            self._set_backlogged(True)
 
     async def flush(self) -> None:
         """Wait until every frame handed over so far is acknowledged by the broker (or given up on)."""
@@ -324,6 +354,7 @@ class FramePublisher:
         with contextlib.suppress(TimeoutError):  # what is left is given up on below, and logged
             async with asyncio.timeout(timeout):
                 await self.flush()
+        self._closing = True  # the disconnection below is no outage
         if self.failed:
             log.error("the NATS publisher had failed: %d Chat frames in all were not published", self.dropped)
         tasks = [task for task in (*self._tasks, self._making_stream) if task is not None]
@@ -332,7 +363,9 @@ class FramePublisher:
         if tasks:
             await asyncio.wait(tasks)  # a task that failed was logged then
         if self._nc is not None:
-            await self._nc.close()
+            # With the broker down, nats-py's close raises on flushing the lost connection.
+            with contextlib.suppress(OSError, nats.errors.Error):
+                await self._nc.close()
         await self._give_up_the_rest()
 
     async def _give_up_the_rest(self) -> None:
@@ -354,12 +387,15 @@ class FramePublisher:
 
     async def _run(self) -> None:
         batch = self._batch
+        queue = self._queue
         while True:
-            batch.append(await self._queue.get())
-            if self._queue.qsize() < PUBLISH_BATCH:
+            batch.append(await queue.get())
+            if queue.qsize() < PUBLISH_BATCH:
                 await asyncio.sleep(self._linger)
-            while len(batch) < self._window and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            while len(batch) < self._window and not queue.empty():
+                batch.append(queue.get_nowait())
+            if self.backlogged and queue.qsize() <= queue.maxsize // 2:
+                self._set_backlogged(False)
             while batch:
                 while len(self._unacked) >= self._window:
                     self._window_open.clear()
@@ -449,7 +485,8 @@ class FramePublisher:
             else:
                 log.error("NATS cannot take Chat frame %s (%r); not published", publish.frame_id, exc)
                 self._drop(publish)
-        except nats.errors.Error:
+        except nats.errors.Error as exc:
+            self._failing_now(f"the NATS client cannot send: {exc!r}")
             self._retry_soon(publish)  # disconnected and the client's buffer full, or closed: send it again later
         except Exception as exc:  # not the broker's doing: a bug, which sending it again would meet again
             log.exception("cannot publish Chat frame %s to NATS", publish.frame_id)
@@ -496,6 +533,8 @@ class FramePublisher:
         if isinstance(answer, dict) and "seq" in answer and "error" not in answer:
             self.published += 1  # stored (or a duplicate of one stored): it counts
             self._settle(publish)
+            if self.failing is not None:
+                self._recovered()
         elif _is_permanent_refusal(answer):
             # Refused for what the frame is (its size over the stream's max_msg_size, ...): no retry
             # can store it, and retrying would hold a window slot for ever.
@@ -509,6 +548,7 @@ class FramePublisher:
                 log.error("NATS refused Chat frame %s for good (%s); not published", publish.frame_id, description)
                 self._drop(publish)
         else:
+            self._failing_now(f"JetStream refused a frame for now: {reply.data[:200]!r}")
             log.debug("NATS refused a Chat frame (%r); publishing it again", reply.data[:200])
             self._retry_soon(publish)
 
@@ -548,10 +588,50 @@ class FramePublisher:
             late = loop.time() - self._ack_timeout
             again = [publish for publish in self._unacked.values() if publish.sent_at <= late]
             if unacknowledged := sum(publish.sent_at > -math.inf for publish in again):  # not new stand-ins
-                log.warning("NATS did not acknowledge %d Chat frames; publishing them again", unacknowledged)
+                self._failing_now(f"{unacknowledged} Chat frames not acknowledged within {self._ack_timeout:g} s")
+                log.debug("NATS did not acknowledge %d Chat frames; publishing them again", unacknowledged)
             for publish in again:
                 if publish.reply in self._unacked:  # not acknowledged while the others were sent
                     await self._send(publish)
+
+    async def _disconnected(self) -> None:
+        if not self._closing:
+            self._failing_now("disconnected from the broker")
+
+    async def _reconnected(self) -> None:
+        log.debug("nats: reconnected to %s", self._url)
+        if self.failing is not None and not self.queued:
+            self._recovered()  # nothing waits for an ack that would say so
+
+    def _failing_now(self, reason: str) -> None:
+        """Publishing fails: one WARNING at the first sign of an outage, until it is over."""
+        if self.failing is not None or self._closing:
+            return
+        self.failing = reason
+        self._failing_since = asyncio.get_running_loop().time()
+        log.warning(
+            "NATS publishing is failing (%s): Chat frames are queued until the broker takes them again "
+            "(%d queued now; at %d, --nats-publish-queue, Chat streams wait and health is NOT_SERVING)",
+            reason,
+            self.queued,
+            self._queue.maxsize,
+        )
+
+    def _recovered(self) -> None:
+        seconds = asyncio.get_running_loop().time() - self._failing_since
+        self.failing = None
+        log.info("NATS publishing recovered after %.1f s: %d Chat frames queued, being published", seconds, self.queued)
+
+    def _set_backlogged(self, backlogged: bool) -> None:
+        if backlogged == self.backlogged:
+            return
+        self.backlogged = backlogged
+        if backlogged:
+            log.warning("the NATS publish queue is full (%d frames): Chat streams wait for the broker", self.queued)
+        else:
+            log.info("the NATS publish queue has room again (%d frames queued)", self.queued)
+        for listener in self.backlog_listeners:
+            listener(backlogged)
 
     def _on_task_done(self, task: asyncio.Task[None]) -> None:
         """A publisher task ended: by ``close``, or by a bug, after which nothing more is published
@@ -572,6 +652,7 @@ class FramePublisher:
         self._unacked.clear()
         self._give_up(given_up)
         self._window_open.set()
+        self._set_backlogged(False)  # every frame is given up on at once from now on: none waits
         self._tasks.append(asyncio.create_task(self._discard(), name="e2a-nats-publisher-discard"))
 
     async def _discard(self) -> None:

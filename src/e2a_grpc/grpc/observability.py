@@ -7,6 +7,9 @@ the auth interceptor: calls refused with UNAUTHENTICATED are counted too. Only t
 services the server has get labels; calls of unknown methods are not counted, so a caller cannot
 grow the label sets without bound.
 
+With ``--publish-nats``, the frame publisher's counts are read when /metrics is scraped
+(``watch_frame_publisher``): its path per frame does no metric work.
+
 Every server has its own ``CollectorRegistry``: two servers in one process (the tests) never share
 a counter.
 """
@@ -16,14 +19,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from threading import Thread
-from typing import Any
+from typing import Any, Protocol
 from wsgiref.simple_server import WSGIServer
 
 import grpc
 from google.protobuf import descriptor_pool
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from e2a_grpc.address import unbracketed_host
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
@@ -35,6 +40,37 @@ _GRPC_TYPES = {
     (True, False): "client_stream",
     (True, True): "bidi_stream",
 }
+
+
+class FramePublisherCounts(Protocol):
+    """What the metrics read of the NATS frame publisher (``broker.jetstream.FramePublisher``)."""
+
+    @property
+    def queued(self) -> int: ...
+
+    published: int
+    dropped: int
+
+
+class _FramePublisherCollector(Collector):
+    def __init__(self, publisher: FramePublisherCounts) -> None:
+        self._publisher = publisher
+
+    def collect(self) -> Iterator[Metric]:
+        publisher = self._publisher
+        yield GaugeMetricFamily(
+            "e2a_nats_frames_queued",
+            "Chat frames waiting for NATS JetStream (handed over, not yet acknowledged).",
+            value=publisher.queued,
+        )
+        yield CounterMetricFamily(
+            "e2a_nats_frames_published", "Chat frames NATS JetStream acknowledged.", value=publisher.published
+        )
+        yield CounterMetricFamily(
+            "e2a_nats_frames_dropped",
+            "Chat frames given up on, never stored by NATS JetStream.",
+            value=publisher.dropped,
+        )
 
 
 class ServerMetrics:
@@ -86,6 +122,10 @@ class ServerMetrics:
         # Per frame: the counter of each response_kind is looked up once (``labels`` takes a lock and
         # builds a key: it costs several times what ``inc`` does).
         self._chat_frames_sent_by_kind: dict[str, Counter] = {}
+
+    def watch_frame_publisher(self, publisher: FramePublisherCounts) -> None:
+        """Serve the NATS frame publisher's counts too (``e2a_nats_frames_*``)."""
+        self.registry.register(_FramePublisherCollector(publisher))
 
     def chat_frame_sent(self, response_kind: str) -> None:
         counter = self._chat_frames_sent_by_kind.get(response_kind)

@@ -42,9 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("e2a_grpc.server")
 
+#: Chat's service: the one that depends on the broker with --publish-nats.
+CHAT_SERVICE_NAME = agent_service_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
 SERVICE_NAMES = (
     conversion_service_pb2.DESCRIPTOR.services_by_name["ConversionService"].full_name,
-    agent_service_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name,
+    CHAT_SERVICE_NAME,
     codec_service_pb2.DESCRIPTOR.services_by_name["CodecService"].full_name,
 )
 #: On shutdown, how long no call may have started before the server is considered drained (see
@@ -142,11 +144,15 @@ class E2AServer:
             from e2a_grpc.broker.jetstream import FramePublisher
 
             self.publisher = FramePublisher.from_settings(config)
+            self.publisher.backlog_listeners.append(self._broker_backlogged)
+            if self.metrics is not None:
+                self.metrics.watch_frame_publisher(self.publisher)
         self.chat = ChatServicer(
             make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
         )
         add_chat_service(self.chat, self.server)
         self.health = health.aio.HealthServicer()
+        self._health_updates: set[asyncio.Task[None]] = set()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
@@ -161,6 +167,14 @@ class E2AServer:
                 self.port = self.server.add_insecure_port(address)
         except RuntimeError as exc:  # what the probe cannot see, or another program was quicker
             raise ListenError(f"cannot listen on {address}: {exc}") from None
+
+    def _broker_backlogged(self, backlogged: bool) -> None:
+        """With --publish-nats, Chat is NOT_SERVING while the publisher's queue is full (Chat streams wait
+        for the broker); ConversionService and CodecService, which never publish, stay SERVING."""
+        status = health_pb2.HealthCheckResponse.NOT_SERVING if backlogged else health_pb2.HealthCheckResponse.SERVING
+        for name in ("", CHAT_SERVICE_NAME):
+            self._health_updates.add(task := asyncio.create_task(self.health.set(name, status)))
+            task.add_done_callback(self._health_updates.discard)
 
     async def start(self) -> None:
         if self.metrics is not None and self.config.metrics_port is not None:
