@@ -204,3 +204,31 @@ def test_a_drain_under_continuous_load_ends_within_the_grace_period(tmp_path: Pa
     assert text.count("grace period over") == 1, text
     assert f"grace period over with {HELD_STREAMS} calls in flight: cancelling them" in text
     assert "e2a-grpc stopped" in text and "overran" not in text
+
+
+def test_with_the_a2a_server_the_drain_ends_within_the_grace_period_too(tmp_path: Path) -> None:
+    """``--a2a-port``: the A2A server's stop runs first, within the same grace period."""
+    log = tmp_path / "server.log"
+    args = ("--a2a-port", "0", "--grace-seconds", str(GRACE_SECONDS))
+    with running_server_process(*args, log=log) as (address, process, _):
+
+        async def drain_with_a_held_stream() -> tuple[float, grpc.StatusCode]:
+            async with grpc.aio.insecure_channel(address) as channel:
+                load = Load(channel)
+                opened = asyncio.Event()
+                held = asyncio.ensure_future(load.held_stream(opened))
+                await asyncio.wait_for(opened.wait(), 60)
+                process.send_signal(signal.SIGTERM)
+                signalled = time.monotonic()
+                exit_code = await asyncio.to_thread(process.wait, GRACE_SECONDS + 30)
+                took = time.monotonic() - signalled
+                load.exited.set()
+                assert exit_code == 0
+                return took, await asyncio.wait_for(held, 60)
+
+        took, held_code = asyncio.run(drain_with_a_held_stream())
+    assert GRACE_SECONDS - 0.5 <= took <= GRACE_SECONDS + 1, took
+    assert held_code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+    text = log.read_text()
+    assert "A2A agent" in text  # the A2A server ran
+    assert "grace period over with 1 calls in flight: cancelling them" in text and "overran" not in text

@@ -332,7 +332,8 @@ async def serve(
     """
     server = E2AServer(config, reuse_port=reuse_port)
     await server.start()
+    freeze_startup_heap()
+    # Then at once the SIGTERM handler: a parent that restarted this worker may stop it right away.
     if on_started is not None:
         on_started()
-    freeze_startup_heap()
     await server.stop_when_signalled()
