@@ -135,7 +135,16 @@ class ServerSettings(BaseSettings):
         description="largest request or reply; bigger ones get RESOURCE_EXHAUSTED (an A2A HTTP request: HTTP 413)",
     )
     grace_seconds: float = Field(
-        default=10.0, ge=0, description="on SIGTERM/SIGINT, how long in-flight calls may finish"
+        default=10.0,
+        ge=0,
+        description="on SIGTERM/SIGINT, how long in-flight calls may finish (the lame-duck period included); then "
+        "they are cancelled, and the process exits within 1 s",
+    )
+    lame_duck_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        description="on SIGTERM/SIGINT, how long to go on taking calls while health already says NOT_SERVING (a "
+        "load balancer's time to notice), before new calls are refused with UNAVAILABLE; part of --grace-seconds",
     )
     tls_cert: Path | None = Field(default=None, description="PEM certificate; with --tls-key, serve TLS")
     tls_key: Path | None = Field(default=None, description="PEM private key; with --tls-cert, serve TLS")
@@ -377,6 +386,16 @@ class ServerSettings(BaseSettings):
         "core this process may run on, or 1 with --backend acp, --metrics-port or --a2a-port, which one process "
         "must own",
     )
+    worker_max_restarts: int = Field(
+        default=5,
+        ge=0,
+        description="with more than one worker, how many times a worker that dies is restarted within "
+        "--worker-restart-window-seconds (all workers together); the next death there stops the service "
+        "(exit code 1); 0: any death stops it",
+    )
+    worker_restart_window_seconds: float = Field(
+        default=60.0, gt=0, description="the time window of --worker-max-restarts"
+    )
     pin_workers: bool = Field(
         default=False,
         description="with more than one worker, run worker i on the i-th CPU this process may run on (in turn "
@@ -455,6 +474,11 @@ class ServerSettings(BaseSettings):
             raise ValueError(
                 "--event-loop uvloop cannot serve --backend acp: uvloop starts the agent processes with a fork "
                 "while gRPC's threads run, and they crash at times (SIGSEGV); use --event-loop asyncio"
+            )
+        if self.lame_duck_seconds > self.grace_seconds:
+            raise ValueError(
+                f"--lame-duck-seconds ({self.lame_duck_seconds:g}) is part of --grace-seconds "
+                f"({self.grace_seconds:g}): it cannot be longer"
             )
         if self.pin_workers and not hasattr(os, "sched_setaffinity"):
             raise ValueError("--pin-workers: this system cannot pin a process to a CPU (Linux can)")

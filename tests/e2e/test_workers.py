@@ -1,13 +1,15 @@
 """``e2a-grpc serve --workers N``: N processes on one port (SO_REUSEPORT), as one service.
 
 The kernel spreads connections over the workers; SIGTERM to the parent drains them all, and every
-Chat stream, whichever worker serves it, gets its final ``server_shutting_down`` frame. A taken port
-is still one line and exit 1; settings that one process must own are refused with more than one.
+Chat stream, whichever worker serves it, gets its final ``server_shutting_down`` frame. A worker that
+dies is restarted while the others serve the port, until deaths come too often. A taken port is
+still one line and exit 1; settings that one process must own are refused with more than one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import socket
@@ -144,8 +146,11 @@ def _allowed_cpus(pid: int) -> set[str]:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < WORKERS, reason="needs a CPU per worker")
-def test_pinned_workers_run_each_on_a_cpu_of_its_own() -> None:
-    with running_server_process("--workers", str(WORKERS), "--pin-workers") as (address, process, _):
+def test_pinned_workers_run_each_on_a_cpu_of_its_own(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with running_server_process("--workers", str(WORKERS), "--pin-workers", log=log) as (address, process, _):
+        # Health answers once one worker listens; the other may not have pinned itself yet.
+        assert wait_until(lambda: f"all {WORKERS} workers serving" in log.read_text(), timeout=60)
         with grpc.insecure_channel(address) as channel:  # serving, with gRPC's threads started
             reply = pb_grpc.ConversionServiceStub(channel).FromA2A(
                 pb.FromA2ARequest(json='{"message": {}}'), timeout=10
@@ -159,14 +164,122 @@ def test_pinned_workers_run_each_on_a_cpu_of_its_own() -> None:
     assert parent.isdisjoint(pinned)  # the parent is not pinned
 
 
-def test_a_worker_that_dies_takes_the_service_down_with_exit_code_1(tmp_path: Path) -> None:
+def _more_connections(pid: int, port: int, than: int) -> bool:
+    return _established_connections(pid, port) > than
+
+
+def _worker_serving_again(log: Path, number: int) -> bool:
+    return f"worker {number} serving again" in log.read_text()
+
+
+def test_a_worker_killed_under_load_is_restarted_and_the_port_stays_served(tmp_path: Path) -> None:
+    """Callers on connections of their own call ToACP one call after another; one worker is SIGKILLed.
+    Only calls on its connections fail (each caller at most the one it had in flight), every caller
+    goes on being answered, and the restarted worker serves new connections."""
     log = tmp_path / "server.log"
-    with running_server_process("--workers", str(WORKERS), log=log) as (_, process, _):
+    callers, calls_after_kill = 8, 20
+    request = pb.ToACPRequest(envelope=E2AEnvelope(method="session/prompt", params={"text": "hi"}).to_proto())
+    with running_server_process("--workers", str(WORKERS), log=log) as (address, process, _):
+        port = int(address.rsplit(":", 1)[1])
+        assert wait_until(lambda: f"all {WORKERS} workers serving" in log.read_text(), timeout=60)
+        victim, survivor = _workers(process.pid)
+        killed = asyncio.Event()
+
+        async def caller(warm: asyncio.Event) -> tuple[int, int]:
+            """Calls until ``calls_after_kill`` answers after the kill; (failures, answers after the kill)."""
+            failures = answered_after = 0
+            async with grpc.aio.insecure_channel(address, options=OWN_CONNECTION) as channel:
+                stub: pb_grpc.ConversionServiceAsyncStub = pb_grpc.ConversionServiceStub(channel)
+                for _ in range(100_000):  # bounded: far more calls than the kill and its recovery take
+                    after = killed.is_set()
+                    try:
+                        reply = await stub.ToACP(request, timeout=10, wait_for_ready=True)
+                    except grpc.aio.AioRpcError as exc:
+                        assert exc.code() == grpc.StatusCode.UNAVAILABLE, exc
+                        # Only while its connection to the killed worker ends: once answered again, never.
+                        assert not answered_after, "a call failed after the caller had been answered again"
+                        failures += 1
+                        continue
+                    assert '"session/prompt"' in reply.jsonrpc
+                    warm.set()
+                    answered_after += after
+                    if answered_after == calls_after_kill:
+                        return failures, answered_after
+            raise AssertionError("a caller was not answered after the kill")
+
+        async def kill_under_load() -> list[tuple[int, int]]:
+            warm = [asyncio.Event() for _ in range(callers)]
+            calls = asyncio.gather(*(caller(event) for event in warm))
+            await asyncio.wait_for(asyncio.gather(*(event.wait() for event in warm)), 60)
+            os.kill(victim, signal.SIGKILL)
+            killed.set()
+            return await asyncio.wait_for(calls, 60)
+
+        results = asyncio.run(kill_under_load())
+        # Each caller had one call in flight, on one connection: it lost that one, and at most one more
+        # sent on that connection as it ended, before the channel saw it end.
+        assert all(failures <= 2 for failures, _ in results), results
+        assert wait_until(lambda: _worker_serving_again(log, 1) or _worker_serving_again(log, 2), timeout=60)
+        [restarted] = [worker for worker in _workers(process.pid) if worker != survivor]
+        assert restarted != victim
+
+        async def reach_the_restarted_worker() -> None:
+            """New connections until one lands on the restarted worker, which answers (connections land
+            on a worker at random: 2**-39 to miss it 40 times)."""
+            channels: list[grpc.aio.Channel] = []
+            try:
+                for _ in range(40):
+                    before = _established_connections(restarted, port)
+                    channel = grpc.aio.insecure_channel(address, options=OWN_CONNECTION)
+                    channels.append(channel)
+                    stub: pb_grpc.ConversionServiceAsyncStub = pb_grpc.ConversionServiceStub(channel)
+                    assert '"session/prompt"' in (await stub.ToACP(request, timeout=10)).jsonrpc
+                    if wait_until(functools.partial(_more_connections, restarted, port, before), timeout=0.5):
+                        return
+                raise AssertionError("no connection reached the restarted worker")
+            finally:
+                for channel in channels:
+                    await channel.close()
+
+        asyncio.run(reach_the_restarted_worker())
+    text = log.read_text()
+    number = 1 if _worker_serving_again(log, 1) else 2
+    assert f"e2a-grpc worker {number} died (killed by SIGKILL): restarting it in" in text, text
+    assert "giving up" not in text
+
+
+def test_after_more_deaths_than_the_restarts_allow_the_parent_gives_up_with_exit_code_1(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    args = ("--workers", str(WORKERS), "--worker-max-restarts", "1", "--worker-restart-window-seconds", "600")
+    with running_server_process(*args, log=log) as (_, process, _):
+        assert wait_until(lambda: f"all {WORKERS} workers serving" in log.read_text(), timeout=60)
+        first, second = _workers(process.pid)
+        os.kill(first, signal.SIGKILL)
+        assert wait_until(lambda: _worker_serving_again(log, 1), timeout=60), log.read_text()
+        os.kill(second, signal.SIGKILL)
+        assert process.wait(timeout=30) == 1
+        assert not _workers_alive(first, second)
+    text = log.read_text()
+    assert "e2a-grpc worker 1 died (killed by SIGKILL): restarting it in 0.5 s" in text
+    [giving_up] = [line for line in text.splitlines() if "giving up" in line]
+    assert (
+        "2 worker deaths within 600 s (at most 1 restarts; the last: e2a-grpc worker 2, killed by SIGKILL)" in giving_up
+    )
+    assert text.count("e2a-grpc stopped") == 1  # the restarted worker drained
+
+
+def test_with_no_restarts_a_worker_that_dies_takes_the_service_down(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with running_server_process("--workers", str(WORKERS), "--worker-max-restarts", "0", log=log) as (_, process, _):
         first, second = _workers(process.pid)
         os.kill(first, signal.SIGKILL)
         assert process.wait(timeout=20) == 1
         assert wait_until(lambda: not os.path.exists(f"/proc/{second}"), timeout=10)
-    assert "ended (exit code -9): stopping the others" in log.read_text()
+    assert "1 worker deaths within 60 s (at most 0 restarts" in log.read_text()
+
+
+def _workers_alive(*pids: int) -> bool:
+    return any(os.path.exists(f"/proc/{pid}") for pid in pids)
 
 
 def test_workers_stop_when_the_parent_is_killed() -> None:

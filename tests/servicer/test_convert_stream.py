@@ -26,6 +26,7 @@ from tests.conftest import InProcessServer, in_process_server
 from tests.servicer.test_conversion_service import BAD_REQUESTS
 from tests.support import vectors
 from tests.support.status import field_violations
+from tests.support.waiting import EVENT_TIMEOUT_SECONDS
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -275,8 +276,7 @@ async def test_a_cancelled_stream_ends_its_handler(
         assert isinstance(reply, pb.ConvertStreamResponse) and [result.index for result in reply.results] == [index]
     assert server.server.calls.count == 1
     call.cancel()
-    async with asyncio.timeout(10):
-        await server.server.calls.drained(0.05)
+    assert await server.server.calls.idle(asyncio.get_running_loop().time() + EVENT_TIMEOUT_SECONDS)
     assert await call.code() == grpc.StatusCode.CANCELLED
 
 

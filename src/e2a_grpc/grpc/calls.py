@@ -9,7 +9,7 @@ its bytes parsed.
 
 The same wrapper counts the calls in flight, so that a graceful shutdown can wait for them (and for
 the calls grpc has accepted but not yet handed over, which its shutdown would cancel) before it
-stops the server.
+stops the server, and refuses new calls once the shutdown takes no more.
 
 A unary method may also have a shortcut: a function from the request bytes to the serialized reply,
 or None to leave the call to the servicer (ToACP's ``acp_fast_path.to_acp_reply``). Its handler
@@ -31,7 +31,7 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
-from e2a_grpc.grpc.status import undecodable_request
+from e2a_grpc.grpc.status import SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE, undecodable_request
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +40,21 @@ Shortcut: TypeAlias = Callable[[bytes], bytes | None]
 
 
 class InFlightCalls:
-    """How many calls of the E2A services are being handled right now."""
+    """How many calls of the E2A services are being handled right now, and whether new ones are taken.
+
+    The waits of a shutdown take a deadline on the event loop's clock (``loop.time()``) and check it
+    themselves between waits that each have their own timeout: no ``wait_for`` inside ``timeout``, whose
+    single cancel CPython 3.11 loses when it lands just as the inner wait completes (a drain under
+    continuous load then never ended).
+    """
 
     def __init__(self) -> None:
         self._count = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self._started = asyncio.Event()
+        #: False once the shutdown refuses new calls (``refuse_new``).
+        self.accepting = True
 
     @property
     def count(self) -> int:
@@ -64,24 +72,50 @@ class InFlightCalls:
         if self._count == 0:
             self._idle.set()
 
-    async def idle(self) -> None:
-        """Return once no call is in flight (after grpc's stop: once the calls it cancelled have unwound)."""
-        await self._idle.wait()
+    def refuse_new(self) -> None:
+        """From now on a call that reaches a handler is refused with UNAVAILABLE (``SHUTTING_DOWN``)."""
+        self.accepting = False
 
-    async def drained(self, quiet_seconds: float) -> None:
-        """Return once no call is in flight and none has started for ``quiet_seconds``.
+    async def idle(self, deadline: float) -> bool:
+        """Whether no call is in flight by ``deadline`` (``loop.time()``); returns as soon as none is."""
+        loop = asyncio.get_running_loop()
+        while self._count and loop.time() < deadline:
+            await _set_within(self._idle, deadline - loop.time())
+        return self._count == 0
 
-        The quiet period lets grpc hand over calls it accepted while the event loop was busy: each
-        reaches a handler within a loop iteration or two once the loop is free.
+    async def quiet(self, quiet_seconds: float, deadline: float) -> bool:
+        """Whether, by ``deadline``, ``quiet_seconds`` pass in which no call starts, on a loop that
+        was not held up meanwhile.
+
+        That lets grpc hand over the calls it accepted while the event loop was busy: each reaches a
+        handler within a loop iteration or two once the loop is free. A wait that ends late (the
+        loop was busy with a call, or the process did not run) is no quiet: calls may be waiting.
         """
-        while True:
-            await self._idle.wait()
+        loop = asyncio.get_running_loop()
+        while deadline - loop.time() >= quiet_seconds:
             self._started.clear()
-            try:
-                await asyncio.wait_for(self._started.wait(), quiet_seconds)
-            except TimeoutError:
-                if self._count == 0:
-                    return
+            waited_from = loop.time()
+            quiet = not await _set_within(self._started, quiet_seconds)
+            if quiet and loop.time() - waited_from <= quiet_seconds + _QUIET_LATENESS_SECONDS:
+                return True
+        return False
+
+
+#: How late a quiet period's timer may fire and still count (see ``InFlightCalls.quiet``).
+_QUIET_LATENESS_SECONDS = 0.02
+
+
+async def _set_within(event: asyncio.Event, seconds: float) -> bool:
+    """Whether ``event`` is set within ``seconds``: ``asyncio.wait`` with its own timeout, which returns
+    (it never cancels the caller) when the time is up."""
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        done, _ = await asyncio.wait((waiter,), timeout=max(0.0, seconds))
+    finally:
+        waiter.cancel()
+    return bool(done)
 
 
 class RequestParsingInterceptor(grpc.aio.ServerInterceptor):
@@ -105,6 +139,12 @@ class RequestParsingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or not method.startswith(self._prefixes):
             return handler
         return self._handlers.of(method, handler)
+
+
+async def refuse_if_shutting_down(calls: InFlightCalls, context: Context) -> None:
+    """Refuse the call (UNAVAILABLE: not run, retry elsewhere) once the shutdown takes no new calls."""
+    if not calls.accepting:
+        await context.abort(SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE)
 
 
 def parsing_handler(handler: Handler, calls: InFlightCalls, shortcut: Shortcut | None = None) -> Handler:
@@ -136,6 +176,7 @@ def parsing_handler(handler: Handler, calls: InFlightCalls, shortcut: Shortcut |
     if inspect.isasyncgenfunction(behavior):
 
         async def stream_replies(raw: Any, context: Context) -> AsyncIterator[Any]:
+            await refuse_if_shutting_down(calls, context)
             with calls:
                 try:
                     request = request_of(raw, context)
@@ -151,6 +192,7 @@ def parsing_handler(handler: Handler, calls: InFlightCalls, shortcut: Shortcut |
     elif inspect.iscoroutinefunction(behavior):
 
         async def call(raw: Any, context: Context) -> Any:
+            await refuse_if_shutting_down(calls, context)
             with calls:
                 try:
                     request = request_of(raw, context)
@@ -181,6 +223,7 @@ def _shortcut_handler(
         raise TypeError(f"{behavior!r} is not an asyncio handler; the E2A services have no other kind")
 
     async def call(raw: bytes, context: Context) -> bytes:
+        await refuse_if_shutting_down(calls, context)
         with calls:
             try:
                 reply = shortcut(raw)

@@ -47,7 +47,7 @@ from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.observability import ServerMetrics
-from e2a_grpc.grpc.status import status_for
+from e2a_grpc.grpc.status import SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE, status_for
 from e2a_grpc.model import ErrorCode
 from e2a_grpc.settings import ServerSettings
 
@@ -149,7 +149,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         except E2AFieldError as exc:
             await context.abort_with_status(status_for(exc))
         if self._shutting_down:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "server is shutting down")
+            await context.abort(SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE)
         frames = FrameBuilder(envelope, self.backend.info, self._clock, log_frames=self._log_frames)
         task = asyncio.current_task()
         assert task is not None
@@ -288,9 +288,7 @@ async def _hand_over(sink: FrameSink, frames: list[bytes]) -> None:
 
 
 #: How every in-flight Chat stream ends when the server stops.
-_SHUTTING_DOWN = Interruption(
-    ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down; retry on another instance", {}
-)
+_SHUTTING_DOWN = Interruption(ErrorCode.SERVER_SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, {})
 
 
 def add_chat_service(servicer: ChatServicer, server: grpc.aio.Server) -> None:

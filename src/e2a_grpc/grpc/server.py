@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import socket
-import time
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -49,9 +49,17 @@ SERVICE_NAMES = (
     CHAT_SERVICE_NAME,
     codec_service_pb2.DESCRIPTOR.services_by_name["CodecService"].full_name,
 )
-#: On shutdown, how long no call may have started before the server is considered drained (see
-#: ``InFlightCalls.drained``).
-DRAIN_QUIET_SECONDS = 0.1
+#: On shutdown, how long no call may have started before the calls grpc had already received when
+#: the lame-duck period ended count as handed over (see ``InFlightCalls.quiet``).
+HAND_OVER_QUIET_SECONDS = 0.1
+#: The longest that hand-over may take: an event loop busy with big calls hands them over one by one,
+#: and under continuous load no quiet comes. New calls are refused from then on.
+HAND_OVER_MAX_SECONDS = 1.0
+#: How long past the grace period the cancelling of the calls left and the closing may take; then the
+#: process exits at once, whatever is still running (``exit_when_overdue``).
+STOP_OVERRUN_SECONDS = 0.8
+#: The exit code of a process that did not stop within that time (the command line's "the server failed").
+OVERDUE_EXIT_CODE = 1
 
 
 class ListenError(OSError):
@@ -214,53 +222,105 @@ class E2AServer:
         await self.stop_when_signalled()
 
     async def stop_when_signalled(self, *, first: Callable[[], Awaitable[None]] | None = None) -> None:
-        """Serve until SIGTERM or SIGINT, then stop gracefully (after awaiting ``first``, if given)."""
+        """Serve until SIGTERM or SIGINT, then stop gracefully, exiting the process if that overruns the
+        grace period (``exit_when_overdue``). ``first``: a stop to run first (the A2A server's, whose
+        turns use the backend this stop closes), after the lame-duck period; it is cancelled if it
+        is still running when the grace period is over."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
-        log.info("shutting down (grace %.1f s)", self.config.grace_seconds)
+        deadline = loop.time() + self.config.grace_seconds
+        exit_when_overdue(self.config.grace_seconds + STOP_OVERRUN_SECONDS)
+        log.info(
+            "shutting down (grace %.1f s, lame duck %.1f s)", self.config.grace_seconds, self.config.lame_duck_seconds
+        )
         if first is not None:
-            await first()
-        await self.stop()
+            await self._lame_duck(deadline)
+            if not await finished_by(first(), deadline):
+                log.warning("grace period over before the A2A server had stopped: cancelled its stop")
+        await self.stop(deadline)
 
-    async def stop(self) -> None:
-        """Stop taking calls, let in-flight calls finish within the grace period, then cancel them."""
-        deadline = time.monotonic() + self.config.grace_seconds
+    async def _lame_duck(self, deadline: float) -> None:
+        """Health says NOT_SERVING at once; calls are still taken until the lame-duck period is over."""
         await self.health.enter_graceful_shutdown()
-        # Chat streams get their final "shutting down" frame, and new ones are refused.
+        loop = asyncio.get_running_loop()
+        lame_duck_over = deadline - self.config.grace_seconds + self.config.lame_duck_seconds
+        if loop.time() < lame_duck_over:
+            await asyncio.sleep(lame_duck_over - loop.time())
+
+    async def stop(self, deadline: float | None = None) -> None:
+        """Stop taking calls, let in-flight calls finish by ``deadline`` (``loop.time()``; default: the
+        grace period from now), then cancel them.
+
+        After the lame-duck period, the calls grpc has already received are still handed over and run
+        (for up to ``HAND_OVER_MAX_SECONDS``): grpc's stop would cancel them. From then on a new call is
+        refused with UNAVAILABLE, so that its client retries elsewhere; at ``deadline`` the calls still
+        running are cancelled, with one WARNING saying how many.
+        """
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = loop.time() + self.config.grace_seconds
+        await self._lame_duck(deadline)
+        await self.calls.quiet(HAND_OVER_QUIET_SECONDS, min(deadline, loop.time() + HAND_OVER_MAX_SECONDS))
+        self.calls.refuse_new()
+        # Chat streams get their final "shutting down" frame.
         await self.chat.shutdown()
-        # grpc's stop cancels the calls it has accepted but not yet handed to a handler (those that
-        # queued while the event loop was busy): hand them all over and let them finish first.
-        try:
-            async with asyncio.timeout(self.config.grace_seconds):
-                await self.calls.drained(DRAIN_QUIET_SECONDS)
-        except TimeoutError:
-            if self.calls.count:
-                log.warning("grace period over with %d calls in flight: cancelling them", self.calls.count)
+        if not await self.calls.idle(deadline):
+            log.warning("grace period over with %d calls in flight: cancelling them", self.calls.count)
         # From here a cancelled Chat call is the server's doing, not its client's.
         self.chat.end_grace()
-        await self.server.stop(max(0.0, deadline - time.monotonic()))
+        await self.server.stop(max(0.0, deadline - loop.time()))
         if self.publisher is not None:  # the frames of the last streams, within what is left of the grace
             # The Chat calls grpc's stop cancelled hand their streams' last frames to the publisher as
             # they unwind, after the stop returned (ChatServicer): close it once they have.
-            try:
-                async with asyncio.timeout(max(0.1, deadline - time.monotonic())):
-                    await self.calls.idle()
-                    await self.chat.closing_frames_handed_over()
-            except TimeoutError:
+            closing_deadline = max(deadline, loop.time() + 0.1)
+            if not (
+                await self.calls.idle(closing_deadline)
+                and await finished_by(self.chat.closing_frames_handed_over(), closing_deadline)
+            ):
                 log.warning(
                     "%d calls still running (or handing their last frames to the publisher) after the shutdown: "
                     "not waiting for them",
                     self.calls.count,
                 )
-            await self.publisher.close(max(0.1, deadline - time.monotonic()))
+            await self.publisher.close(max(0.1, deadline - loop.time()))
         if self._metrics_http is not None:
             self._metrics_http.close()
         if self._own_tracer_provider is not None:
             self._own_tracer_provider.shutdown()
         log.info("e2a-grpc stopped")
+
+
+async def finished_by(work: Awaitable[None], deadline: float) -> bool:
+    """Run ``work`` until ``deadline`` (``loop.time()``); whether it finished, else it is cancelled.
+
+    ``asyncio.wait`` with its own timeout: the deadline cannot be lost (see ``InFlightCalls``)."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait((task,), timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+    if not done:
+        task.cancel()
+        # The error it may end with while it unwinds is of no more use (and is not to be logged as lost).
+        task.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
+        await asyncio.wait((task,), timeout=STOP_OVERRUN_SECONDS / 2)
+        return False
+    task.result()  # its exception, if it failed
+    return True
+
+
+def exit_when_overdue(seconds: float) -> None:
+    """End this process ``seconds`` from now if it is still running: the last resort that makes the
+    grace period an upper bound, also when the event loop is stuck (a thread of its own)."""
+
+    def exit_now() -> None:
+        log.error("the shutdown overran the grace period by %.1f s: exiting now", STOP_OVERRUN_SECONDS)
+        logging.shutdown()
+        os._exit(OVERDUE_EXIT_CODE)
+
+    watchdog = threading.Timer(seconds, exit_now)
+    watchdog.daemon = True  # the normal exit does not wait for it
+    watchdog.start()
 
 
 def running_event_loop() -> EventLoop:
@@ -286,7 +346,8 @@ async def serve(
     """
     server = E2AServer(config, reuse_port=reuse_port)
     await server.start()
+    freeze_startup_heap()
+    # Then at once the SIGTERM handler: a parent that restarted this worker may stop it right away.
     if on_started is not None:
         on_started()
-    freeze_startup_heap()
     await server.stop_when_signalled()

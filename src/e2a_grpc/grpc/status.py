@@ -22,6 +22,12 @@ Request = TypeVar("Request")
 Reply = TypeVar("Reply")
 
 
+#: A call that reaches a server whose shutdown no longer takes calls: it was not run, so any client may
+#: retry it, on another instance.
+SHUTTING_DOWN_CODE = grpc.StatusCode.UNAVAILABLE
+SHUTTING_DOWN_MESSAGE = "the server is shutting down; retry on another instance"
+
+
 def invalid_argument(errors: list[E2AFieldError]) -> grpc.Status:
     """INVALID_ARGUMENT naming each bad field, with google.rpc.BadRequest field violations."""
     bad_request = error_details_pb2.BadRequest(

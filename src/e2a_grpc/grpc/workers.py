@@ -8,14 +8,17 @@ SO_REUSEPORT can take the port, and port 0 gets its number), and starts the work
 them. The workers are started with ``spawn`` (a fresh interpreter each), as gRPC cannot be used in
 a child forked from a process that has used it. SIGTERM or SIGINT to the parent reaches every
 worker as SIGTERM, and each shuts down gracefully as a single server does (health NOT_SERVING,
-Chat streams get their final frame, in-flight calls get the grace period). A worker that ends on
-its own (it failed) stops the others, and the parent exits with a failure. With ``pin_workers``,
-worker i runs on the i-th CPU the parent may run on (``cpus_of_workers``).
+Chat streams get their final frame, in-flight calls get the grace period). A worker that dies is
+started again after a backoff, while the others go on serving the port; after more than
+``worker_max_restarts`` deaths within ``worker_restart_window_seconds``, or a worker's failure to
+start at all, the parent stops the others and exits with a failure. With ``pin_workers``, worker i
+runs on the i-th CPU the parent may run on (``cpus_of_workers``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import ctypes
 import logging
@@ -26,6 +29,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from multiprocessing.connection import Connection
 from types import FrameType
@@ -141,66 +145,167 @@ def _worker(
         sys.exit(WORKER_FAILED)
 
 
-def _supervise(config: ServerSettings, count: int, setup_worker: Callable[[], None]) -> int:
-    context = multiprocessing.get_context("spawn")
-    workers = []
-    #: The parent's end of each worker's pipe on which it says it listens; dropped once it has.
-    starting: dict[Connection, multiprocessing.process.BaseProcess] = {}
-    senders: dict[multiprocessing.process.BaseProcess, Connection] = {}
-    for number, cpu in enumerate(cpus_of_workers(count, config.pin_workers), start=1):
-        receiver, sender = context.Pipe(duplex=False)
-        worker = context.Process(
-            target=_worker, args=(config, setup_worker, os.getpid(), sender, cpu), name=f"e2a-grpc worker {number}"
-        )
-        workers.append(worker)
-        starting[receiver] = worker
-        senders[worker] = sender
-    stopping = False
+#: The wait before a dead worker is started again, doubled for each other death within the restart
+#: window (``worker_restart_window_seconds``), up to ``RESTART_BACKOFF_MAX_SECONDS``: a worker that
+#: dies of its load is not restarted into it at once, again and again.
+RESTART_BACKOFF_SECONDS = 0.5
+RESTART_BACKOFF_MAX_SECONDS = 10.0
 
-    def stop_workers(signum: int | None = None, _frame: FrameType | None = None) -> None:
-        nonlocal stopping
-        stopping = True
-        for worker in workers:
+
+def how_it_ended(exitcode: int | None) -> str:
+    """A worker's end as a log line says it: its exit code, or the signal that killed it."""
+    if exitcode is not None and exitcode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-exitcode).name}"
+        return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def restart_delay(recent_deaths: int) -> float:
+    """The wait before a restart, after ``recent_deaths`` deaths within the restart window (this one included)."""
+    return float(min(RESTART_BACKOFF_MAX_SECONDS, RESTART_BACKOFF_SECONDS * 2 ** max(0, recent_deaths - 1)))
+
+
+class _Supervisor:
+    """The parent of the workers: starts them, restarts one that dies (with backoff), and stops them all
+    on SIGTERM/SIGINT, or once workers die more often than ``worker_max_restarts`` allows."""
+
+    def __init__(self, config: ServerSettings, count: int, setup_worker: Callable[[], None]) -> None:
+        self.config = config
+        self.count = count
+        self.setup_worker = setup_worker
+        self.context = multiprocessing.get_context("spawn")
+        self.cpus = cpus_of_workers(count, config.pin_workers)
+        #: Worker number (1..count) -> its current process.
+        self.workers: dict[int, multiprocessing.process.BaseProcess] = {}
+        #: The parent's end of each starting worker's pipe on which it says it listens.
+        self.starting: dict[Connection, int] = {}
+        #: The workers that have listened once (a worker that fails its first start is no transient fault).
+        self.served: set[int] = set()
+        #: Worker number -> when (``time.monotonic()``) it is due to be started again.
+        self.restarts: dict[int, float] = {}
+        self.deaths: collections.deque[float] = collections.deque()
+        self.stopping = False
+        self.failed = False
+        # The signal handler writes here, so that a wait for a restart's time ends at once.
+        self._wakeup_read, self._wakeup_write = os.pipe()
+
+    def start(self, number: int) -> None:
+        receiver, sender = self.context.Pipe(duplex=False)
+        worker = self.context.Process(
+            target=_worker,
+            args=(self.config, self.setup_worker, os.getpid(), sender, self.cpus[number - 1]),
+            name=f"e2a-grpc worker {number}",
+        )
+        worker.start()
+        # The worker has its own copy: a worker that dies before it listens makes its pipe end.
+        sender.close()
+        self.workers[number] = worker
+        self.starting[receiver] = number
+
+    def stop_workers(self, signum: int | None = None, _frame: FrameType | None = None) -> None:
+        self.stopping = True
+        self.restarts.clear()
+        with contextlib.suppress(OSError):
+            os.write(self._wakeup_write, b"\0")
+        for worker in self.workers.values():
             if worker.pid is not None and worker.exitcode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(worker.pid, signal.SIGTERM)
 
-    previous = {signum: signal.signal(signum, stop_workers) for signum in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        for worker in workers:
-            if not stopping:
-                worker.start()
-            # The worker has its own copy: a worker that dies before it listens makes its pipe end.
-            senders[worker].close()
-        failed = False
-        running = [worker for worker in workers if worker.pid is not None]
-        while running:
-            ready = multiprocessing.connection.wait([*starting, *(worker.sentinel for worker in running)])
-            for receiver in [receiver for receiver in starting if receiver in ready]:
-                with contextlib.suppress(EOFError):  # EOF: the worker ended before it listened (below)
-                    receiver.recv()
+    def run(self) -> int:
+        previous = {signum: signal.signal(signum, self.stop_workers) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            for number in range(1, self.count + 1):
+                if not self.stopping:
+                    self.start(number)
+            while self.workers or self.restarts:
+                self._step()
+            return WORKER_FAILED if self.failed else 0
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            for receiver in self.starting:
                 receiver.close()
-                del starting[receiver]
-                if not starting and not stopping:
-                    log.info(
-                        "e2a-grpc: all %d workers serving on %s:%d (SO_REUSEPORT%s)",
-                        count,
-                        config.host,
-                        config.port,
-                        ", workers pinned to CPUs" if config.pin_workers else "",
-                    )
-            for worker in [worker for worker in running if worker.sentinel in ready]:
-                worker.join()
-                running.remove(worker)
-                # A worker stopped before its server had set up its own SIGTERM handler had nothing to drain.
-                stopped = stopping and worker.exitcode in (0, -signal.SIGTERM)
-                if not stopped:
-                    # A worker that ends unasked, or fails, takes the service down with it: the others
-                    # would carry on with part of the capacity, unnoticed.
-                    log.error("%s ended (exit code %s): stopping the others", worker.name, worker.exitcode)
-                    failed = True
-                    stop_workers()
-        return WORKER_FAILED if failed else 0
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            os.close(self._wakeup_read)
+            os.close(self._wakeup_write)
+
+    def _step(self) -> None:
+        timeout = max(0.0, min(self.restarts.values()) - time.monotonic()) if self.restarts else None
+        sentinels = {worker.sentinel: number for number, worker in self.workers.items()}
+        ready = multiprocessing.connection.wait([*self.starting, *sentinels, self._wakeup_read], timeout)
+        if self._wakeup_read in ready:
+            os.read(self._wakeup_read, 64)
+        for receiver in [receiver for receiver in self.starting if receiver in ready]:
+            self._listening(receiver)
+        for sentinel in [sentinel for sentinel in sentinels if sentinel in ready]:
+            self._ended(sentinels[sentinel])
+        now = time.monotonic()
+        for number in [number for number, due in self.restarts.items() if due <= now]:
+            del self.restarts[number]
+            self.start(number)
+
+    def _listening(self, receiver: Connection) -> None:
+        number = self.starting.pop(receiver)
+        try:
+            receiver.recv()
+        except EOFError:  # the worker ended before it listened (its sentinel says so)
+            return
+        finally:
+            receiver.close()
+        restarted = number in self.served
+        self.served.add(number)
+        if self.stopping:
+            return
+        if restarted:
+            log.info("e2a-grpc: worker %d serving again (pid %d)", number, self.workers[number].pid)
+        elif len(self.served) == self.count:
+            log.info(
+                "e2a-grpc: all %d workers serving on %s:%d (SO_REUSEPORT%s)",
+                self.count,
+                self.config.host,
+                self.config.port,
+                ", workers pinned to CPUs" if self.config.pin_workers else "",
+            )
+
+    def _ended(self, number: int) -> None:
+        worker = self.workers.pop(number)
+        worker.join()
+        ended = how_it_ended(worker.exitcode)
+        if self.stopping:
+            # A worker stopped before its server had set up its own SIGTERM handler had nothing to drain.
+            if worker.exitcode not in (0, -signal.SIGTERM):
+                log.error("%s ended (%s) while the service stopped", worker.name, ended)
+                self.failed = True
+            return
+        if number not in self.served:
+            # It never listened: a fault of the configuration or the host, which a restart repeats.
+            log.error("%s ended before it listened (%s): stopping the others", worker.name, ended)
+            self.failed = True
+            self.stop_workers()
+            return
+        now = time.monotonic()
+        self.deaths.append(now)
+        while self.deaths and self.deaths[0] <= now - self.config.worker_restart_window_seconds:
+            self.deaths.popleft()
+        if len(self.deaths) > self.config.worker_max_restarts:
+            log.error(
+                "e2a-grpc: giving up: %d worker deaths within %g s (at most %d restarts; the last: %s, %s): "
+                "stopping the others",
+                len(self.deaths),
+                self.config.worker_restart_window_seconds,
+                self.config.worker_max_restarts,
+                worker.name,
+                ended,
+            )
+            self.failed = True
+            self.stop_workers()
+            return
+        delay = restart_delay(len(self.deaths))
+        # The other workers go on serving the port; only this one's connections and calls are lost.
+        log.error("%s died (%s): restarting it in %.1f s", worker.name, ended, delay)
+        self.restarts[number] = now + delay
+
+
+def _supervise(config: ServerSettings, count: int, setup_worker: Callable[[], None]) -> int:
+    return _Supervisor(config, count, setup_worker).run()
