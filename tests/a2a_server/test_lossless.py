@@ -36,18 +36,13 @@ from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.model import DeltaKind, ResponseKind
 from e2a_grpc.protocols import parts as content
 from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS
+from tests.support.agents.a2a_agent import json_struct
 
 names = st.text(max_size=8)  # valid Unicode: protobuf strings are
 ids = st.text("abcdef0123456789-", min_size=1, max_size=12)
 media_types = st.sampled_from(["", "text/plain", "application/json", "image/png", "audio/wav", "application/pdf"])
 json_leaves = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40).map(float), names)
-structs = st.dictionaries(names, json_leaves, max_size=3).map(lambda value: _struct(value))
-
-
-def _struct(value: dict[str, Any]) -> struct_pb2.Struct:
-    struct = struct_pb2.Struct()
-    struct.update(value)
-    return struct
+structs = st.dictionaries(names, json_leaves, max_size=3).map(json_struct)
 
 
 def _part(kind: str, value: Any, media_type: str, filename: str, metadata: struct_pb2.Struct) -> Part:

@@ -25,6 +25,7 @@ from tests.a2a_server.conftest import (
     user_message,
 )
 from tests.a2a_server.test_acp_and_projection import acp_backend, agent_events
+from tests.support.agents.a2a_agent import json_struct
 
 
 def _question(task: Task) -> tuple[str, dict[str, Any]]:
@@ -37,13 +38,7 @@ def _answer(task: Task, part: Part) -> Message:
 
 
 def _option_id(option_id: str) -> Part:
-    return Part(data=struct_pb2.Value(struct_value=_struct({"option_id": option_id})))
-
-
-def _struct(value: dict[str, Any]) -> struct_pb2.Struct:
-    struct = struct_pb2.Struct()
-    struct.update(value)
-    return struct
+    return Part(data=struct_pb2.Value(struct_value=json_struct({"option_id": option_id})))
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,8 @@ _BRANCH_FOR = {
 _WAITING_STATES = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
 
 
-def _json_struct(value: dict[str, Any]) -> struct_pb2.Struct:
+def json_struct(value: dict[str, Any]) -> struct_pb2.Struct:
+    """A protobuf ``Struct`` holding ``value`` (parts' data and metadata are Structs)."""
     struct = struct_pb2.Struct()
     struct.update(value)
     return struct
@@ -169,7 +170,7 @@ class ScriptedExecutor(AgentExecutor):
             if "ask" in words or "login" in words:
                 state = TaskState.TASK_STATE_INPUT_REQUIRED if "ask" in words else TaskState.TASK_STATE_AUTH_REQUIRED
                 question = self._agent_message(context, "what is your name?")
-                question.parts.append(Part(data=struct_pb2.Value(struct_value=_json_struct({"expects": "name"}))))
+                question.parts.append(Part(data=struct_pb2.Value(struct_value=json_struct({"expects": "name"}))))
                 await self._emit(event_queue, context, self._status(context, state, question))
                 return
             if "parts" in words:
@@ -200,7 +201,7 @@ class ScriptedExecutor(AgentExecutor):
         await self._emit(queue, context, self._status(context, TaskState.TASK_STATE_COMPLETED))
 
     async def _parts(self, queue: EventQueue, context: RequestContext) -> None:
-        metadata = _json_struct({"agent": "scripted", "step": 1})
+        metadata = json_struct({"agent": "scripted", "step": 1})
         working = self._status(context, TaskState.TASK_STATE_WORKING)
         working.metadata.CopyFrom(metadata)
         await self._emit(queue, context, working)
@@ -213,7 +214,7 @@ class ScriptedExecutor(AgentExecutor):
                 Part(raw=bytes(range(256)), media_type="application/octet-stream", filename="bytes.bin"),
                 Part(raw=b"\x89PNG\r\n", media_type="image/png", filename="dot.png"),
                 Part(url="https://example.com/report.pdf", media_type="application/pdf", filename="report.pdf"),
-                Part(data=struct_pb2.Value(struct_value=_json_struct({"answer": 42, "list": ["a", True, None]}))),
+                Part(data=struct_pb2.Value(struct_value=json_struct({"answer": 42, "list": ["a", True, None]}))),
             ],
         )
         event = TaskArtifactUpdateEvent(task_id=context.task_id, context_id=context.context_id, artifact=files)
