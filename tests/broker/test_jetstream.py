@@ -22,7 +22,7 @@ from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA
 from e2a_grpc.chat.events import Complete, Delta, Event, TurnsNeverWait
 from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
-from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols import cloudevent_formats, cloudevents
 from e2a_grpc.settings import ServerSettings
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import FAKE_INFO
@@ -286,10 +286,10 @@ async def test_a_subscriber_rebuilds_a_stream_stored_out_of_order_and_twice(brok
 
 async def _publish_foreign_messages(broker: NatsServer, subject: str) -> int:
     """Messages another publisher puts on the frames' subjects: none is a frame of a Chat stream."""
-    request = cloudevents.to_http_binary(
+    request = cloudevent_formats.to_http_binary(
         cloudevents.record_to_event(_request("foreign-request", 1), type_prefix="io.e2a")
     )
-    response_without_request = cloudevents.to_http_binary(
+    response_without_request = cloudevent_formats.to_http_binary(
         cloudevents.record_to_event(E2AResponse(response_id="r-1", is_final=True), type_prefix="io.e2a")
     )
     messages: list[tuple[bytes, dict[str, str] | None]] = [

@@ -13,9 +13,10 @@ from cloudevents.core.bindings import kafka as sdk_kafka
 from cloudevents.core.formats.json import JSONFormat
 from cloudevents.core.v1.event import CloudEvent as SdkEvent
 
-from e2a_grpc import jsontext
+from e2a_grpc import cli, jsontext
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.protocols import cloudevent_formats as formats
 from e2a_grpc.protocols import cloudevents as ce
 from tests.support.cloudevent_records import conformance_records
 
@@ -66,7 +67,7 @@ def test_the_sdk_reads_our_structured_events() -> None:
     for record in _records():
         ours = ce.record_to_event(record, type_prefix=PREFIX)
         message = sdk_http.HTTPMessage(
-            headers={"content-type": ce.STRUCTURED_CONTENT_TYPE}, body=ce.to_structured_json(ours).encode()
+            headers={"content-type": formats.STRUCTURED_CONTENT_TYPE}, body=formats.to_structured_json(ours).encode()
         )
         _assert_sdk_read_our_event(sdk_http.from_structured(message, JSONFormat()), ours, record)
 
@@ -74,7 +75,7 @@ def test_the_sdk_reads_our_structured_events() -> None:
 def test_the_sdk_reads_our_binary_http_events() -> None:
     for record in _records():
         ours = ce.record_to_event(record, type_prefix=PREFIX)
-        message = ce.to_http_binary(ours)
+        message = formats.to_http_binary(ours)
         sdk_event = sdk_http.from_binary(sdk_http.HTTPMessage(headers=message.headers, body=message.body), JSONFormat())
         _assert_sdk_read_our_event(sdk_event, ours, record)
 
@@ -82,7 +83,7 @@ def test_the_sdk_reads_our_binary_http_events() -> None:
 def test_the_sdk_reads_our_kafka_events() -> None:
     for record in _records()[:50]:
         ours = ce.record_to_event(record, type_prefix=PREFIX)
-        message = ce.to_kafka_binary(ours)
+        message = cli.to_kafka_binary(ours)
         sdk_message = sdk_kafka.KafkaMessage(headers=dict(message.headers), key=message.key, value=message.value or b"")
         _assert_sdk_read_our_event(sdk_kafka.from_binary(sdk_message, JSONFormat()), ours, record)
 
@@ -94,11 +95,11 @@ def test_we_read_the_sdks_http_events(mode: str) -> None:
         if mode == "structured":
             message = sdk_http.to_structured(sdk_event, JSONFormat())
             content_type = {name.lower(): value for name, value in message.headers.items()}["content-type"]
-            assert content_type.startswith(ce.STRUCTURED_CONTENT_TYPE)
-            event = ce.from_structured_json(message.body)
+            assert content_type.startswith(formats.STRUCTURED_CONTENT_TYPE)
+            event = formats.from_structured_json(message.body)
         else:
             message = sdk_http.to_binary(sdk_event, JSONFormat())
-            event = ce.from_http_binary(message.headers, message.body)
+            event = formats.from_http_binary(message.headers, message.body)
         assert (event.id, event.source, event.type) == (
             sdk_event.get_id(),
             sdk_event.get_source(),
@@ -114,7 +115,7 @@ def test_we_read_the_sdks_kafka_events() -> None:
     for record in _records()[:50]:
         sdk_event = _sdk_event(record)
         message = sdk_kafka.to_binary(sdk_event, JSONFormat())
-        event = ce.from_kafka_binary(list(message.headers.items()), message.value, None)
+        event = cli.from_kafka_binary(list(message.headers.items()), message.value, None)
         assert ce.event_to_record(event).to_json() == record.to_json()
 
 
@@ -126,5 +127,5 @@ def test_an_sdk_event_that_contradicts_its_data_is_refused_naming_the_attribute(
     )
     message = sdk_http.to_binary(sdk_event, JSONFormat())
     with pytest.raises(E2AFieldError) as caught:
-        ce.event_to_record(ce.from_http_binary(message.headers, message.body))
+        ce.event_to_record(formats.from_http_binary(message.headers, message.body))
     assert caught.value.field == "seq"

@@ -11,6 +11,7 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc import jsontext
 from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.protocols import cloudevent_formats as formats
 from e2a_grpc.protocols import cloudevents as ce
 from tests.support.cloudevent_records import conformance_records
 from tests.support.status import field_violations
@@ -72,7 +73,7 @@ async def test_a_bad_event_gets_invalid_argument_naming_the_attribute(
     frames = [
         E2AResponse(response_id=f"f-{n}", request_id="r", sequence=n, response_kind="e2a.chunk") for n in range(2)
     ]
-    batch = pb.CloudEventBatch(events=map(ce.to_protobuf, ce.records_to_events(frames, type_prefix="p")))
+    batch = pb.CloudEventBatch(events=map(formats.to_protobuf, ce.records_to_events(frames, type_prefix="p")))
     batch.events[1].attributes["seq"].ce_integer = 7
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.FromCloudEvents(pb.FromCloudEventsRequest(batch=batch))
@@ -84,7 +85,9 @@ async def test_a_bad_event_gets_invalid_argument_naming_the_attribute(
         await stub.FromCloudEvents(pb.FromCloudEventsRequest(batch=batch))
     assert [field for field, _ in field_violations(caught.value)] == ["batch.events[1].specversion"]
 
-    text = ce.to_structured_json(ce.records_to_events(frames[:1], type_prefix="p")[0]).replace('"seq":0', '"seq":"x"')
+    text = formats.to_structured_json(ce.records_to_events(frames[:1], type_prefix="p")[0]).replace(
+        '"seq":0', '"seq":"x"'
+    )
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.FromCloudEvents(pb.FromCloudEventsRequest(json=text))
     assert [field for field, _ in field_violations(caught.value)] == ["json.seq"]

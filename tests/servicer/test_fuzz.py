@@ -30,7 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from e2a.v1 import agent_service_pb2, codec_service_pb2, conversion_service_pb2, e2a_pb2
 from e2a_grpc import E2AEnvelope, E2AResponse
-from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols import cloudevent_formats, cloudevents
 from tests.conftest import InProcessServer
 from tests.support import vectors
 
@@ -137,8 +137,10 @@ def _from_cloudevents(rng: random.Random) -> bytes:
     records = [rng.choice(seeds) for _ in range(rng.randint(1, 3))]
     events = cloudevents.records_to_events(records, type_prefix="io.e2a")
     if rng.random() < 0.5:
-        return conversion_service_pb2.FromCloudEventsRequest(json=cloudevents.to_batch_json(events)).SerializeToString()
-    batch = conversion_service_pb2.CloudEventBatch(events=map(cloudevents.to_protobuf, events))
+        return conversion_service_pb2.FromCloudEventsRequest(
+            json=cloudevent_formats.to_batch_json(events)
+        ).SerializeToString()
+    batch = conversion_service_pb2.CloudEventBatch(events=map(cloudevent_formats.to_protobuf, events))
     return conversion_service_pb2.FromCloudEventsRequest(batch=batch).SerializeToString()
 
 

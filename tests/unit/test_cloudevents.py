@@ -13,9 +13,10 @@ from hypothesis import given, settings
 
 from e2a.cloudevents.v1 import cloudevents_pb2
 from e2a.v1 import conversion_service_pb2
-from e2a_grpc import jsontext
+from e2a_grpc import cli, jsontext
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.protocols import cloudevent_formats as formats
 from e2a_grpc.protocols import cloudevents as ce
 from tests.support import strategies
 from tests.support.cloudevent_records import conformance_records
@@ -25,29 +26,29 @@ Record = E2AEnvelope | E2AResponse
 
 
 def _through_protobuf(event: ce.CloudEvent) -> ce.CloudEvent:
-    data = ce.to_protobuf(event).SerializeToString()
-    return ce.from_protobuf(cloudevents_pb2.CloudEvent.FromString(data))
+    data = formats.to_protobuf(event).SerializeToString()
+    return formats.from_protobuf(cloudevents_pb2.CloudEvent.FromString(data))
 
 
 def _through_http(event: ce.CloudEvent) -> ce.CloudEvent:
-    message = ce.to_http_binary(event)
+    message = formats.to_http_binary(event)
     # Header names are case-insensitive on the way in.
-    return ce.from_http_binary({name.title(): value for name, value in message.headers.items()}, message.body)
+    return formats.from_http_binary({name.title(): value for name, value in message.headers.items()}, message.body)
 
 
 def _through_kafka(event: ce.CloudEvent) -> ce.CloudEvent:
-    message = ce.to_kafka_binary(event)
-    return ce.from_kafka_binary(message.headers, message.value)
+    message = cli.to_kafka_binary(event)
+    return cli.from_kafka_binary(message.headers, message.value)
 
 
 FORMATS: dict[str, Callable[[ce.CloudEvent], ce.CloudEvent]] = {
-    "structured": lambda event: ce.from_structured_json(ce.to_structured_json(event)),
-    "batch": lambda event: ce.from_batch_json(ce.to_batch_json([event, event]))[1],
+    "structured": lambda event: formats.from_structured_json(formats.to_structured_json(event)),
+    "batch": lambda event: formats.from_batch_json(formats.to_batch_json([event, event]))[1],
     "http": _through_http,
     "kafka": _through_kafka,
     "protobuf": _through_protobuf,
-    "protobuf-batch": lambda event: ce.from_protobuf_batch(
-        cloudevents_pb2.CloudEventBatch.FromString(ce.to_protobuf_batch([event]).SerializeToString())
+    "protobuf-batch": lambda event: formats.from_protobuf_batch(
+        cloudevents_pb2.CloudEventBatch.FromString(formats.to_protobuf_batch([event]).SerializeToString())
     )[0],
 }
 
@@ -130,20 +131,22 @@ def test_a_sequence_beyond_32_bits_has_no_seq_attribute() -> None:
 
 def test_structured_json_embeds_the_wire_json_unchanged() -> None:
     envelope = E2AEnvelope(method="m", request_id="r", params={"x": 1.0, "big": 2**64 + 1, "t": "héllo"})
-    text = ce.to_structured_json(ce.record_to_event(envelope, type_prefix="io.e2a"))
+    text = formats.to_structured_json(ce.record_to_event(envelope, type_prefix="io.e2a"))
     assert text.endswith(',"data":' + envelope.to_json() + "}")
 
 
 def test_http_headers_are_percent_encoded() -> None:
     envelope = E2AEnvelope(method="m", request_id='a b"%é', channel="c")
-    headers = ce.to_http_binary(ce.record_to_event(envelope, type_prefix="io.e2a")).headers
+    headers = formats.to_http_binary(ce.record_to_event(envelope, type_prefix="io.e2a")).headers
     assert headers["ce-id"] == "a%20b%22%25%C3%A9"
     assert headers["content-type"] == "application/json"
 
 
 def _event(**changes: Any) -> dict[str, Any]:
     frame = E2AResponse(response_id="f-1", request_id="r-1", sequence=1, response_kind="e2a.chunk")
-    document: dict[str, Any] = jsontext.loads(ce.to_structured_json(ce.record_to_event(frame, type_prefix="p")), "$")
+    document: dict[str, Any] = jsontext.loads(
+        formats.to_structured_json(ce.record_to_event(frame, type_prefix="p")), "$"
+    )
     for name, value in changes.items():
         if value is None:
             document.pop(name, None)
@@ -178,62 +181,62 @@ def _event(**changes: Any) -> dict[str, Any]:
 def test_bad_events_name_the_attribute(changes: dict[str, Any], field: str) -> None:
     text = jsontext.dumps(_event(**changes))
     with pytest.raises(E2AFieldError) as caught:
-        ce.event_to_record(ce.from_structured_json(text))
+        ce.event_to_record(formats.from_structured_json(text))
     assert caught.value.field == field
 
 
 def test_a_bad_event_in_a_batch_is_named_by_its_index() -> None:
     text = jsontext.dumps([_event(), _event(seq=9)])
     with pytest.raises(E2AFieldError) as caught:
-        ce.events_to_records(ce.from_batch_json(text))
+        ce.events_to_records(formats.from_batch_json(text))
     assert caught.value.field == "[1].seq"
 
 
 def test_protobuf_data_that_is_a_message_is_refused() -> None:
-    message = ce.to_protobuf(ce.record_to_event(E2AEnvelope(method="m"), type_prefix="p"))
+    message = formats.to_protobuf(ce.record_to_event(E2AEnvelope(method="m"), type_prefix="p"))
     message.proto_data.Pack(cloudevents_pb2.CloudEventBatch())
     with pytest.raises(E2AFieldError) as caught:
-        ce.from_protobuf(message)
+        formats.from_protobuf(message)
     assert caught.value.field == "proto_data"
 
 
 @pytest.mark.parametrize(("seconds", "nanos"), [(2**62, 0), (0, -1), (-(2**40), 0)])
 def test_a_timestamp_out_of_range_is_refused_naming_the_attribute(seconds: int, nanos: int) -> None:
-    message = ce.to_protobuf(ce.record_to_event(E2AEnvelope(method="m"), type_prefix="p"))
+    message = formats.to_protobuf(ce.record_to_event(E2AEnvelope(method="m"), type_prefix="p"))
     message.attributes["time"].ce_timestamp.seconds = seconds
     message.attributes["time"].ce_timestamp.nanos = nanos
     with pytest.raises(E2AFieldError) as caught:
-        ce.from_protobuf(message)
+        formats.from_protobuf(message)
     assert caught.value.field == "attributes.time"
 
 
-@pytest.mark.parametrize("form", list(ce.Format))
-def test_the_byte_forms_round_trip(form: ce.Format) -> None:
+@pytest.mark.parametrize("form", list(cli.Format))
+def test_the_byte_forms_round_trip(form: cli.Format) -> None:
     records = list(conformance_records()[:5])
-    if form is ce.Format.PROTOBUF:
+    if form is cli.Format.PROTOBUF:
         records = records[:1]
     events = ce.records_to_events(records, type_prefix="io.e2a")
-    back = ce.events_to_records(ce.decode(ce.encode(events, form), form))
+    back = ce.events_to_records(cli.decode(cli.encode(events, form), form))
     assert [record.to_json() for record in back] == [record.to_json() for record in records]
 
 
 def test_undecodable_protobuf_bytes_are_refused() -> None:
     with pytest.raises(E2AFieldError) as caught:
-        ce.decode(b"\xff\xff\xff", ce.Format.PROTOBUF)
+        cli.decode(b"\xff\xff\xff", cli.Format.PROTOBUF)
     assert caught.value.field == "$"
 
 
 def test_json_data_travels_as_binary_data_and_text_data_is_read_too() -> None:
     envelope = E2AEnvelope(method="m", request_id="r", params={"t": "héllo"})
-    message = ce.to_protobuf(ce.record_to_event(envelope, type_prefix="p"))
+    message = formats.to_protobuf(ce.record_to_event(envelope, type_prefix="p"))
     assert message.WhichOneof("data") == "binary_data"
     message.text_data = message.binary_data.decode()  # as a peer that counts JSON as text writes it
-    assert ce.event_to_record(ce.from_protobuf(message)).to_json() == envelope.to_json()
+    assert ce.event_to_record(formats.from_protobuf(message)).to_json() == envelope.to_json()
 
 
 def test_a_peer_may_give_the_event_an_id_of_its_own() -> None:
-    assert ce.event_to_record(ce.from_structured_json(jsontext.dumps(_event(id="broker-7")))).to_json() == (
-        ce.event_to_record(ce.from_structured_json(jsontext.dumps(_event()))).to_json()
+    assert ce.event_to_record(formats.from_structured_json(jsontext.dumps(_event(id="broker-7")))).to_json() == (
+        ce.event_to_record(formats.from_structured_json(jsontext.dumps(_event()))).to_json()
     )
 
 
@@ -245,8 +248,8 @@ def test_a_whitespace_id_is_not_the_event_id() -> None:
 def test_a_pretty_printed_structured_event_is_read() -> None:
     envelope = E2AEnvelope(method="m", request_id="r")
     event = ce.record_to_event(envelope, type_prefix="p")
-    text = json.dumps(json.loads(ce.to_structured_json(event)), indent=2)
-    [read] = ce.decode(text.encode(), ce.Format.STRUCTURED)
+    text = json.dumps(json.loads(formats.to_structured_json(event)), indent=2)
+    [read] = cli.decode(text.encode(), cli.Format.STRUCTURED)
     assert ce.event_to_record(read).to_json() == envelope.to_json()
 
 
@@ -254,9 +257,9 @@ def test_the_conversion_service_batch_is_the_spec_batch_on_the_wire_and_in_json(
     """e2a.v1.CloudEventBatch (the ConversionService's, as the Go and Java SDKs have no batch message)
     and io.cloudevents.v1.CloudEventBatch are the same bytes and the same JSON, both ways."""
     events = ce.records_to_events(conformance_records(), type_prefix=PREFIX)
-    spec = ce.to_protobuf_batch(events)
-    ours = conversion_service_pb2.CloudEventBatch(events=map(ce.to_protobuf, events))
+    spec = formats.to_protobuf_batch(events)
+    ours = conversion_service_pb2.CloudEventBatch(events=map(formats.to_protobuf, events))
     assert ours.SerializeToString(deterministic=True) == spec.SerializeToString(deterministic=True)
     assert cloudevents_pb2.CloudEventBatch.FromString(ours.SerializeToString()) == spec
     assert json_format.MessageToDict(ours) == json_format.MessageToDict(spec)
-    assert ce.from_protobuf_batch(ours) == ce.from_protobuf_batch(spec)
+    assert formats.from_protobuf_batch(ours) == formats.from_protobuf_batch(spec)

@@ -1,10 +1,10 @@
 """The NATS message of a Chat frame, written straight from the frame's bytes: the publisher's hot path.
 
-``frame_message`` (jetstream.py) is the general mapping: the frame decoded into an ``E2AResponse``,
-its CloudEvent built (``cloudevents.record_to_event``) and put in binary mode
-(``cloudevents.to_http_binary``). ``FrameMessages.message`` gives exactly the same subject, headers
-(in the same order) and payload, at a fraction of the cost: everything that the frames of one stream
-share is worked out once per stream and kept, and a frame only adds its own fields.
+``frame_message`` is the general mapping: the frame decoded into an ``E2AResponse``, its CloudEvent
+built (``cloudevents.record_to_event``) and put in binary mode (``cloudevent_formats.to_http_binary``).
+``FrameMessages.message`` gives exactly the same subject, headers (in the same order) and payload, at
+a fraction of the cost: everything that the frames of one stream share is worked out once per stream
+and kept, and a frame only adds its own fields.
 
 A frame's own fields are the ones ``FrameBuilder`` sets per frame (response id, sequence, is_final,
 status, response kind, timestamp, body); every other field is the stream's. The frame's message
@@ -31,6 +31,7 @@ from e2a_grpc.chat.frames import frame_record
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import DeltaKind, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols.cloudevent_formats import CONTENT_TYPE_HEADER, http_header_value, is_http_safe, to_http_binary
 
 #: JetStream's de-duplication header.
 MSG_ID_HEADER: Final = "Nats-Msg-Id"
@@ -41,12 +42,10 @@ _PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 FRAME_FIELDS: Final = ("response_id", "sequence", "is_final", "status", "response_kind", "timestamp", "body")
 #: Streams whose parts are kept; past that the cache starts again (a stream's parts cost one frame's decode).
 MAX_CACHED_STREAMS: Final = 1024
-_INT32 = range(-(2**31), 2**31)
 _SPEC_VERSION_HEADER: Final = "ce-specversion"
 _ID_HEADER: Final = "ce-id"
 _SOURCE_HEADER: Final = "ce-source"
 _TYPE_HEADER: Final = "ce-type"
-_CONTENT_TYPE_HEADER: Final = "content-type"
 _TIME_HEADER: Final = "ce-time"
 _SEQ_HEADER: Final = "ce-" + cloudevents.Extension.SEQ
 # Printable ASCII, no white space at either end: what nats-py's strip and CR/LF replacement leave alone.
@@ -80,7 +79,7 @@ def frame_message(frame: E2AResponse, *, subject_prefix: str, type_prefix: str, 
     """The NATS message of a frame: its CloudEvent in binary mode, de-duplicated by ``response_id``
     (the general mapping, which ``FrameMessages`` follows)."""
     event = cloudevents.record_to_event(frame, type_prefix=type_prefix, source=source)
-    binary = cloudevents.to_http_binary(event)
+    binary = to_http_binary(event)
     headers = {**binary.headers, MSG_ID_HEADER: event.id}
     return BrokerMessage(
         frame_subject(subject_prefix, frame.session_id, frame.request_id or event.id), headers, binary.body
@@ -216,28 +215,24 @@ class FrameMessages:
         event_type = parts.types.get(kind)
         if event_type is None:
             event_type = parts.types[kind] = header_text(
-                cloudevents.http_header_value(
-                    cloudevents.response_type(self._type_prefix, parts.method, kind, parts.is_stream)
-                )
+                http_header_value(cloudevents.response_type(self._type_prefix, parts.method, kind, parts.is_stream))
             )
         # An id of safe characters (a UUID: every frame FrameBuilder writes) is its ce-id as it is.
-        plain_id = HeaderText(event_id) if cloudevents.is_http_safe(event_id) else None
+        plain_id = HeaderText(event_id) if is_http_safe(event_id) else None
         headers = {
             _SPEC_VERSION_HEADER: self._spec_version,
-            _ID_HEADER: plain_id or header_text(cloudevents.http_header_value(event_id)),
+            _ID_HEADER: plain_id or header_text(http_header_value(event_id)),
             _SOURCE_HEADER: parts.source,
             _TYPE_HEADER: event_type,
-            _CONTENT_TYPE_HEADER: self._content_type,
+            CONTENT_TYPE_HEADER: self._content_type,
         }
         if cloudevents.is_time(timestamp):
             assert timestamp is not None
             headers[_TIME_HEADER] = (
-                HeaderText(timestamp)
-                if cloudevents.is_http_safe(timestamp)
-                else header_text(cloudevents.http_header_value(timestamp))
+                HeaderText(timestamp) if is_http_safe(timestamp) else header_text(http_header_value(timestamp))
             )
         headers.update(parts.extensions)
-        if sequence in _INT32:
+        if sequence in cloudevents.INT32:
             headers[_SEQ_HEADER] = HeaderText(sequence)
         headers[MSG_ID_HEADER] = plain_id or header_text(event_id)
         subject = parts.subject or frame_subject(self._subject_prefix, parts.session_id, event_id)
@@ -265,10 +260,10 @@ class FrameMessages:
         source = cloudevents.default_source(record.channel) if self._source is None else self._source
         return _StreamParts(
             json=tuple(segments),
-            source=header_text(cloudevents.http_header_value(source)),
+            source=header_text(http_header_value(source)),
             method=record.method,
             is_stream=record.is_stream,
-            extensions={name: header_text(cloudevents.http_header_value(text)) for name, text in extensions.items()},
+            extensions={name: header_text(http_header_value(text)) for name, text in extensions.items()},
             subject=None
             if not record.request_id
             else frame_subject(self._subject_prefix, record.session_id, record.request_id),

@@ -78,7 +78,7 @@ from e2a_grpc.broker.frame_messages import (
 from e2a_grpc.chat.invariants import StreamInvariantError
 from e2a_grpc.errors import E2AFieldError, E2AValueError
 from e2a_grpc.model import E2AResponse
-from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols import cloudevent_formats, cloudevents
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ def streams_filter(prefix: str, *, session_id: str | None = None, request_id: st
 
 def frame_of(msg: Msg) -> E2AResponse:
     """The frame a message carries; an event that is not a frame is an error naming the attribute."""
-    event = cloudevents.from_http_binary(msg.headers or {}, msg.data)
+    event = cloudevent_formats.from_http_binary(msg.headers or {}, msg.data)
     record = cloudevents.event_to_record(event)
     if not isinstance(record, E2AResponse):
         raise E2AValueError("mcptype", "a Chat stream carries response frames, got a request")

@@ -15,7 +15,7 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc.conversion import NotApplicable
 from e2a_grpc.model import E2AEnvelope, E2AResponse
-from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols import cloudevent_formats, cloudevents
 
 Request = TypeVar("Request")
 Reply = TypeVar("Reply")
@@ -141,11 +141,13 @@ class ConversionClient:
             type_prefix=type_prefix,
             source=source,
         )
-        return cloudevents.from_protobuf_batch(self._call(self._stub.ToCloudEvents, request).batch)
+        return cloudevent_formats.from_protobuf_batch(self._call(self._stub.ToCloudEvents, request).batch)
 
     def from_cloudevents(self, events: Sequence[cloudevents.CloudEvent]) -> list[E2AEnvelope | E2AResponse]:
         """The record each event carries (FromCloudEvents), in order."""
-        request = pb.FromCloudEventsRequest(batch=pb.CloudEventBatch(events=map(cloudevents.to_protobuf, events)))
+        request = pb.FromCloudEventsRequest(
+            batch=pb.CloudEventBatch(events=map(cloudevent_formats.to_protobuf, events))
+        )
         return _records_of(self._call(self._stub.FromCloudEvents, request).records)
 
 

@@ -20,7 +20,7 @@ from e2a_grpc.grpc.streams import reply_to_each
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin
 from e2a_grpc.model.fields import Kind
 from e2a_grpc.model.proto import DECODERS
-from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols import cloudevent_formats, cloudevents
 from e2a_grpc.settings import ServerSettings
 
 
@@ -141,8 +141,8 @@ def to_cloud_events(
         source=request.source if request.HasField("source") else source,
     )
     if request.format == pb.CLOUD_EVENTS_FORMAT_JSON_BATCH:
-        return pb.ToCloudEventsResponse(batch_json=cloudevents.to_batch_json(events))
-    return pb.ToCloudEventsResponse(batch=pb.CloudEventBatch(events=map(cloudevents.to_protobuf, events)))
+        return pb.ToCloudEventsResponse(batch_json=cloudevent_formats.to_batch_json(events))
+    return pb.ToCloudEventsResponse(batch=pb.CloudEventBatch(events=map(cloudevent_formats.to_protobuf, events)))
 
 
 def from_cloud_events(request: pb.FromCloudEventsRequest) -> pb.FromCloudEventsResponse:
@@ -150,11 +150,11 @@ def from_cloud_events(request: pb.FromCloudEventsRequest) -> pb.FromCloudEventsR
     source = _source_of(request, "events")
     try:
         if source == "json" and not request.json.lstrip().startswith("["):
-            records = [cloudevents.event_to_record(cloudevents.from_structured_json(request.json))]
+            records = [cloudevents.event_to_record(cloudevent_formats.from_structured_json(request.json))]
         elif source == "json":
-            records = cloudevents.events_to_records(cloudevents.from_batch_json(request.json))
+            records = cloudevents.events_to_records(cloudevent_formats.from_batch_json(request.json))
         else:
-            records = cloudevents.events_to_records(cloudevents.from_protobuf_batch(request.batch))
+            records = cloudevents.events_to_records(cloudevent_formats.from_protobuf_batch(request.batch))
     except E2AFieldError as exc:
         # A batch's errors name the event: json[2].seq, batch.events[2].seq.
         raise exc.under("batch.events" if source == "batch" and exc.field.startswith("[") else source) from None

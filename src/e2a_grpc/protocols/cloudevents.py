@@ -29,50 +29,35 @@ extension attributes are checked against it, so an event whose ``seq``, ``collab
 or broker may give events ids of its own). Every refusal is an ``E2AFieldError`` naming the attribute
 (``specversion``, ``seq``, ``data.params``, ...).
 
-Formats, each written and read here: structured JSON (``application/cloudevents+json``), batched
-JSON (``application/cloudevents-batch+json``), binary HTTP (``ce-*`` headers), Kafka binary
-(``ce_*`` headers) and the protobuf format (``io.cloudevents.v1.CloudEvent``).
+The formats that carry an event are in ``cloudevent_formats``.
 """
 
 from __future__ import annotations
 
-import base64
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final, Protocol
-from urllib.parse import quote, unquote
+from typing import Any, Final
+from urllib.parse import quote
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
-from e2a.cloudevents.v1 import cloudevents_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.errors import E2AFieldError, E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model import E2AEnvelope, E2AResponse
-from e2a_grpc.model.proto import parse
 
 SPEC_VERSION: Final = "1.0"
 JSON_CONTENT_TYPE: Final = "application/json"
-STRUCTURED_CONTENT_TYPE: Final = "application/cloudevents+json"
-BATCH_CONTENT_TYPE: Final = "application/cloudevents-batch+json"
 #: The ``source`` of a record without a channel; with one, ``/e2a/channels/<channel>``.
 SOURCE_ROOT: Final = "/e2a"
 #: ``params`` key of an envelope that names its pub/sub topic (EventMesh's convention).
 TOPIC_PARAM: Final = "_topic"
 
 #: CloudEvents Integer attributes are 32-bit signed.
-_INT32 = range(-(2**31), 2**31)
-_HTTP_PREFIX: Final = "ce-"
-_KAFKA_PREFIX: Final = "ce_"
-_CONTENT_TYPE_HEADER: Final = "content-type"
+INT32 = range(-(2**31), 2**31)
 # RFC 3339 date-time, as CloudEvents' Timestamp type requires.
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-# The HTTP binding percent-encodes space, '"', '%' and everything outside printable ASCII.
-_HTTP_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' "%')
-_HTTP_SAFE_TEXT = re.compile(r"[\x21\x23\x24\x26-\x7e]*")
 
 
 class Extension(StrEnum):
@@ -101,13 +86,11 @@ class TypeSuffix(StrEnum):
 
 
 #: The context attributes that are not extensions, in the order the JSON format writes them.
-_CONTEXT_ATTRIBUTES: Final = (
+CONTEXT_ATTRIBUTES: Final = (
     "specversion", "id", "source", "type", "datacontenttype", "dataschema", "subject", "time",
 )  # fmt: skip
-_REQUIRED: Final = ("specversion", "id", "source", "type")
-_OPTIONAL: Final = ("datacontenttype", "dataschema", "subject", "time")
-#: A structured event is one level deeper than the record in its data (a batch, two).
-_EVENT_DEPTH: Final = jsontext.MAX_DEPTH + 1
+REQUIRED_ATTRIBUTES: Final = ("specversion", "id", "source", "type")
+OPTIONAL_ATTRIBUTES: Final = ("datacontenttype", "dataschema", "subject", "time")
 _EXTENSION_NAME = re.compile(r"^[a-z0-9]{1,20}$")
 
 AttributeValue = str | int | bool | bytes
@@ -132,27 +115,10 @@ class CloudEvent:
         """Every attribute that is set: the context attributes, then the extensions sorted by name (so
         that every format writes an event alike, whichever way it came, e.g. from a protobuf map)."""
         values: dict[str, AttributeValue] = {
-            name: value for name in _CONTEXT_ATTRIBUTES if (value := getattr(self, name)) is not None
+            name: value for name in CONTEXT_ATTRIBUTES if (value := getattr(self, name)) is not None
         }
         values.update(sorted(self.extensions.items()))
         return values
-
-
-@dataclass(frozen=True)
-class HttpMessage:
-    """An event in the HTTP binding's binary mode: ``ce-*`` headers (and Content-Type) and the body."""
-
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass(frozen=True)
-class KafkaMessage:
-    """An event in the Kafka binding's binary mode: ``ce_*`` headers (and content-type), key, value."""
-
-    headers: list[tuple[str, bytes]]
-    key: bytes | None
-    value: bytes | None
 
 
 Record = E2AEnvelope | E2AResponse
@@ -201,7 +167,7 @@ def record_to_event(record: Record, *, type_prefix: str, source: str | None = No
         extensions[Extension.MCP_TYPE] = McpType.RESPONSE.value
         if record.request_id is not None:
             extensions[Extension.COLLABORATION_ID] = record.request_id
-        if record.sequence in _INT32:
+        if record.sequence in INT32:
             extensions[Extension.SEQ] = record.sequence
     return CloudEvent(
         id=event_id if event_id and not event_id.isspace() else str(uuid.uuid4()),
@@ -224,7 +190,7 @@ def records_to_events(records: Iterable[Record], *, type_prefix: str, source: st
     return [record_to_event(record, type_prefix=type_prefix, source=source) for record in records]
 
 
-def _is_json_media_type(content_type: str) -> bool:
+def is_json_media_type(content_type: str) -> bool:
     media_type = content_type.split(";", 1)[0].strip().lower()
     return media_type == JSON_CONTENT_TYPE or media_type.endswith("+json") or media_type == "text/json"
 
@@ -273,14 +239,14 @@ def check_event(event: CloudEvent) -> None:
     if event.time is not None and not is_time(event.time):
         raise E2AValueError("time", f"expected an RFC 3339 timestamp, got {event.time!r}")
     for name in event.extensions:
-        if not _EXTENSION_NAME.match(name) or name in _CONTEXT_ATTRIBUTES or name in ("data", "data_base64"):
+        if not _EXTENSION_NAME.match(name) or name in CONTEXT_ATTRIBUTES or name in ("data", "data_base64"):
             raise E2AValueError(name, "not a valid extension attribute name (a-z, 0-9, at most 20)")
 
 
 def event_to_record(event: CloudEvent) -> Record:
     """The E2A record an event carries, checked against the event's attributes."""
     check_event(event)
-    if event.datacontenttype is not None and not _is_json_media_type(event.datacontenttype):
+    if event.datacontenttype is not None and not is_json_media_type(event.datacontenttype):
         raise E2AValueError("datacontenttype", f"E2A records are JSON, got {event.datacontenttype!r}")
     if event.data is None:
         raise E2AValueError("data", "the event carries no E2A record")
@@ -317,437 +283,19 @@ def events_to_records(events: Iterable[CloudEvent]) -> list[Record]:
     return records
 
 
-# --- structured and batched JSON -----------------------------------------------------------------
-
-
-def _json_value(value: AttributeValue) -> Any:
-    return base64.b64encode(value).decode() if isinstance(value, bytes) else value
-
-
-def to_structured_json(event: CloudEvent) -> str:
-    """``application/cloudevents+json``: the attributes, then ``data`` (the JSON itself, embedded
-    as it is, so nothing of the record's text changes) or ``data_base64`` for non-JSON data."""
-    head = jsontext.dumps({name: _json_value(value) for name, value in event.attributes().items()})
-    if event.data is None:
-        return head
-    if event.datacontenttype is None or _is_json_media_type(event.datacontenttype):
-        return f'{head[:-1]},"data":{event.data.decode()}}}'
-    return f'{head[:-1]},"data_base64":"{base64.b64encode(event.data).decode()}"}}'
-
-
-def to_batch_json(events: Iterable[CloudEvent]) -> str:
-    """``application/cloudevents-batch+json``: a JSON array of structured events."""
-    return "[" + ",".join(to_structured_json(event) for event in events) + "]"
-
-
-def _string_attribute(document: dict[str, Any], name: str) -> str | None:
-    value = document.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise E2ATypeError(name, f"expected a string, got {type_name(value)}")
-    return value
-
-
-def _event_from_document(document: Any) -> CloudEvent:
-    if not isinstance(document, dict):
-        raise E2ATypeError("$", f"a structured CloudEvent is a JSON object, got {type_name(document)}")
-    for name in _REQUIRED:
-        if name not in document:
-            raise E2AValueError(name, "a CloudEvent needs this attribute")
-    strings = {name: _string_attribute(document, name) for name in _CONTEXT_ATTRIBUTES}
-    extensions: dict[str, AttributeValue] = {}
-    for name, value in document.items():
-        if name in _CONTEXT_ATTRIBUTES or name in ("data", "data_base64"):
-            continue
-        if not isinstance(value, (str, int, bool)) or isinstance(value, float):
-            raise E2ATypeError(name, f"an extension attribute is a string, number or boolean, got {type_name(value)}")
-        extensions[name] = value
-    data: bytes | None = None
-    if "data" in document and "data_base64" in document:
-        raise E2AValueError("data_base64", "an event has data or data_base64, not both")
-    if "data_base64" in document:
-        encoded = document["data_base64"]
-        if not isinstance(encoded, str):
-            raise E2ATypeError("data_base64", f"expected a base64 string, got {type_name(encoded)}")
-        try:
-            data = base64.b64decode(encoded, validate=True)
-        except ValueError as exc:
-            raise E2AValueError("data_base64", f"not base64: {exc}") from None
-    elif "data" in document:
-        value = document["data"]
-        content_type = strings["datacontenttype"]
-        if content_type is None or _is_json_media_type(content_type):
-            data = jsontext.dumps(value, "data", parsed=True).encode()
-        elif isinstance(value, str):
-            data = value.encode()
-        else:
-            raise E2ATypeError("data", f"non-JSON data in the JSON format is a string, got {type_name(value)}")
-    return CloudEvent(
-        id=strings["id"] or "",
-        source=strings["source"] or "",
-        type=strings["type"] or "",
-        specversion=strings["specversion"] or "",
-        datacontenttype=strings["datacontenttype"],
-        dataschema=strings["dataschema"],
-        subject=strings["subject"],
-        time=strings["time"],
-        extensions=extensions,
-        data=data,
-    )
-
-
-def from_structured_json(text: str | bytes) -> CloudEvent:
-    """One ``application/cloudevents+json`` event."""
-    if isinstance(text, bytes):
-        text = _utf8(text, "$")
-    return _event_from_document(jsontext.loads(text, "$", max_depth=_EVENT_DEPTH))
-
-
-def from_batch_json(text: str | bytes) -> list[CloudEvent]:
-    """An ``application/cloudevents-batch+json`` array; an error names the event (``[1].id``)."""
-    if isinstance(text, bytes):
-        text = _utf8(text, "$")
-    document = jsontext.loads(text, "$", max_depth=_EVENT_DEPTH + 1)
-    if not isinstance(document, list):
-        raise E2ATypeError("$", f"a CloudEvents batch is a JSON array, got {type_name(document)}")
-    events = []
-    for index, item in enumerate(document):
-        try:
-            events.append(_event_from_document(item))
-        except E2AFieldError as exc:
-            raise exc.under(f"[{index}]") from None
-    return events
-
-
-def _utf8(data: bytes, field_path: str) -> str:
-    try:
-        return data.decode()
-    except UnicodeDecodeError as exc:
-        raise E2AValueError(field_path, f"not UTF-8: {exc}") from None
-
-
-# --- binary HTTP (ce-*) and Kafka (ce_*) --------------------------------------------------------
-
-
-def _header_text(value: AttributeValue) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return str(value)
-
-
-def to_http_binary(event: CloudEvent) -> HttpMessage:
-    """Binary mode: each attribute a percent-encoded ``ce-`` header, datacontenttype as Content-Type."""
-    headers = {}
-    for name, value in event.attributes().items():
-        if name == "datacontenttype":
-            headers[_CONTENT_TYPE_HEADER] = str(value)
-        else:
-            headers[_HTTP_PREFIX + name] = http_header_value(_header_text(value))
-    return HttpMessage(headers=headers, body=event.data or b"")
-
-
-def http_header_value(text: str) -> str:
-    """An attribute's text as the value of its ``ce-`` header: percent-encoded where the binding says."""
-    # Most values (ids, types, methods) need no encoding: skip urllib's slow path for them.
-    return text if _HTTP_SAFE_TEXT.fullmatch(text) else quote(text, safe=_HTTP_SAFE)
-
-
-def is_http_safe(text: str) -> bool:
-    """Whether ``text`` is its own ``ce-`` header value (``http_header_value`` leaves it as it is)."""
-    return _HTTP_SAFE_TEXT.fullmatch(text) is not None
-
-
-def _event_from_headers(attributes: dict[str, str], content_type: str | None, data: bytes | None) -> CloudEvent:
-    for name in _REQUIRED:
-        if name not in attributes:
-            raise E2AValueError(name, "a CloudEvent needs this attribute")
-    extensions: dict[str, AttributeValue] = {
-        name: value for name, value in attributes.items() if name not in _CONTEXT_ATTRIBUTES
-    }
-    return CloudEvent(
-        id=attributes["id"],
-        source=attributes["source"],
-        type=attributes["type"],
-        specversion=attributes["specversion"],
-        datacontenttype=content_type,
-        dataschema=attributes.get("dataschema"),
-        subject=attributes.get("subject"),
-        time=attributes.get("time"),
-        extensions=extensions,
-        data=data,
-    )
-
-
-def from_http_binary(headers: Mapping[str, str], body: bytes) -> CloudEvent:
-    """Binary mode: header names are case-insensitive; values are percent-decoded."""
-    attributes: dict[str, str] = {}
-    content_type = None
-    for name, value in headers.items():
-        lowered = name.lower()
-        if lowered == _CONTENT_TYPE_HEADER:
-            content_type = value
-        elif lowered.startswith(_HTTP_PREFIX):
-            attributes[lowered[len(_HTTP_PREFIX) :]] = unquote(value, errors="strict")
-    return _event_from_headers(attributes, content_type, body)
-
-
-def to_kafka_binary(event: CloudEvent) -> KafkaMessage:
-    """Binary mode: each attribute a UTF-8 ``ce_`` header, datacontenttype as content-type; the
-    ``partitionkey`` extension, if any, is the message key."""
-    headers = []
-    key = None
-    for name, value in event.attributes().items():
-        if name == "datacontenttype":
-            headers.append((_CONTENT_TYPE_HEADER, str(value).encode()))
-        else:
-            headers.append((_KAFKA_PREFIX + name, _header_text(value).encode()))
-            if name == "partitionkey":
-                key = _header_text(value).encode()
-    return KafkaMessage(headers=headers, key=key, value=event.data)
-
-
-def from_kafka_binary(
-    headers: Sequence[tuple[str, bytes]], value: bytes | None, key: bytes | None = None
-) -> CloudEvent:
-    """Binary mode; a message key without a ``ce_partitionkey`` header is the ``partitionkey`` extension."""
-    attributes: dict[str, str] = {}
-    content_type = None
-    for name, raw in headers:
-        lowered = name.lower()
-        if lowered == _CONTENT_TYPE_HEADER:
-            content_type = _utf8(raw, _CONTENT_TYPE_HEADER)
-        elif lowered.startswith(_KAFKA_PREFIX):
-            attribute = lowered[len(_KAFKA_PREFIX) :]
-            attributes[attribute] = _utf8(raw, attribute)
-    if key is not None and "partitionkey" not in attributes:
-        attributes["partitionkey"] = _utf8(key, "partitionkey")
-    return _event_from_headers(attributes, content_type, value)
-
-
-# --- the protobuf format (io.cloudevents.v1.CloudEvent) ----------------------------------------
-
-_PbValue = cloudevents_pb2.CloudEvent.CloudEventAttributeValue
-
-
-def _attribute_value(name: str, value: AttributeValue) -> _PbValue:
-    if name == "time":
-        timestamp = Timestamp()
-        timestamp.FromDatetime(_parse_time(str(value)))
-        return _PbValue(ce_timestamp=timestamp)
-    if name == "dataschema":
-        return _PbValue(ce_uri=str(value))
-    if isinstance(value, bool):
-        return _PbValue(ce_boolean=value)
-    if isinstance(value, int):
-        if value not in _INT32:
-            raise E2AValueError(name, f"a CloudEvents Integer is 32-bit, got {value}")
-        return _PbValue(ce_integer=value)
-    if isinstance(value, bytes):
-        return _PbValue(ce_bytes=value)
-    return _PbValue(ce_string=value)
-
-
 def is_time(text: str | None) -> bool:
     """An RFC 3339 timestamp that a Timestamp attribute can hold (no leap second, year 1-9999)."""
     if text is None or not _RFC3339.match(text):
         return False
     try:
-        _parse_time(text)
+        parse_time(text)
     except E2AValueError:
         return False
     return True
 
 
-def _parse_time(text: str) -> datetime:
+def parse_time(text: str) -> datetime:
     try:
         return datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError as exc:
         raise E2AValueError("time", f"expected an RFC 3339 timestamp, got {text!r} ({exc})") from None
-
-
-def _format_time(name: str, timestamp: Timestamp) -> str:
-    try:
-        moment = timestamp.ToDatetime(tzinfo=UTC)
-    except (ValueError, OverflowError) as exc:  # seconds or nanos out of the Timestamp's range
-        raise E2AValueError(f"attributes.{name}", f"not a valid timestamp: {exc}") from None
-    return moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds").replace("+00:00", "Z")
-
-
-def to_protobuf(event: CloudEvent) -> cloudevents_pb2.CloudEvent:
-    """The protobuf format. ``text/*`` data goes in ``text_data``; everything else, JSON included, in
-    ``binary_data`` (its UTF-8 bytes): the Go SDK reads ``text_data`` of JSON as a JSON string, not the
-    JSON itself, and writes JSON as ``binary_data`` itself. ``from_protobuf`` reads either."""
-    message = cloudevents_pb2.CloudEvent(
-        id=event.id, source=event.source, spec_version=event.specversion, type=event.type
-    )
-    for name, value in event.attributes().items():
-        if name not in _REQUIRED:
-            message.attributes[name].CopyFrom(_attribute_value(name, value))
-    if event.data is not None:
-        content_type = event.datacontenttype
-        if content_type is not None and content_type.startswith("text/"):
-            message.text_data = _utf8(event.data, "data")
-        else:
-            message.binary_data = event.data
-    return message
-
-
-def _from_attribute_value(name: str, value: _PbValue) -> AttributeValue:
-    kind = value.WhichOneof("attr")
-    if kind is None:
-        raise E2AValueError(f"attributes.{name}", "no value is set")
-    if kind == "ce_timestamp":
-        return _format_time(name, value.ce_timestamp)
-    result: AttributeValue = getattr(value, kind)
-    return result
-
-
-def from_protobuf(message: cloudevents_pb2.CloudEvent) -> CloudEvent:
-    """An ``io.cloudevents.v1.CloudEvent`` message; data in ``proto_data`` is not an E2A record."""
-    attributes = {name: _from_attribute_value(name, value) for name, value in message.attributes.items()}
-    strings = {}
-    for name in _OPTIONAL:
-        value = attributes.pop(name, None)
-        if value is not None and not isinstance(value, str):
-            raise E2ATypeError(f"attributes.{name}", f"expected a string, got {type_name(value)}")
-        strings[name] = value
-    data_kind = message.WhichOneof("data")
-    if data_kind == "proto_data":
-        raise E2AValueError("proto_data", "E2A records are JSON: expected text_data or binary_data")
-    data = None
-    if data_kind == "text_data":
-        data = message.text_data.encode()
-    elif data_kind == "binary_data":
-        data = message.binary_data
-    return CloudEvent(
-        id=message.id,
-        source=message.source,
-        type=message.type,
-        specversion=message.spec_version,
-        datacontenttype=strings["datacontenttype"],
-        dataschema=strings["dataschema"],
-        subject=strings["subject"],
-        time=strings["time"],
-        extensions=attributes,
-        data=data,
-    )
-
-
-def to_protobuf_batch(events: Iterable[CloudEvent]) -> cloudevents_pb2.CloudEventBatch:
-    return cloudevents_pb2.CloudEventBatch(events=[to_protobuf(event) for event in events])
-
-
-class ProtobufBatch(Protocol):
-    """A batch of protobuf events: ``io.cloudevents.v1.CloudEventBatch``, or ``e2a.v1.CloudEventBatch``
-    (its twin with the same bytes, which the ConversionService uses)."""
-
-    @property
-    def events(self) -> Iterable[cloudevents_pb2.CloudEvent]: ...
-
-
-def from_protobuf_batch(batch: ProtobufBatch) -> list[CloudEvent]:
-    """A batch's events; an error names the event (``events[1].attributes.seq``)."""
-    events = []
-    for index, message in enumerate(batch.events):
-        try:
-            events.append(from_protobuf(message))
-        except E2AFieldError as exc:
-            raise exc.under(f"events[{index}]") from None
-    return events
-
-
-# --- byte forms of every format (the CLI's input and output) ----------------------------------
-
-
-class Format(StrEnum):
-    """A format as bytes: HTTP and Kafka messages as one JSON object per line (headers, body/value)."""
-
-    STRUCTURED = "structured"  # application/cloudevents+json, one event per line
-    BATCH = "batch"  # application/cloudevents-batch+json
-    HTTP = "http"  # {"headers": {...}, "body": "..."} per line
-    KAFKA = "kafka"  # {"headers": [[name, value], ...], "key": ..., "value": ...} per line
-    PROTOBUF = "protobuf"  # one io.cloudevents.v1.CloudEvent
-    PROTOBUF_BATCH = "protobuf-batch"  # io.cloudevents.v1.CloudEventBatch
-
-
-def encode(events: Sequence[CloudEvent], form: Format) -> bytes:
-    """The events in ``form``, as bytes to write to a file or a pipe."""
-    if form is Format.BATCH:
-        return (to_batch_json(events) + "\n").encode()
-    if form is Format.PROTOBUF_BATCH:
-        return to_protobuf_batch(events).SerializeToString()
-    if form is Format.PROTOBUF:
-        if len(events) != 1:
-            raise E2AValueError("$", f"the protobuf format holds one event, got {len(events)} (use protobuf-batch)")
-        return to_protobuf(events[0]).SerializeToString()
-    lines = []
-    for event in events:
-        if form is Format.STRUCTURED:
-            lines.append(to_structured_json(event))
-        elif form is Format.HTTP:
-            message = to_http_binary(event)
-            lines.append(jsontext.dumps({"headers": message.headers, "body": _utf8(message.body, "data")}))
-        else:
-            kafka = to_kafka_binary(event)
-            headers = [[name, _utf8(value, name)] for name, value in kafka.headers]
-            key = None if kafka.key is None else _utf8(kafka.key, "partitionkey")
-            value = None if kafka.value is None else _utf8(kafka.value, "data")
-            lines.append(jsontext.dumps({"headers": headers, "key": key, "value": value}))
-    return "".join(line + "\n" for line in lines).encode()
-
-
-def decode(data: bytes, form: Format) -> list[CloudEvent]:
-    """The events ``encode`` wrote (or a peer did) in ``form``: one JSON document per line, or a single
-    document over several lines; errors name the event and attribute."""
-    if form is Format.PROTOBUF:
-        return [from_protobuf(parse(cloudevents_pb2.CloudEvent, data))]
-    if form is Format.PROTOBUF_BATCH:
-        return from_protobuf_batch(parse(cloudevents_pb2.CloudEventBatch, data))
-    text = _utf8(data, "$")
-    if form in (Format.STRUCTURED, Format.BATCH) and text.lstrip().startswith("["):
-        return from_batch_json(text)
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not all(line.lstrip().startswith("{") for line in lines):
-        return [_decode_line(text, form)]  # one document written over several lines (pretty-printed)
-    events = []
-    for index, line in enumerate(lines):
-        try:
-            events.append(_decode_line(line, form))
-        except E2AFieldError as exc:
-            raise exc.under(f"[{index}]") from None
-    if not events:
-        raise E2AValueError("$", "no event in the input")
-    return events
-
-
-def _decode_line(line: str, form: Format) -> CloudEvent:
-    if form in (Format.STRUCTURED, Format.BATCH):
-        return from_structured_json(line)
-    document = jsontext.loads(line, "$")
-    if not isinstance(document, dict):
-        raise E2ATypeError("$", f"expected a JSON object, got {type_name(document)}")
-    if form is Format.HTTP:
-        headers, body = document.get("headers"), document.get("body", "")
-        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-            raise E2ATypeError("headers", "expected an object of header strings")
-        if not isinstance(body, str):
-            raise E2ATypeError("body", f"expected a string, got {type_name(body)}")
-        return from_http_binary(headers, body.encode())
-    pairs, value = document.get("headers"), document.get("value")
-    if not isinstance(pairs, list) or not all(
-        isinstance(pair, list) and len(pair) == 2 and all(isinstance(item, str) for item in pair) for pair in pairs
-    ):
-        raise E2ATypeError("headers", "expected a list of [name, value] strings")
-    if value is not None and not isinstance(value, str):
-        raise E2ATypeError("value", f"expected a string, got {type_name(value)}")
-    key = document.get("key")
-    if key is not None and not isinstance(key, str):
-        raise E2ATypeError("key", f"expected a string, got {type_name(key)}")
-    return from_kafka_binary(
-        [(name, text.encode()) for name, text in pairs],
-        None if value is None else value.encode(),
-        None if key is None else key.encode(),
-    )
