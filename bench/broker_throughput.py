@@ -26,7 +26,7 @@ from bench.report import SectionResult, rate, table
 from bench.serverproc import wait_serving
 from e2a.v1 import agent_service_pb2 as pb
 from e2a_grpc import E2AEnvelope
-from e2a_grpc.broker.jetstream import read_streams
+from e2a_grpc.broker.stream_reader import read_streams
 from e2a_grpc.settings import ServerSettings
 from tests.support.nats_server import running_nats_server
 from tests.support.processes import free_port, logged_process

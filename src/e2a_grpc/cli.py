@@ -210,7 +210,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     if config.publish_nats:
         try:  # nats-py is optional (the nats extra): say so now, not with a traceback
-            importlib.import_module("e2a_grpc.broker.jetstream")
+            importlib.import_module("e2a_grpc.broker.frame_publisher")
         except ImportError as exc:
             print(f"error: --publish-nats: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
             return EXIT_FAILED
@@ -856,7 +856,7 @@ def _run_subscribe(args: argparse.Namespace) -> int:
     try:
         import nats.errors
 
-        from e2a_grpc.broker.jetstream import read_streams
+        from e2a_grpc.broker.stream_reader import read_streams
     except ImportError as exc:
         print(f"error: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
         return EXIT_FAILED

@@ -17,7 +17,7 @@ import nats.js.errors
 import pytest
 import pytest_asyncio
 
-from e2a_grpc.broker import jetstream
+from e2a_grpc.broker import frame_messages, frame_publisher, stream_reader
 from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA
 from e2a_grpc.chat.events import Complete, Delta, Event, TurnsNeverWait
 from e2a_grpc.client import achat
@@ -58,7 +58,7 @@ async def _chat(channel: grpc.aio.Channel, envelope: E2AEnvelope) -> list[str]:
 
 
 async def _subscribe(broker: NatsServer, request_id: str, idle_timeout: float = 20.0) -> list[str]:
-    frames = jetstream.read_streams(
+    frames = stream_reader.read_streams(
         broker.url, stream=STREAM, subject_prefix=PREFIX, request_id=request_id, idle_timeout=idle_timeout
     )
     return [frame.to_json() async for frame in frames]
@@ -66,7 +66,7 @@ async def _subscribe(broker: NatsServer, request_id: str, idle_timeout: float = 
 
 async def _stored(broker: NatsServer, request_id: str) -> int:
     """How many messages the stream holds for one request (de-duplicated by the broker)."""
-    return await stored_messages(broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id=request_id))
+    return await stored_messages(broker.url, STREAM, stream_reader.streams_filter(PREFIX, request_id=request_id))
 
 
 @in_module_loop
@@ -100,7 +100,7 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
     seen: list[E2AResponse] = []
 
     async def slow_reader() -> None:
-        frames = jetstream.read_streams(
+        frames = stream_reader.read_streams(
             broker.url, stream=STREAM, subject_prefix=PREFIX, request_id="slow", idle_timeout=20.0
         )
         async for frame in frames:
@@ -176,7 +176,7 @@ async def test_a_publisher_that_cannot_make_its_stream_fails_to_start_and_discon
     broker: NatsServer, server: InProcessServer
 ) -> None:
     # The server's stream already takes these subjects: a second stream over them is refused.
-    publisher = jetstream.FramePublisher.from_settings(
+    publisher = frame_publisher.FramePublisher.from_settings(
         ServerSettings(publish_nats=broker.url, nats_stream="OVERLAPPING", nats_publish_queue=1)
     )
     with pytest.raises(nats.js.errors.NotFoundError):
@@ -257,16 +257,17 @@ async def _store_shuffled_with_copies(broker: NatsServer, frames: list[E2ARespon
     """Store a stream's frames in the broker by hand, the second half first and backwards, some
     twice (under other message ids, so JetStream keeps both, as from a publisher that resent them)."""
     messages = [
-        jetstream.frame_message(frame, subject_prefix=PREFIX, type_prefix="io.e2a", source=None) for frame in frames
+        frame_messages.frame_message(frame, subject_prefix=PREFIX, type_prefix="io.e2a", source=None)
+        for frame in frames
     ]
     order = [*reversed(messages[len(messages) // 2 :]), *messages, *messages[:3]]
     nc = await nats.connect(broker.url)
     try:
         js = nc.jetstream()
         for copy, message in enumerate(order):
-            message_id = f"{message.headers[jetstream.MSG_ID_HEADER]}-{copy}"
+            message_id = f"{message.headers[frame_messages.MSG_ID_HEADER]}-{copy}"
             await js.publish(
-                message.subject, message.payload, headers={**message.headers, jetstream.MSG_ID_HEADER: message_id}
+                message.subject, message.payload, headers={**message.headers, frame_messages.MSG_ID_HEADER: message_id}
             )
     finally:
         await nc.close()
@@ -312,10 +313,10 @@ async def _publish_foreign_messages(broker: NatsServer, subject: str) -> int:
 async def test_a_subscriber_skips_messages_that_are_not_frames_and_reads_on(
     broker: NatsServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
-    foreign_subject = jetstream.frame_subject(PREFIX, "shared", "intruder")
+    foreign_subject = frame_messages.frame_subject(PREFIX, "shared", "intruder")
     foreign = await _publish_foreign_messages(broker, foreign_subject)
     sent = await _chat(channel, _request("after-foreign", 5, session_id="shared"))
-    frames = jetstream.read_streams(
+    frames = stream_reader.read_streams(
         broker.url, stream=STREAM, subject_prefix=PREFIX, session_id="shared", idle_timeout=20.0
     )
     assert [frame.to_json() async for frame in frames] == sent
@@ -325,7 +326,7 @@ async def test_a_subscriber_skips_messages_that_are_not_frames_and_reads_on(
     assert "mcptype" in skipped[2] and "no request_id" in skipped[3]
 
 
-class _WindowWatch(jetstream.FramePublisher):
+class _WindowWatch(frame_publisher.FramePublisher):
     """Records the most frames ever sent and not yet acknowledged."""
 
     most_unacked = 0
@@ -340,7 +341,7 @@ class _WindowWatch(jetstream.FramePublisher):
 async def test_the_publish_window_setting_bounds_the_frames_awaiting_their_ack(
     broker: NatsServer, monkeypatch: pytest.MonkeyPatch, window: int
 ) -> None:
-    monkeypatch.setattr(jetstream, "FramePublisher", _WindowWatch)  # what serve --publish-nats starts
+    monkeypatch.setattr(frame_publisher, "FramePublisher", _WindowWatch)  # what serve --publish-nats starts
     request_id = f"window-{window}"
     async with (
         in_process_server(

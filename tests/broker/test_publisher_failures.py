@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from e2a.v1.agent_service_pb2 import ChatResponse
-from e2a_grpc.broker import jetstream
+from e2a_grpc.broker import frame_publisher, stream_reader
 from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA, BrokerMessage, FrameMessages
 from e2a_grpc.chat.events import Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
@@ -43,17 +43,19 @@ def _frames(request_id: str, words: int) -> list[bytes]:
 
 
 async def _stored(broker: NatsServer, request_id: str) -> int:
-    return await stored_messages(broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id=request_id))
+    return await stored_messages(broker.url, STREAM, stream_reader.streams_filter(PREFIX, request_id=request_id))
 
 
-def _publisher(cls: type[jetstream.FramePublisher], broker: NatsServer, **settings: Any) -> jetstream.FramePublisher:
+def _publisher(
+    cls: type[frame_publisher.FramePublisher], broker: NatsServer, **settings: Any
+) -> frame_publisher.FramePublisher:
     return cls.from_settings(ServerSettings(publish_nats=broker.url, **settings))
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def started(broker: NatsServer) -> AsyncIterator[list[jetstream.FramePublisher]]:
+async def started(broker: NatsServer) -> AsyncIterator[list[frame_publisher.FramePublisher]]:
     """Publishers the test starts (appended here) are closed after it."""
-    publishers: list[jetstream.FramePublisher] = []
+    publishers: list[frame_publisher.FramePublisher] = []
     yield publishers
     for publisher in publishers:
         await publisher.close(1.0)
@@ -99,11 +101,11 @@ class _BuggyFrames(FrameMessages):
 
 async def _read_back(broker: NatsServer, request_id: str) -> list[E2AResponse]:
     """The stream as a subscriber rebuilds it: in order, checked, ending at its final frame."""
-    frames = jetstream.read_streams(broker.url, stream=STREAM, subject_prefix=PREFIX, request_id=request_id)
+    frames = stream_reader.read_streams(broker.url, stream=STREAM, subject_prefix=PREFIX, request_id=request_id)
     return await within(_collect(frames))
 
 
-async def _publish_all(publisher: jetstream.FramePublisher, frames: list[bytes]) -> None:
+async def _publish_all(publisher: frame_publisher.FramePublisher, frames: list[bytes]) -> None:
     for frame in frames:
         await within(publisher.put(frame))
     await within(publisher.flush())
@@ -111,9 +113,9 @@ async def _publish_all(publisher: jetstream.FramePublisher, frames: list[bytes])
 
 @in_module_loop
 async def test_a_bug_building_the_final_frames_message_publishes_its_stand_in(
-    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+    broker: NatsServer, started: list[frame_publisher.FramePublisher], caplog: pytest.LogCaptureFixture
 ) -> None:
-    publisher = _publisher(jetstream.FramePublisher, broker)
+    publisher = _publisher(frame_publisher.FramePublisher, broker)
     frames = _frames("unbuilt-final", 3)
     publisher._messages = _BuggyFrames(unbuildable=(frames[-1],))
     await publisher.start()
@@ -134,9 +136,9 @@ async def test_a_bug_building_the_final_frames_message_publishes_its_stand_in(
 
 @in_module_loop
 async def test_a_bug_sending_a_chunk_publishes_its_stand_in_and_leaves_no_gap(
-    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+    broker: NatsServer, started: list[frame_publisher.FramePublisher], caplog: pytest.LogCaptureFixture
 ) -> None:
-    publisher = _publisher(jetstream.FramePublisher, broker)
+    publisher = _publisher(frame_publisher.FramePublisher, broker)
     frames = _frames("unsent-chunk", 3)
     publisher._messages = _BuggyFrames(unsendable=(frames[1],))
     await publisher.start()
@@ -156,9 +158,9 @@ async def test_a_bug_sending_a_chunk_publishes_its_stand_in_and_leaves_no_gap(
 
 @in_module_loop
 async def test_a_bug_that_meets_the_stand_in_too_loses_that_frame_alone_and_says_so(
-    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+    broker: NatsServer, started: list[frame_publisher.FramePublisher], caplog: pytest.LogCaptureFixture
 ) -> None:
-    publisher = _publisher(jetstream.FramePublisher, broker)
+    publisher = _publisher(frame_publisher.FramePublisher, broker)
     publisher._messages = _UnencodableHeader(subject_prefix=PREFIX, type_prefix="io.e2a", source=None)
     await publisher.start()
     started.append(publisher)
@@ -174,7 +176,7 @@ async def test_a_bug_that_meets_the_stand_in_too_loses_that_frame_alone_and_says
     assert not publisher.failed
 
 
-class _BrokenAnswers(jetstream.FramePublisher):
+class _BrokenAnswers(frame_publisher.FramePublisher):
     """Fails on the broker's answer to the first frame of the stream ``unanswered`` (not its stand-in's)."""
 
     def _answered(self, publish: Any, reply: Any) -> None:
@@ -186,7 +188,7 @@ class _BrokenAnswers(jetstream.FramePublisher):
 
 @in_module_loop
 async def test_a_bug_reading_an_answer_settles_that_frame_and_holds_back_no_other(
-    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+    broker: NatsServer, started: list[frame_publisher.FramePublisher], caplog: pytest.LogCaptureFixture
 ) -> None:
     # A window of one: a frame that stayed unsettled would hold back every later frame.
     publisher = _publisher(_BrokenAnswers, broker, nats_publish_window=1)
@@ -203,7 +205,7 @@ async def test_a_bug_reading_an_answer_settles_that_frame_and_holds_back_no_othe
     assert "cannot read NATS's answer" in logged.getMessage()
 
 
-class _LoopBug(jetstream.FramePublisher):
+class _LoopBug(frame_publisher.FramePublisher):
     """Its publishing task fails after it took its first frame from the queue."""
 
     async def _run(self) -> None:
@@ -213,7 +215,7 @@ class _LoopBug(jetstream.FramePublisher):
 
 @in_module_loop
 async def test_a_failed_publisher_task_is_logged_and_never_blocks_put_or_flush(
-    broker: NatsServer, started: list[jetstream.FramePublisher], caplog: pytest.LogCaptureFixture
+    broker: NatsServer, started: list[frame_publisher.FramePublisher], caplog: pytest.LogCaptureFixture
 ) -> None:
     publisher = _publisher(_LoopBug, broker, nats_publish_queue=2)
     await publisher.start()
@@ -235,7 +237,7 @@ async def test_a_failed_publisher_task_is_logged_and_never_blocks_put_or_flush(
 async def test_chat_goes_on_when_the_servers_publisher_failed(
     broker: NatsServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(jetstream, "FramePublisher", _LoopBug)  # what serve --publish-nats starts
+    monkeypatch.setattr(frame_publisher, "FramePublisher", _LoopBug)  # what serve --publish-nats starts
     envelope = E2AEnvelope(method="chat.send", request_id="chat-on", is_stream=True, params={"text": "a b c d e f"})
     async with (
         in_process_server(publish_nats=broker.url, nats_publish_queue=1) as running,

@@ -15,7 +15,7 @@ import pytest
 
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
-from e2a_grpc.broker import jetstream
+from e2a_grpc.broker import frame_publisher, stream_reader
 from e2a_grpc.chat.events import Event
 from e2a_grpc.grpc import chat_servicer
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
@@ -55,12 +55,12 @@ async def _published(broker: NatsServer, running: InProcessServer, request_id: s
     12 invariants, ending at its final frame), once the server's publisher has it all."""
     assert running.server.publisher is not None
     await within(running.server.publisher.flush())
-    frames = jetstream.read_streams(
+    frames = stream_reader.read_streams(
         broker.url, stream=STREAM, subject_prefix=PREFIX, request_id=request_id, idle_timeout=IDLE_TIMEOUT_SECONDS
     )
     stream = await within(_all(frames))
     # Exactly these frames were stored: none after the final one, none twice.
-    stored = await stored_messages(broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id=request_id))
+    stored = await stored_messages(broker.url, STREAM, stream_reader.streams_filter(PREFIX, request_id=request_id))
     assert stored == len(stream)
     return stream
 
@@ -171,7 +171,7 @@ async def test_a_shutdown_whose_grace_runs_out_under_a_write_still_ends_the_publ
         publisher = running.server.publisher
         await within(running.stop())  # the grace passes, the write is cancelled, the publisher closed
         assert publisher.dropped == 0
-        frames = jetstream.read_streams(
+        frames = stream_reader.read_streams(
             broker.url,
             stream=STREAM,
             subject_prefix=PREFIX,
@@ -183,7 +183,7 @@ async def test_a_shutdown_whose_grace_runs_out_under_a_write_still_ends_the_publ
     _assert_ends_with(stream, ErrorCode.SERVER_SHUTTING_DOWN)
 
 
-class _PausedPublisher(jetstream.FramePublisher):
+class _PausedPublisher(frame_publisher.FramePublisher):
     """The server's publisher, sending nothing until ``resume`` is set: its queue fills and stays full.
     ``put_waits`` is set once a frame is handed over while the queue is full."""
 
@@ -221,7 +221,7 @@ class _CallTasks(ControlledBackend):
 async def test_a_second_cancel_while_the_closing_frames_wait_for_a_full_queue_loses_none(
     broker: NatsServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jetstream, "FramePublisher", _PausedPublisher)  # what serve --publish-nats starts
+    monkeypatch.setattr(frame_publisher, "FramePublisher", _PausedPublisher)  # what serve --publish-nats starts
     backend = _CallTasks(before=("one ", "two "))
     async with (
         # A queue of one and a window of one: "one" waits to be sent, "two" fills the queue.
@@ -244,7 +244,7 @@ async def test_a_second_cancel_while_the_closing_frames_wait_for_a_full_queue_lo
         publisher.resume.set()
         await within(publisher.flush())
         stored = await stored_messages(
-            broker.url, STREAM, jetstream.streams_filter(PREFIX, request_id="cancelled-twice")
+            broker.url, STREAM, stream_reader.streams_filter(PREFIX, request_id="cancelled-twice")
         )
         assert stored == 3  # both chunks and the final frame
         stream = await _published(broker, running, "cancelled-twice")
@@ -280,7 +280,7 @@ async def test_a_client_cancel_during_the_shutdowns_grace_ends_the_published_str
         await within(backend.closed.wait())  # the shutdown has begun, its grace far from over
         call.cancel()
         await within(stopping)  # the cancelled call unwinds, the server stops, the publisher is flushed
-        frames = jetstream.read_streams(
+        frames = stream_reader.read_streams(
             broker.url,
             stream=STREAM,
             subject_prefix=PREFIX,

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from e2a_grpc import cli
-from e2a_grpc.broker import jetstream
+from e2a_grpc.broker import stream_reader
 from e2a_grpc.model import E2AResponse
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings, SubscribeSettings
 
@@ -28,7 +28,7 @@ def subscribed(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return
         yield  # an async generator that yields nothing
 
-    monkeypatch.setattr(jetstream, "read_streams", capture)
+    monkeypatch.setattr(stream_reader, "read_streams", capture)
     return calls
 
 

@@ -43,7 +43,7 @@ _GRPC_TYPES = {
 
 
 class FramePublisherCounts(Protocol):
-    """What the metrics read of the NATS frame publisher (``broker.jetstream.FramePublisher``)."""
+    """What the metrics read of the NATS frame publisher (``broker.frame_publisher.FramePublisher``)."""
 
     @property
     def queued(self) -> int: ...

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Tracer
 
-    from e2a_grpc.broker.jetstream import FramePublisher
+    from e2a_grpc.broker.frame_publisher import FramePublisher
 
 log = logging.getLogger("e2a_grpc.server")
 
@@ -149,7 +149,7 @@ class E2AServer:
         #: Every Chat frame also goes to NATS JetStream with --publish-nats (the ``nats`` extra).
         self.publisher: FramePublisher | None = None
         if config.publish_nats:
-            from e2a_grpc.broker.jetstream import FramePublisher
+            from e2a_grpc.broker.frame_publisher import FramePublisher
 
             self.publisher = FramePublisher.from_settings(config)
             self.publisher.backlog_listeners.append(self._broker_backlogged)

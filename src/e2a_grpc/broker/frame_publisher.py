@@ -35,13 +35,7 @@ ever), the publisher stops (``failed``): the failure is logged with its tracebac
 frame it held and every frame handed over later is given up on at once, so Chat streams go on and
 never wait for it, and the operator restarts the server to publish again.
 
-``read_streams`` rebuilds streams from a consumer of its own (``StreamAssembler``), resuming after
-the last message it saw when the broker or the connection went away. A message on the subjects that
-is not a frame of a Chat stream (another publisher's: not an E2A response CloudEvent, or a frame
-without a request_id) is logged and skipped, so that one foreign message does not stop the readers
-of a shared stream; frames that break a stream's invariants (``StreamInvariantError``) still end
-the read: they come from a publisher of frames that is broken, and skipping them would hand on a
-stream that is not what the agent sent.
+The streams are read back by ``stream_reader.read_streams``.
 """
 
 from __future__ import annotations
@@ -51,9 +45,8 @@ import contextlib
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 
-import nats
 import nats.errors
 import nats.js.errors
 import orjson
@@ -61,24 +54,11 @@ from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header, StorageType, StreamConfig
+from nats.js.api import Header, StorageType, StreamConfig
 
 from e2a.v1 import agent_service_pb2
-from e2a_grpc.broker.assembly import StreamAssembler
-from e2a_grpc.broker.frame_messages import (
-    MSG_ID_HEADER,
-    NO_SESSION,
-    BrokerMessage,
-    FrameMessages,
-    frame_message,
-    frame_subject,
-    stand_in_frame,
-    subject_token,
-)
-from e2a_grpc.chat.invariants import StreamInvariantError
-from e2a_grpc.errors import E2AFieldError, E2AValueError
-from e2a_grpc.model import E2AResponse
-from e2a_grpc.protocols import cloudevent_formats, cloudevents
+from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, BrokerMessage, FrameMessages, stand_in_frame
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -90,15 +70,12 @@ log = logging.getLogger(__name__)
 PUBLISH_BATCH = 64
 #: How long after the broker refused a frame (or the client could not send it) it is sent again.
 REFUSED_RETRY_SECONDS = 1.0
-#: How often unacknowledged frames are looked at, to send again those whose time came; a reader's
-#: pause before it resumes after losing the broker.
+#: How often unacknowledged frames are looked at, to send again those whose time came.
 RETRY_PAUSE_SECONDS = 0.2
 #: What nats-py's publish raises for the message itself (not for the connection's state).
 _UNSENDABLE = (nats.errors.BadSubjectError, nats.errors.BadHeaderError, nats.errors.MaxPayloadError)
 #: The status header of the reply a publish gets when no stream takes its subject.
 _NO_RESPONDERS = "503"
-#: Messages asked for per fetch by a reader.
-FETCH_BATCH = 256
 #: What is logged of a frame given up on after a bug met it and its stand-in.
 _NOT_PUBLISHED = (
     "neither this Chat frame nor its stand-in could be published: the broker's copy of its stream has a gap "
@@ -118,76 +95,6 @@ def _frame_name(frame: bytes) -> str:
 def _bug_reason(exc: Exception) -> str:
     """What a stand-in says of a frame a bug of the publisher kept from the broker."""
     return f"the publisher failed on it ({type(exc).__name__}; see the server log)"
-
-
-def streams_filter(prefix: str, *, session_id: str | None = None, request_id: str | None = None) -> str:
-    """The subjects of one request's stream, of a session's streams, or of every stream."""
-    if session_id is None and request_id is None:
-        return f"{prefix}.>"
-    session = "*" if session_id is None else subject_token(session_id)
-    request = "*" if request_id is None else subject_token(request_id)
-    return f"{prefix}.{session}.{request}"
-
-
-def frame_of(msg: Msg) -> E2AResponse:
-    """The frame a message carries; an event that is not a frame is an error naming the attribute."""
-    event = cloudevent_formats.from_http_binary(msg.headers or {}, msg.data)
-    record = cloudevents.event_to_record(event)
-    if not isinstance(record, E2AResponse):
-        raise E2AValueError("mcptype", "a Chat stream carries response frames, got a request")
-    return record
-
-
-def _stream_frame(msg: Msg) -> E2AResponse | None:
-    """The frame of a Chat stream a message carries, or None (logged) for a message that is none."""
-    try:
-        frame = frame_of(msg)
-    except E2AFieldError as exc:
-        problem = str(exc)
-    else:
-        if frame.request_id:
-            return frame
-        problem = "the frame has no request_id"
-    log.warning(
-        "skipped message %d of stream %s on %s: not a frame of a Chat stream (%s)",
-        msg.metadata.sequence.stream,
-        msg.metadata.stream,
-        msg.subject,
-        problem,
-    )
-    return None
-
-
-#: Connection attempts before a first connection gives up (a broker that is down now is an error);
-#: once connected, reconnection never stops (a broker restart is not).
-FIRST_CONNECT_ATTEMPTS = 3
-
-
-async def _log_error(error: Exception) -> None:
-    log.debug("nats: %r", error)  # connection troubles: the retries above say what matters
-
-
-async def connect(
-    url: str,
-    *,
-    disconnected_cb: Callable[[], Awaitable[None]] | None = None,
-    reconnected_cb: Callable[[], Awaitable[None]] | None = None,
-) -> NatsClient:
-    """A connection to ``url`` (or to any of comma-separated URLs, a cluster's nodes) that reconnects
-    for as long as it is open; raises NoServersError (or OSError) when no broker can be reached now."""
-    nc = await nats.connect(
-        [server.strip() for server in url.split(",") if server.strip()],
-        connect_timeout=2,
-        allow_reconnect=True,
-        max_reconnect_attempts=FIRST_CONNECT_ATTEMPTS,
-        reconnect_time_wait=0.25,
-        name="e2a-grpc",
-        error_cb=_log_error,
-        disconnected_cb=disconnected_cb,
-        reconnected_cb=reconnected_cb,
-    )
-    nc.options["max_reconnect_attempts"] = -1  # nats-py reads it on each reconnection
-    return nc
 
 
 async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str) -> None:
@@ -660,89 +567,3 @@ class FramePublisher:
         while True:
             await self._queue.get()
             self._give_up()
-
-
-async def _consumer(
-    js: JetStreamContext, stream: str, subject_filter: str, start_sequence: int
-) -> JetStreamContext.PullSubscription:
-    """An ephemeral pull consumer of the stream from ``start_sequence`` (the broker forgets it when idle)."""
-    config = ConsumerConfig(
-        ack_policy=AckPolicy.EXPLICIT,
-        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=start_sequence,
-        inactive_threshold=60.0,
-    )
-    return await js.pull_subscribe(subject_filter, stream=stream, config=config)
-
-
-async def read_streams(
-    url: str,
-    *,
-    stream: str,
-    subject_prefix: str,
-    session_id: str | None = None,
-    request_id: str | None = None,
-    streams: int | None = 1,
-    idle_timeout: float | None = None,
-    assembler: StreamAssembler | None = None,
-) -> AsyncIterator[E2AResponse]:
-    """The frames of the streams under the filter, each stream in ``sequence`` order and checked,
-    from the stream's first message on (late joiners get everything the broker keeps). Ends after
-    ``streams`` streams ended with their final frame (None: never); ``idle_timeout``: raise
-    TimeoutError after that long without a message. Messages are acknowledged once yielded; one
-    that is not a frame of a Chat stream is logged and skipped (acknowledged too)."""
-    assembler = assembler or StreamAssembler()
-    subject_filter = streams_filter(subject_prefix, session_id=session_id, request_id=request_id)
-    nc = await connect(url)
-    js = nc.jetstream()
-    next_sequence = 1
-    subscription: JetStreamContext.PullSubscription | None = None
-    loop = asyncio.get_running_loop()
-    last_message = loop.time()
-    try:
-        while True:
-            if idle_timeout is not None and loop.time() - last_message > idle_timeout:
-                raise TimeoutError(f"no frame for {idle_timeout:g} s on {subject_filter}")
-            try:
-                if subscription is None:
-                    subscription = await _consumer(js, stream, subject_filter, next_sequence)
-                messages = await subscription.fetch(FETCH_BATCH, timeout=1.0)
-            except (TimeoutError, nats.errors.TimeoutError):
-                continue
-            except nats.errors.Error as exc:
-                # The broker restarted (the consumer may be gone) or the connection is down: resume
-                # after the last message seen once it is back.
-                log.debug("reading %s: %r; resuming from stream sequence %d", subject_filter, exc, next_sequence)
-                if subscription is not None:
-                    with contextlib.suppress(nats.errors.Error):
-                        await subscription.unsubscribe()
-                subscription = None
-                await asyncio.sleep(RETRY_PAUSE_SECONDS)
-                continue
-            last_message = loop.time()
-            for message in messages:
-                next_sequence = max(next_sequence, message.metadata.sequence.stream + 1)
-                frame = _stream_frame(message)
-                for ready in assembler.add(frame) if frame is not None else ():
-                    yield ready
-                with contextlib.suppress(nats.errors.Error):
-                    await message.ack()  # an ack lost to a disconnect means a redelivery, which is dropped
-                if streams is not None and len(assembler.finished) >= streams:
-                    return
-    finally:
-        await nc.close()
-
-
-__all__ = [
-    "MSG_ID_HEADER",
-    "NO_SESSION",
-    "BrokerMessage",
-    "FramePublisher",
-    "StreamInvariantError",
-    "frame_message",
-    "frame_of",
-    "frame_subject",
-    "read_streams",
-    "streams_filter",
-    "subject_token",
-]
