@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from e2a_grpc import cli
+from e2a_grpc.cli import cloudevent_forms
 from e2a_grpc.client import chat
 from e2a_grpc.model import E2AEnvelope
 from tests.conftest import REPO_ROOT
@@ -31,7 +31,9 @@ def _records_json() -> str:
     return json.dumps([json.loads(record.to_json()) for record in conformance_records()[:20]])
 
 
-@pytest.mark.parametrize("form", [str(form) for form in cli.Format if form is not cli.Format.PROTOBUF])
+@pytest.mark.parametrize(
+    "form", [str(form) for form in cloudevent_forms.Format if form is not cloudevent_forms.Format.PROTOBUF]
+)
 def test_every_format_round_trips_through_the_command_line(form: str, tmp_path: Path) -> None:
     records = _records_json()
     events = tmp_path / "events"
@@ -55,7 +57,7 @@ def test_the_server_gives_what_the_offline_conversion_gives(server_address: str)
     assert json.loads(back.stdout)["params"] == {"n": 2**70}
 
 
-@pytest.mark.parametrize("form", [str(cli.Format.BATCH), str(cli.Format.PROTOBUF_BATCH)])
+@pytest.mark.parametrize("form", [str(cloudevent_forms.Format.BATCH), str(cloudevent_forms.Format.PROTOBUF_BATCH)])
 def test_an_empty_batch_round_trips_to_an_empty_array(form: str, server_address: str) -> None:
     written = run_bytes("convert", "to-cloudevents", "--format", form, stdin=b"[]")
     assert written.returncode == 0, written.stderr

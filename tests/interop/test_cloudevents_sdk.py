@@ -13,7 +13,8 @@ from cloudevents.core.bindings import kafka as sdk_kafka
 from cloudevents.core.formats.json import JSONFormat
 from cloudevents.core.v1.event import CloudEvent as SdkEvent
 
-from e2a_grpc import cli, jsontext
+from e2a_grpc import jsontext
+from e2a_grpc.cli import cloudevent_forms
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse
 from e2a_grpc.protocols import cloudevent_formats as formats
@@ -83,7 +84,7 @@ def test_the_sdk_reads_our_binary_http_events() -> None:
 def test_the_sdk_reads_our_kafka_events() -> None:
     for record in _records()[:50]:
         ours = ce.record_to_event(record, type_prefix=PREFIX)
-        message = cli.to_kafka_binary(ours)
+        message = cloudevent_forms.to_kafka_binary(ours)
         sdk_message = sdk_kafka.KafkaMessage(headers=dict(message.headers), key=message.key, value=message.value or b"")
         _assert_sdk_read_our_event(sdk_kafka.from_binary(sdk_message, JSONFormat()), ours, record)
 
@@ -115,7 +116,7 @@ def test_we_read_the_sdks_kafka_events() -> None:
     for record in _records()[:50]:
         sdk_event = _sdk_event(record)
         message = sdk_kafka.to_binary(sdk_event, JSONFormat())
-        event = cli.from_kafka_binary(list(message.headers.items()), message.value, None)
+        event = cloudevent_forms.from_kafka_binary(list(message.headers.items()), message.value, None)
         assert ce.event_to_record(event).to_json() == record.to_json()
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from e2a_grpc import cli
+from e2a_grpc.cli import serve
 from e2a_grpc.settings import ServerSettings
 
 
@@ -28,5 +28,5 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
         configs.append(config)
         return 0
 
-    monkeypatch.setattr(cli, "run_server", capture)
+    monkeypatch.setattr(serve, "run_server", capture)
     return configs

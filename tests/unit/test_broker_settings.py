@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from e2a_grpc import cli
 from e2a_grpc.broker import stream_reader
+from e2a_grpc.cli import exits
 from e2a_grpc.model import E2AResponse
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings, SubscribeSettings
 
@@ -64,7 +65,7 @@ def test_out_of_range_tuning_is_refused(field: str, value: float) -> None:
 def test_a_bad_window_stops_serve_with_one_line_naming_it(
     capsys: pytest.CaptureFixture[str], served: list[ServerSettings]
 ) -> None:
-    assert cli.main(["serve", "--nats-publish-window", "0"]) == cli.EXIT_BAD_INPUT
+    assert cli.main(["serve", "--nats-publish-window", "0"]) == exits.EXIT_BAD_INPUT
     assert capsys.readouterr().err == "error: --nats-publish-window: Input should be greater than or equal to 1\n"
     assert served == []
 
@@ -85,7 +86,7 @@ def test_subscribes_idle_timeout_is_a_setting(
 ) -> None:
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    assert cli.main(["subscribe", "--request-id", "r-1", *arguments]) == cli.EXIT_OK
+    assert cli.main(["subscribe", "--request-id", "r-1", *arguments]) == exits.EXIT_OK
     [call] = subscribed
     assert call["idle_timeout"] == 2.5
     assert call["request_id"] == "r-1"
@@ -93,7 +94,7 @@ def test_subscribes_idle_timeout_is_a_setting(
 
 def test_subscribe_waits_for_ever_by_default(subscribed: list[dict[str, Any]]) -> None:
     assert SubscribeSettings().nats_idle_timeout_seconds is None
-    assert cli.main(["subscribe"]) == cli.EXIT_OK
+    assert cli.main(["subscribe"]) == exits.EXIT_OK
     assert subscribed[0]["idle_timeout"] is None
 
 
@@ -101,6 +102,6 @@ def test_subscribe_waits_for_ever_by_default(subscribed: list[dict[str, Any]]) -
 def test_an_idle_timeout_that_is_not_positive_is_bad_input(
     option: str, capsys: pytest.CaptureFixture[str], subscribed: list[dict[str, Any]]
 ) -> None:
-    assert cli.main(["subscribe", option, "0"]) == cli.EXIT_BAD_INPUT
+    assert cli.main(["subscribe", option, "0"]) == exits.EXIT_BAD_INPUT
     assert capsys.readouterr().err == "error: --nats-idle-timeout-seconds: Input should be greater than 0\n"
     assert subscribed == []

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 
 from e2a.cloudevents.v1 import cloudevents_pb2
 from e2a.v1 import conversion_service_pb2
-from e2a_grpc import cli, jsontext
+from e2a_grpc import jsontext
+from e2a_grpc.cli import cloudevent_forms
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse
 from e2a_grpc.protocols import cloudevent_formats as formats
@@ -37,8 +38,8 @@ def _through_http(event: ce.CloudEvent) -> ce.CloudEvent:
 
 
 def _through_kafka(event: ce.CloudEvent) -> ce.CloudEvent:
-    message = cli.to_kafka_binary(event)
-    return cli.from_kafka_binary(message.headers, message.value)
+    message = cloudevent_forms.to_kafka_binary(event)
+    return cloudevent_forms.from_kafka_binary(message.headers, message.value)
 
 
 FORMATS: dict[str, Callable[[ce.CloudEvent], ce.CloudEvent]] = {
@@ -210,19 +211,19 @@ def test_a_timestamp_out_of_range_is_refused_naming_the_attribute(seconds: int, 
     assert caught.value.field == "attributes.time"
 
 
-@pytest.mark.parametrize("form", list(cli.Format))
-def test_the_byte_forms_round_trip(form: cli.Format) -> None:
+@pytest.mark.parametrize("form", list(cloudevent_forms.Format))
+def test_the_byte_forms_round_trip(form: cloudevent_forms.Format) -> None:
     records = list(conformance_records()[:5])
-    if form is cli.Format.PROTOBUF:
+    if form is cloudevent_forms.Format.PROTOBUF:
         records = records[:1]
     events = ce.records_to_events(records, type_prefix="io.e2a")
-    back = ce.events_to_records(cli.decode(cli.encode(events, form), form))
+    back = ce.events_to_records(cloudevent_forms.decode(cloudevent_forms.encode(events, form), form))
     assert [record.to_json() for record in back] == [record.to_json() for record in records]
 
 
 def test_undecodable_protobuf_bytes_are_refused() -> None:
     with pytest.raises(E2AFieldError) as caught:
-        cli.decode(b"\xff\xff\xff", cli.Format.PROTOBUF)
+        cloudevent_forms.decode(b"\xff\xff\xff", cloudevent_forms.Format.PROTOBUF)
     assert caught.value.field == "$"
 
 
@@ -249,7 +250,7 @@ def test_a_pretty_printed_structured_event_is_read() -> None:
     envelope = E2AEnvelope(method="m", request_id="r")
     event = ce.record_to_event(envelope, type_prefix="p")
     text = json.dumps(json.loads(formats.to_structured_json(event)), indent=2)
-    [read] = cli.decode(text.encode(), cli.Format.STRUCTURED)
+    [read] = cloudevent_forms.decode(text.encode(), cloudevent_forms.Format.STRUCTURED)
     assert ce.event_to_record(read).to_json() == envelope.to_json()
 
 
