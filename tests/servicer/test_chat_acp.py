@@ -328,7 +328,7 @@ async def _events_until_error(backend: AcpBackend, request: E2AEnvelope) -> tupl
 async def test_agent_stderr_is_logged_at_debug_and_kept_for_the_crash_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="e2a_grpc.backends.acp")
+    caplog.set_level(logging.DEBUG, logger="e2a_grpc.backends.acp_agent")
     backend = AcpBackend([sys.executable, str(AGENT)], default_cwd=tmp_path)
     try:
         _, error = await _events_until_error(backend, envelope("crash"))

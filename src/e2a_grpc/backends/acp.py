@@ -1,24 +1,15 @@
-"""The ``acp`` backend: runs an ACP agent command as a subprocess and speaks ACP to it over stdio.
+"""The ``acp`` backend: runs an ACP agent command as a subprocess (``acp_agent``) and chats with it.
 
-ACP (research/FACTS.md section 4) is JSON-RPC 2.0, one message per line, camelCase on the wire.
 Per agent process: ``initialize``, then ``session/new`` (cwd from ``params.workspace_dir`` per spec
 11.6, else ``params.cwd``, else the configured default), then one ``session/prompt`` per Chat call,
 built from the envelope by the ACP adapters (spec section 7). The ``session/update``
 notifications of a prompt turn become events (message and thought text, tool calls; the other kinds
 pass through as ``acp.session_update``) and the prompt result the final ``Complete``.
 
-The JSON-RPC client is the ACP SDK's low-level ``Connection`` (request ids, pending requests,
-dispatch of the agent's messages), given raw JSON rather than the SDK's typed models so that
-updates reach E2A bodies exactly as the agent sent them. It runs on ``_LineTransport`` instead of
-the SDK's stdio transport, which decodes with the standard ``json`` module: that one accepts NaN
-and Infinity, bounds no line, and lets a line that is not a JSON-RPC message stop its receive loop.
-
 Processes: envelopes with a ``session_id`` share one agent process and ACP session per session id
 (a bounded pool, one prompt at a time per session); without a session id, each call gets its own
 process, closed after the call (never pooled: a process keeps what a turn left in it, and callers'
-turns must not share that). Agent requests to the client are always answered: everything but
-permission requests (``fs/*``, ``terminal/*``, ...) with "method not found", which is also what the
-capabilities sent in ``initialize`` announce.
+turns must not share that).
 
 Permission requests (README, "Permission questions"): with the ``ask`` policy, a turn of a session
 ends with the question (``AgentIds`` naming the turn, then ``InputRequired``) while its
@@ -35,48 +26,30 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
-import os
-import signal
-import uuid
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from e2a_grpc import jsontext
-from e2a_grpc.backends.acp_permissions import (
-    CANCELLED,
-    outcome_of,
-    permission_question,
-    policy_outcome,
-    question_options,
+from e2a_grpc.backends.acp_agent import (
+    INITIALIZE,
+    SESSION_CANCEL,
+    SESSION_NEW,
+    SESSION_PROMPT,
+    AgentProcess,
+    Question,
+    Turn,
 )
+from e2a_grpc.backends.acp_permissions import CANCELLED, outcome_of, policy_outcome
 from e2a_grpc.chat.answers import answer_of
 from e2a_grpc.chat.coalesce import EventInbox
-from e2a_grpc.chat.events import (
-    AgentIds,
-    BackendError,
-    BackendInfo,
-    Complete,
-    Delta,
-    Event,
-    InputRequired,
-    Passthrough,
-)
-from e2a_grpc.chat.timers import TURN_TIMERS, OffLoopTimer
+from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Event, InputRequired
+from e2a_grpc.chat.timers import TURN_TIMERS
 from e2a_grpc.errors import E2AFieldError
-from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
+from e2a_grpc.model import E2AEnvelope, ErrorCode, SourceProtocol
 from e2a_grpc.protocols.acp import envelope_to_acp_jsonrpc_call, wire_request
 from e2a_grpc.settings import BackendName, PermissionAnswer, PermissionPolicy, ServerSettings
-
-try:
-    from acp import AGENT_METHODS, CLIENT_METHODS, RequestError
-    from acp.connection import Connection
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError(
-        f"the acp backend needs the ACP SDK: pip install 'agent-client-protocol==0.12.*' ({exc})"
-    ) from exc
 
 log = logging.getLogger(__name__)
 
@@ -94,354 +67,11 @@ ACP_PROTOCOL_VERSION = 1
 CANCEL_GRACE_SECONDS = 1.0
 #: How long ``initialize`` and ``session/new`` may take (agents may load models or tools first).
 START_TIMEOUT_SECONDS = 30.0
-#: How long an agent may take to exit once its stdin is closed, and again after SIGTERM.
-EXIT_GRACE_SECONDS = 0.5
-#: Longest line (one JSON-RPC message) read from an agent; multimodal content makes lines large.
-MAX_MESSAGE_BYTES = 32 * 1024 * 1024
-#: How much of an agent's stderr is kept to explain a crash.
-STDERR_TAIL_BYTES = 4096
-#: Server environment variables an agent must not inherit (secrets of this server).
-_PRIVATE_ENV = ("E2A_GRPC_TOKEN",)
 _CLIENT_INFO = {"name": "e2a-grpc", "title": "E2A gRPC service", "version": _version()}
 # This client implements no client-side methods: agents must not call fs/* or terminal/* (they
 # get "method not found" if they do).
 _CLIENT_CAPABILITIES = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
 _SETTINGS = ServerSettings.model_fields
-
-_INITIALIZE = AGENT_METHODS["initialize"]
-_SESSION_NEW = AGENT_METHODS["session_new"]
-_SESSION_PROMPT = AGENT_METHODS["session_prompt"]
-_SESSION_CANCEL = AGENT_METHODS["session_cancel"]
-_SESSION_UPDATE = CLIENT_METHODS["session_update"]
-_REQUEST_PERMISSION = CLIENT_METHODS["session_request_permission"]
-
-
-class _LineTransport:
-    """The SDK Connection's transport: one JSON message per line on the agent's stdin and stdout.
-
-    Lines are read with ``jsontext.loads`` (no NaN or Infinity) and only well-formed JSON-RPC
-    messages reach the Connection, so nothing an agent writes can break its receive loop.
-    """
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self._stdin = process.stdin
-        self._stdout = process.stdout
-        self._pid = process.pid
-        #: Set when the agent's stdout ended; ``failure`` says why if that was not an end of file.
-        self.ended = asyncio.Event()
-        self.failure: str | None = None
-
-    async def send(self, message: dict[str, Any]) -> None:
-        if self._stdin.is_closing():
-            raise ConnectionResetError("the ACP agent's stdin is closed")
-        self._stdin.write(jsontext.dumps(message, "acp").encode() + b"\n")
-        await self._stdin.drain()
-
-    async def receive(self) -> dict[str, Any] | None:
-        try:
-            while line := await self._stdout.readline():
-                if (message := self._message(line)) is not None:
-                    return message
-        except ValueError:  # a line over the limit: the stream cannot be resynchronised
-            self.failure = f"the ACP agent sent a message longer than {MAX_MESSAGE_BYTES} bytes"
-            log.warning("ACP agent %d: %s; killing it", self._pid, self.failure)
-        self.ended.set()
-        return None
-
-    async def close(self) -> None:
-        self._stdin.close()
-
-    def _message(self, line: bytes) -> dict[str, Any] | None:
-        """The JSON-RPC message on a line, or None (logged) for one the Connection must not see."""
-        if not line.strip():
-            return None
-        try:
-            message = jsontext.loads(line.decode(), "acp")
-        except (UnicodeDecodeError, E2AFieldError):
-            log.warning("ACP agent %d wrote a line that is not JSON text; ignored", self._pid)
-            return None
-        if not isinstance(message, dict):
-            log.warning("ACP agent %d wrote JSON that is not a JSON-RPC message; ignored", self._pid)
-            return None
-        if message.get("method") is not None:
-            return message
-        request_id = message.get("id")
-        if not isinstance(request_id, int) or isinstance(request_id, bool):
-            log.warning("ACP agent %d sent a response with an id this client never used; ignored", self._pid)
-            return None
-        error = message.get("error")
-        if "error" in message and not (isinstance(error, dict) and _is_int(error.get("code"))):
-            # The Connection fails on an error that is no object and reads a missing code as
-            # -32603; a null code is what _agent_error reports as a malformed error.
-            message["error"] = {"code": None}
-        return message
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-@dataclass(eq=False)
-class _Question:
-    """A permission request of the agent, put to the client: the agent's JSON-RPC request waits for
-    ``outcome`` (the SDK Connection runs each request of the agent as a task of its own)."""
-
-    asked: InputRequired
-    #: How much of the turn's text the agent had sent when it asked: the frames before the question.
-    text_end: int
-    outcome: asyncio.Future[dict[str, Any]]
-    #: Runs out ``acp_permission_timeout_seconds`` after the question reached the client.
-    timer: OffLoopTimer | None = None
-
-    def answer(self, outcome: dict[str, Any]) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        if not self.outcome.done():
-            self.outcome.set_result(outcome)
-
-
-@dataclass(eq=False)
-class _Turn:
-    """A prompt turn on an agent process: its ``session/prompt`` call in flight, and where its session
-    updates go, as events (read by one Chat call, or by each of the calls that answer its questions)."""
-
-    session_id: str
-    events: EventInbox
-    response: asyncio.Task[dict[str, Any]]
-    #: Its permission requests go to the client; otherwise the backend answers them itself.
-    askable: bool
-    #: The ``task_id`` of the frames that ask its questions, which a call that answers one names. One
-    #: per turn, not per question: the answering call's frames echo it, the next question's too.
-    id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    #: The text of the agent's message chunks so far; each call's result ``content`` is its part.
-    text: list[str] = field(default_factory=list)
-    #: Where the part of ``text`` of the call now reading the turn begins.
-    read_from: int = 0
-    #: Questions the agent asked whose ``InputRequired`` waits in ``events``, in that order.
-    asked: deque[_Question] = field(default_factory=deque)
-    #: The question the turn waits on: it reached the client, no answer yet.
-    waiting: _Question | None = None
-    #: Nobody answered its question in time: the timeout policy did, and nobody reads the rest.
-    timed_out: bool = False
-
-    def ask(self, params: dict[str, Any], options: tuple[dict[str, Any], ...]) -> asyncio.Future[dict[str, Any]]:
-        """Put the agent's permission request in line for the client; the future is its answer."""
-        question = _Question(
-            permission_question(params, options), len(self.text), asyncio.get_running_loop().create_future()
-        )
-        self.asked.append(question)
-        self.events.put(question.asked)
-        return question.outcome
-
-    def text_until(self, end: int) -> str:
-        """The text of the call reading the turn, up to ``end``, where the next call's begins."""
-        text = "".join(self.text[self.read_from : end])
-        self.read_from = end
-        return text
-
-    def questions(self) -> list[_Question]:
-        """Every question not answered yet, the one the turn waits on first; none is kept after."""
-        pending = [*([self.waiting] if self.waiting is not None else ()), *self.asked]
-        self.waiting = None
-        self.asked.clear()
-        return pending
-
-
-class AgentProcess:
-    """One agent subprocess, the SDK JSON-RPC connection over its stdio, and its stderr tail."""
-
-    def __init__(self, process: asyncio.subprocess.Process, own_answer: PermissionAnswer) -> None:
-        self.process = process
-        self.pid = process.pid
-        #: How the backend answers the permission requests that do not go to the client.
-        self._own_answer = own_answer
-        self._turn: _Turn | None = None
-        self._stderr_tail = bytearray()
-        self._stderr_reader = asyncio.create_task(self._read_stderr(), name=f"acp-agent-{self.pid}-stderr")
-        self._transport = _LineTransport(process)
-        self._connection = Connection(self._serve, self._transport)
-        self._ended = asyncio.create_task(self._reap(), name=f"acp-agent-{self.pid}-reaper")
-        #: What the agent's ``initialize`` said it takes in a prompt beyond text and resource links.
-        self.prompt_capabilities: dict[str, Any] = {}
-
-    @classmethod
-    async def spawn(cls, command: Sequence[str], own_answer: PermissionAnswer) -> AgentProcess:
-        env = {key: value for key, value in os.environ.items() if key not in _PRIVATE_ENV}
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                limit=MAX_MESSAGE_BYTES,
-                # Its own process group: closing the agent also ends what it started (shell
-                # wrappers, tools), and a Ctrl-C meant for the server does not hit it directly.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise BackendError(
-                ErrorCode.AGENT_UNAVAILABLE, f"cannot start the ACP agent {command[0]!r}: {exc}"
-            ) from None
-        log.info("started ACP agent %s (pid %d)", Path(command[0]).name, process.pid)
-        return cls(process, own_answer)
-
-    @property
-    def alive(self) -> bool:
-        return not self._ended.done()
-
-    # --- requests --------------------------------------------------------------------------------
-
-    async def call(self, method: str, params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """Send a request and wait for its result; failures become BackendError."""
-        try:
-            result = await asyncio.wait_for(self._connection.send_request(method, params), timeout)
-        except TimeoutError:
-            raise BackendError(
-                ErrorCode.AGENT_UNRESPONSIVE, f"the ACP agent did not answer {method} within {timeout:g} s"
-            ) from None
-        except RequestError as exc:
-            raise _agent_error(method, exc) from None
-        except ConnectionError:  # the Connection ended: the agent exited or was closed
-            await asyncio.wait({self._ended})
-            details: dict[str, Any] = {"exit_status": self.process.returncode, "acp_method": method}
-            if tail := self.stderr_tail():
-                details["stderr_tail"] = tail
-            reason = self._transport.failure or (
-                f"the ACP agent exited with status {self.process.returncode} during {method}"
-            )
-            raise BackendError(ErrorCode.AGENT_CRASHED, reason, details) from None
-        if not isinstance(result, dict):
-            raise BackendError(
-                ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} without a result object"
-            )
-        return result
-
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        with contextlib.suppress(ConnectionError):  # an agent that is gone needs no notification
-            await self._connection.send_notification(method, params)
-
-    # --- what the agent sends --------------------------------------------------------------------
-
-    def start_prompt(self, session_id: str, params: dict[str, Any], events: EventInbox, askable: bool) -> _Turn:
-        """Send ``session/prompt``; its updates go to ``events`` until the turn is closed."""
-        response = asyncio.create_task(self.call(_SESSION_PROMPT, {**params, "sessionId": session_id}))
-        response.add_done_callback(lambda _: events.close())
-        # A turn given up on (cancelled, killed) never reads its outcome: asyncio must not report it.
-        response.add_done_callback(lambda task: task.cancelled() or task.exception())
-        self._turn = _Turn(session_id, events, response, askable)
-        return self._turn
-
-    def close_turn(self, turn: _Turn) -> None:
-        if self._turn is turn:
-            self._turn = None  # updates that still arrive for it are dropped
-
-    async def _serve(self, method: str, params: Any, is_notification: bool) -> dict[str, Any] | None:
-        """The Connection's handler: takes session updates and answers the agent's requests."""
-        if is_notification:
-            turn = self._turn
-            if (
-                method == _SESSION_UPDATE
-                and turn is not None
-                and isinstance(params, dict)
-                and params.get("sessionId") == turn.session_id
-            ):
-                turn.events.put(event_for(params, turn.text))
-            return None
-        if method == _REQUEST_PERMISSION:
-            options = question_options(params)
-            turn = self._turn
-            if (
-                turn is not None
-                and turn.askable
-                and options
-                and not turn.events.closed
-                and isinstance(params, dict)
-                and params.get("sessionId") == turn.session_id
-            ):
-                log.info("ACP agent %d asked for permission: the question goes to the client", self.pid)
-                return {"outcome": await turn.ask(params, options)}
-            outcome = policy_outcome(options, self._own_answer)
-            log.info("ACP agent %d asked for permission: %s (policy %s)", self.pid, outcome, self._own_answer)
-            return {"outcome": outcome}
-        log.info("ACP agent %d called %s: answered method not found", self.pid, method)
-        raise RequestError.method_not_found(method)
-
-    async def _read_stderr(self) -> None:
-        stderr = self.process.stderr
-        assert stderr is not None
-        while True:
-            try:
-                line = await stderr.readline()
-            except ValueError:  # a line over the limit, already discarded by the reader
-                continue
-            if not line:
-                return
-            log.debug("agent stderr (pid %d): %s", self.pid, line.decode(errors="replace").rstrip("\r\n"))
-            self._stderr_tail += line
-            del self._stderr_tail[:-STDERR_TAIL_BYTES]
-
-    def stderr_tail(self) -> str:
-        return self._stderr_tail.decode(errors="replace")
-
-    # --- ending ----------------------------------------------------------------------------------
-
-    async def _reap(self) -> None:
-        """Once the agent's stdout ended: its exit (killed if it lingers) and the rest of its stderr."""
-        await self._transport.ended.wait()
-        if self._transport.failure is not None:
-            self.kill()
-        try:
-            await asyncio.wait_for(self.process.wait(), EXIT_GRACE_SECONDS)
-        except TimeoutError:
-            self.kill()
-            await self.process.wait()
-        await asyncio.wait({self._stderr_reader}, timeout=EXIT_GRACE_SECONDS)
-        log.info("ACP agent %d exited with status %s", self.pid, self.process.returncode)
-
-    def kill(self) -> None:
-        """SIGKILL the agent's process group: the agent and whatever it started."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-
-    async def close(self) -> None:
-        """End the agent: EOF on its stdin, then SIGTERM, then SIGKILL, each after a short grace.
-
-        The kill in ``finally`` is synchronous, so the process ends even when this is cancelled.
-        It goes to the whole process group even after the agent exited, for what the agent left
-        running (which would also keep its stdout open).
-        """
-        try:
-            if self.process.returncode is None:
-                await self._transport.close()
-                await asyncio.wait({self._ended}, timeout=EXIT_GRACE_SECONDS)
-            if self.process.returncode is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.pid, signal.SIGTERM)
-                await asyncio.wait({self._ended}, timeout=EXIT_GRACE_SECONDS)
-        finally:
-            self.kill()
-        await asyncio.wait({self._ended}, timeout=EXIT_GRACE_SECONDS)
-        # A descendant that left the process group can keep the pipes open: stop reading them.
-        await self._connection.close()
-        for task in (self._ended, self._stderr_reader):
-            task.cancel()
-        await asyncio.gather(self._ended, self._stderr_reader, return_exceptions=True)
-
-
-def _agent_error(method: str, error: RequestError) -> BackendError:
-    """The agent's own JSON-RPC error, passed through; a malformed one is a protocol error."""
-    if not _is_int(error.code):
-        return BackendError(ErrorCode.AGENT_PROTOCOL_ERROR, f"the ACP agent answered {method} with a malformed error")
-    # The Connection keeps code, message and data; an absent data reads as null, so null is left out.
-    payload: dict[str, Any] = {"code": error.code, "message": str(error)}
-    details: dict[str, Any] = {"acp_method": method}
-    if error.data is not None:
-        payload["data"] = details["data"] = error.data
-    return BackendError(
-        error.code, str(error), details, {"protocol": SourceProtocol.ACP, "type": "jsonrpc_error", "payload": payload}
-    )
 
 
 #: Prompt content an agent takes only when its ``promptCapabilities`` name it (ACP: every agent takes
@@ -468,27 +98,6 @@ def unsupported_content(prompt: Any, capabilities: dict[str, Any]) -> str | None
     return None
 
 
-def event_for(params: dict[str, Any], text: list[str]) -> Event:
-    """The event for one ``session/update``; message text is also appended to ``text``."""
-    update = params.get("update")
-    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-    if kind in ("agent_message_chunk", "agent_thought_chunk"):
-        assert isinstance(update, dict)
-        content = update.get("content")
-        if isinstance(content, dict) and content.get("type") == "text" and isinstance(content.get("text"), str):
-            if kind == "agent_message_chunk":
-                text.append(content["text"])
-                return Delta(DeltaKind.TEXT, content["text"])
-            return Delta(DeltaKind.REASONING, content["text"])
-        if isinstance(content, dict):
-            mime_type = content.get("mimeType")
-            return Delta(DeltaKind.CUSTOM, content, mime_type if isinstance(mime_type, str) else None)
-    if kind in ("tool_call", "tool_call_update"):
-        assert isinstance(update, dict)
-        return Delta(DeltaKind.TOOL, update)
-    return Passthrough(ResponseKind.ACP_SESSION_UPDATE, params)
-
-
 @dataclass
 class _Session:
     """A pooled agent process with its ACP session, for one E2A session id."""
@@ -499,7 +108,7 @@ class _Session:
     cwd: str = ""
     #: The agent's prompt turn no call is reading: it waits on a question, or (timed out) runs on
     #: unattended. The session's next call answers the question or waits for the unattended turn.
-    turn: _Turn | None = None
+    turn: Turn | None = None
 
 
 class AcpBackend:
@@ -565,7 +174,7 @@ class AcpBackend:
             async for event in self._follow(session.agent, turn, session):
                 yield event
 
-    async def _new_turn(self, session: _Session, envelope: E2AEnvelope, prompt: dict[str, Any]) -> _Turn:
+    async def _new_turn(self, session: _Session, envelope: E2AEnvelope, prompt: dict[str, Any]) -> Turn:
         """The envelope's prompt, sent in the session (its agent started, or a new ACP session for
         another cwd, as needed)."""
         cwd = self._session_cwd(envelope.params)
@@ -583,7 +192,7 @@ class AcpBackend:
 
     def _start_turn(
         self, agent: AgentProcess, session_id: str, prompt: dict[str, Any], session: _Session | None
-    ) -> _Turn:
+    ) -> Turn:
         """Send the prompt; a turn of a session may ask the client (policy ``ask``)."""
         refusal = unsupported_content(prompt.get("prompt"), agent.prompt_capabilities)
         if refusal is not None:
@@ -596,7 +205,7 @@ class AcpBackend:
             turn.response.add_done_callback(lambda _: self._turn_ended(session, agent, turn))
         return turn
 
-    async def _follow(self, agent: AgentProcess, turn: _Turn, session: _Session | None) -> AsyncGenerator[Event, None]:
+    async def _follow(self, agent: AgentProcess, turn: Turn, session: _Session | None) -> AsyncGenerator[Event, None]:
         """A prompt turn's events from where the last call left it: to its end (``Complete``, or
         BackendError), or to the agent's next question (``AgentIds`` naming the turn, then
         ``InputRequired``), with which the call ends and the turn waits in ``session``.
@@ -625,7 +234,7 @@ class AcpBackend:
                 await self._end_turn(agent, turn)
         yield Complete({"content": turn.text_until(len(turn.text)), "stop_reason": result.get("stopReason")})
 
-    async def _continued_turn(self, session: _Session, envelope: E2AEnvelope) -> _Turn | None:
+    async def _continued_turn(self, session: _Session, envelope: E2AEnvelope) -> Turn | None:
         """The turn a call on ``session`` goes on with: the one whose question it answers, answered.
         None: the call sends a new prompt. Raises for a call that names no waiting question while one
         waits, an answer that names none of its options, or a ``task_id`` when no question waits."""
@@ -670,7 +279,7 @@ class AcpBackend:
         session.turn = None
         return turn
 
-    def _unanswered(self, agent: AgentProcess, turn: _Turn) -> None:
+    def _unanswered(self, agent: AgentProcess, turn: Turn) -> None:
         """A question waited ``acp_permission_timeout_seconds``: the timeout policy answers it (and
         every other question of the turn), and the turn goes on, unattended: its updates are dropped."""
         if turn.waiting is None:
@@ -688,7 +297,7 @@ class AcpBackend:
         for question in turn.questions():
             question.answer(policy_outcome(question.asked.options, self._timeout_answer))
 
-    def _turn_ended(self, session: _Session, agent: AgentProcess, turn: _Turn) -> None:
+    def _turn_ended(self, session: _Session, agent: AgentProcess, turn: Turn) -> None:
         """The prompt of a session's turn ended: with nobody reading it, its question is withdrawn and
         an agent that exited is closed; the call that answers gets the turn's end."""
         if session.turn is not turn:
@@ -705,7 +314,7 @@ class AcpBackend:
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
 
-    async def _end_turn(self, agent: AgentProcess, turn: _Turn) -> None:
+    async def _end_turn(self, agent: AgentProcess, turn: Turn) -> None:
         """After the turn's last call: stop routing its updates, and cancel a prompt still running."""
         agent.close_turn(turn)
         if turn.response.done():
@@ -722,9 +331,9 @@ class AcpBackend:
             await self._close_agent(agent)
 
     @staticmethod
-    async def _withdraw(agent: AgentProcess, turn: _Turn) -> None:
+    async def _withdraw(agent: AgentProcess, turn: Turn) -> None:
         """``session/cancel``, and (as ACP requires after it) ``cancelled`` for the turn's questions."""
-        await agent.notify(_SESSION_CANCEL, {"sessionId": turn.session_id})
+        await agent.notify(SESSION_CANCEL, {"sessionId": turn.session_id})
         for question in turn.questions():
             question.answer(CANCELLED)
 
@@ -752,7 +361,7 @@ class AcpBackend:
             if self._closed:  # aclose ran while the process started
                 raise BackendError(ErrorCode.SERVER_SHUTTING_DOWN, "the server is shutting down")
             initialized = await agent.call(
-                _INITIALIZE,
+                INITIALIZE,
                 {
                     "protocolVersion": ACP_PROTOCOL_VERSION,
                     "clientCapabilities": _CLIENT_CAPABILITIES,
@@ -773,7 +382,7 @@ class AcpBackend:
             raise
 
     async def _new_session(self, agent: AgentProcess, cwd: str) -> str:
-        result = await agent.call(_SESSION_NEW, {"cwd": cwd, "mcpServers": []}, START_TIMEOUT_SECONDS)
+        result = await agent.call(SESSION_NEW, {"cwd": cwd, "mcpServers": []}, START_TIMEOUT_SECONDS)
         session_id = result.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise BackendError(ErrorCode.AGENT_PROTOCOL_ERROR, "the ACP agent answered session/new without a sessionId")
@@ -855,7 +464,7 @@ def _nothing_waits(session_id: str | None) -> str:
     return f"no question waits on session {session_id}"
 
 
-def _question_of(question: _Question) -> dict[str, Any]:
+def _question_of(question: Question) -> dict[str, Any]:
     """The question as its frame put it (``e2a.input_required``'s body, but the turn's text)."""
     body = question.asked.body()
     del body["result"]
@@ -868,7 +477,7 @@ def prompt_params(envelope: E2AEnvelope) -> dict[str, Any]:
     The envelope's method is whatever Chat accepted (``chat.send`` or ``session/prompt``), so it is
     mapped to ``session/prompt``; the placeholder session id only satisfies the converter.
     """
-    placeholder = replace(envelope, method=_SESSION_PROMPT, session_id=envelope.session_id or "-")
+    placeholder = replace(envelope, method=SESSION_PROMPT, session_id=envelope.session_id or "-")
     try:
         call = wire_request(envelope_to_acp_jsonrpc_call(placeholder))
     except E2AFieldError as exc:
