@@ -12,8 +12,8 @@ Infinity apart from null (it writes them as ``null``) or (c) decode integers bey
 - encoding: when orjson raises for (a), the value is walked once, checked, and what orjson cannot
   write is handed to it as pre-encoded ``orjson.Fragment`` text (a big integer as its digits, a
   string with lone surrogates with ``\\uXXXX`` escapes, every 128th level of nesting as its own
-  orjson text). For (b), output containing ``null`` is read back, and if it no longer equals the
-  input the value that became null is named and rejected.
+  orjson text). For (b), ``dumps`` asks the C module whether the value holds NaN or Infinity (output
+  containing ``null`` is read back where it cannot tell), and the walk names the value and rejects it.
 - decoding: orjson's result is kept only if orjson re-encodes it to exactly the input text. A big
   integer decoded as a float cannot re-encode to its digits, so any loss shows as a mismatch (as do
   texts from other writers, with other spacing or escapes): those are decoded by ``json``.

@@ -8,8 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from e2a_grpc.a2a_server.errors import FrontDoorError, json_rpc_code
+from e2a_grpc.a2a_server.errors import FrontDoorError
 from tests.a2a_server.conftest import a2a_server
+from tests.support.a2a_errors import json_rpc_code
 
 
 def message_send(message_id: str, **configuration: Any) -> dict[str, Any]:

@@ -16,9 +16,10 @@ from a2a.types.a2a_pb2 import TaskState
 from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import InvalidRequestError
 
-from e2a_grpc.a2a_server.errors import FrontDoorError, json_rpc_code
+from e2a_grpc.a2a_server.errors import FrontDoorError
 from e2a_grpc.settings import A2A_REST_PATH
 from tests.a2a_server.conftest import a2a_client, a2a_server, send_request, stream_events, user_message
+from tests.support.a2a_errors import json_rpc_code
 
 LIMIT = 64 * 1024
 TIMEOUT = 20.0

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from e2a_grpc.a2a_server.errors import A2A_ERRORS, json_rpc_code
+from e2a_grpc.a2a_server.errors import A2A_ERRORS
 from tests.conftest import REPO_ROOT
+from tests.support.a2a_errors import json_rpc_code
 
 _ROW = re.compile(r"^\| `(\w+)`[^|]*\| (\w+) \| (-\d+) \| (yes|no) \|$", re.M)
 

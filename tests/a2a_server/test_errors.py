@@ -22,10 +22,11 @@ from a2a.utils.errors import (
 )
 from google.protobuf import json_format
 
-from e2a_grpc.a2a_server.errors import A2A_ERRORS, FrontDoorError, json_rpc_code
+from e2a_grpc.a2a_server.errors import A2A_ERRORS, FrontDoorError
 from e2a_grpc.chat.events import BackendError
 from e2a_grpc.model import ErrorCode
 from tests.a2a_server.conftest import a2a_client, a2a_server, send_request, stream_events, task_of, user_message
+from tests.support.a2a_errors import json_rpc_code
 from tests.support.fakes import ControlledBackend
 
 TIMEOUT = 20.0

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import uvloop
 
-from e2a_grpc.a2a_server.errors import FrontDoorError, json_rpc_code
+from e2a_grpc.a2a_server.errors import FrontDoorError
 from e2a_grpc.jsontext import MAX_DEPTH
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH
 from tests.a2a_server.conftest import a2a_server
 from tests.a2a_server.test_errors import jsonrpc_send, text_message
+from tests.support.a2a_errors import json_rpc_code
 from tests.support.log_records import log_records
 
 #: Bounds every read of an answer: far longer than the timeouts the tests set.

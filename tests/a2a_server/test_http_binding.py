@@ -10,10 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from e2a_grpc.a2a_server.errors import FrontDoorError, json_rpc_code
+from e2a_grpc.a2a_server.errors import FrontDoorError
 from e2a_grpc.settings import A2A_REST_PATH
 from tests.a2a_server.conftest import a2a_server
 from tests.a2a_server.test_errors import jsonrpc_send, reason_of, text_message
+from tests.support.a2a_errors import json_rpc_code
 
 TIMEOUT = 20.0
 VERSION = {"A2A-Version": "1.0"}

@@ -17,11 +17,12 @@ from a2a.utils.errors import PushNotificationNotSupportedError
 from a2a.utils.grpc_status import status_from_call
 from google.rpc import error_details_pb2
 
-from e2a_grpc.a2a_server.errors import FrontDoorError, json_rpc_code
+from e2a_grpc.a2a_server.errors import FrontDoorError
 from e2a_grpc.a2a_server.versions import major_minor, version_refusal
 from e2a_grpc.settings import A2A_REST_PATH
 from tests.a2a_server.conftest import a2a_client, a2a_server, user_message
 from tests.a2a_server.test_errors import jsonrpc_send, reason_of, text_message
+from tests.support.a2a_errors import json_rpc_code
 
 TIMEOUT = 20.0
 

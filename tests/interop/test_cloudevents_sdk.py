@@ -22,6 +22,8 @@ from e2a_grpc.protocols import cloudevents as ce
 from tests.support.cloudevent_records import conformance_records
 
 PREFIX = "org.apache.eventmesh.a2a"
+#: The media type of a structured event in the HTTP binding.
+STRUCTURED_CONTENT_TYPE = "application/cloudevents+json"
 Record = E2AEnvelope | E2AResponse
 
 
@@ -68,7 +70,7 @@ def test_the_sdk_reads_our_structured_events() -> None:
     for record in _records():
         ours = ce.record_to_event(record, type_prefix=PREFIX)
         message = sdk_http.HTTPMessage(
-            headers={"content-type": formats.STRUCTURED_CONTENT_TYPE}, body=formats.to_structured_json(ours).encode()
+            headers={"content-type": STRUCTURED_CONTENT_TYPE}, body=formats.to_structured_json(ours).encode()
         )
         _assert_sdk_read_our_event(sdk_http.from_structured(message, JSONFormat()), ours, record)
 
@@ -96,7 +98,7 @@ def test_we_read_the_sdks_http_events(mode: str) -> None:
         if mode == "structured":
             message = sdk_http.to_structured(sdk_event, JSONFormat())
             content_type = {name.lower(): value for name, value in message.headers.items()}["content-type"]
-            assert content_type.startswith(formats.STRUCTURED_CONTENT_TYPE)
+            assert content_type.startswith(STRUCTURED_CONTENT_TYPE)
             event = formats.from_structured_json(message.body)
         else:
             message = sdk_http.to_binary(sdk_event, JSONFormat())

@@ -20,7 +20,6 @@ from typing import Any
 import grpc
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import (
-    JSON_RPC_ERROR_CODE_MAP,
     A2AError,
     ContentTypeNotSupportedError,
     InternalError,
@@ -85,11 +84,6 @@ def a2a_error(code: ErrorCode | FrontDoorError, message: str, **details: Any) ->
     error_class, retryable = A2A_ERRORS[code]
     # A2A JSON names its keys in camelCase, the data of an error too (``max_prompt_bytes`` -> ``maxPromptBytes``).
     return error_class(message=message, data={"reason": str(code), "retryable": retryable, **camel_keys(details)})
-
-
-def json_rpc_code(code: ErrorCode | FrontDoorError) -> int:
-    """The JSON-RPC error code an A2A client sees for an E2A error."""
-    return JSON_RPC_ERROR_CODE_MAP[A2A_ERRORS[code][0]]
 
 
 #: The spec's gRPC status where a2a-sdk 1.3's ``GrpcHandler`` gives another (FAILED_PRECONDITION for

@@ -92,8 +92,3 @@ class StreamAssembler:
     def finished(self) -> list[str]:
         """The request ids of the streams that finished last (up to ``REMEMBERED_FINISHED_STREAMS``), oldest first."""
         return list(self._finished)
-
-    @property
-    def open_streams(self) -> int:
-        """Streams started but not finished."""
-        return len(self._streams)

@@ -216,11 +216,6 @@ class E2AServer:
             running_event_loop(),
         )
 
-    async def run_until_signalled(self) -> None:
-        """Start, serve until SIGTERM or SIGINT, then stop gracefully."""
-        await self.start()
-        await self.stop_when_signalled()
-
     async def stop_when_signalled(self, *, first: Callable[[], Awaitable[None]] | None = None) -> None:
         """Serve until SIGTERM or SIGINT, then stop gracefully, exiting the process if that overruns the
         grace period (``exit_when_overdue``). ``first``: a stop to run first (the A2A server's, whose

@@ -21,7 +21,7 @@ from e2a_grpc import _canonical, jsontext
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model.enums import IdentityOrigin
 from e2a_grpc.model.fields import Kind, RecordField
-from e2a_grpc.model.parts import E2AAuth, E2AFileRef, E2AProvenance
+from e2a_grpc.model.parts import E2AAuth, E2AProvenance
 from e2a_grpc.model.readers import JsonRpcIdValue
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -110,10 +110,6 @@ def _provenance_fields(value: Any) -> dict[str, Any]:
     }
 
 
-def to_proto_provenance(value: E2AProvenance | Mapping[str, Any]) -> e2a_pb2.E2AProvenance:
-    return build(e2a_pb2.E2AProvenance, _provenance_fields(value), "provenance")
-
-
 def provenance_dict(message: e2a_pb2.E2AProvenance, field: str = "provenance") -> dict[str, Any]:
     """A provenance message in its plain-dict form (``E2AProvenance.to_dict()``)."""
     # Attribute reads, not ListFields(): cheaper for a message this small (it is on every record).
@@ -159,31 +155,6 @@ def from_proto_auth(message: e2a_pb2.E2AAuth, field: str = "auth") -> E2AAuth:
         api_key_ref=message.api_key_ref if message.HasField("api_key_ref") else None,
         credential_ref=message.credential_ref if message.HasField("credential_ref") else None,
         extra_headers={header.name: header.value for header in message.extra_headers},
-        _meta=jsontext.loads_object(message.meta, f"{field}._meta") if message.meta else {},
-    )
-
-
-def to_proto_file_ref(value: E2AFileRef | Mapping[str, Any], field: str = "file") -> e2a_pb2.E2AFileRef:
-    values = _fields_of(value)
-    return build(
-        e2a_pb2.E2AFileRef,
-        {
-            "uri": values["uri"],
-            "name": values["name"],
-            "mime_type": values["mime_type"],
-            "size": values["size"],
-            "meta": _object_text(values["_meta"], f"{field}._meta"),
-        },
-        field,
-    )
-
-
-def from_proto_file_ref(message: e2a_pb2.E2AFileRef, field: str = "file") -> E2AFileRef:
-    return E2AFileRef(
-        uri=message.uri,
-        name=message.name if message.HasField("name") else None,
-        mime_type=message.mime_type if message.HasField("mime_type") else None,
-        size=message.size if message.HasField("size") else None,
         _meta=jsontext.loads_object(message.meta, f"{field}._meta") if message.meta else {},
     )
 
@@ -250,7 +221,6 @@ DECODERS: dict[Kind, Decoder] = {
     Kind.AUTH: from_proto_auth,
     Kind.TEXT_LIST: lambda values, _field: list(values),
 }
-# The attribute of a field the message does not set; None for kinds whose default is a fresh value.
 #: What differs when a message is decoded into the plain-dict form (``to_dict()``) instead of attributes.
 PLAIN_DECODERS: dict[Kind, Decoder] = {
     **DECODERS,

@@ -29,7 +29,6 @@ from e2a_grpc.protocols.cloudevents import (
     parse_time,
 )
 
-STRUCTURED_CONTENT_TYPE: Final = "application/cloudevents+json"
 #: The header of ``datacontenttype`` in the binary modes (the others are prefixed attribute names).
 CONTENT_TYPE_HEADER: Final = "content-type"
 _HTTP_PREFIX: Final = "ce-"

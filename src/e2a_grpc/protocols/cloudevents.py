@@ -124,9 +124,6 @@ class CloudEvent:
 Record = E2AEnvelope | E2AResponse
 
 
-# --- the mapping ---------------------------------------------------------------------------------
-
-
 def default_source(channel: str | None) -> str:
     """The ``source`` of a record when none is configured: its channel under ``/e2a/channels/``."""
     return SOURCE_ROOT if channel is None else f"{SOURCE_ROOT}/channels/{quote(channel, safe='')}"
