@@ -13,10 +13,7 @@
  * decodes the message, which judges it. floats_finite(value) spares jsontext.dumps reading its
  * output back to find a NaN or an infinity that orjson wrote as null. canonical_object_has_key(text,
  * key) is is_canonical_object's check that also tells whether the object has a key at its top level,
- * so a text can be forwarded as it is without reading it into a dict (ToACP). acp_call_reply(plan,
- * data) goes the whole way for ToACP's common call: from the request's bytes, which upb has not
- * parsed (so strings are checked for UTF-8 here), through the envelope's wire plan, to the reply's
- * bytes; or None, and the servicer answers.
+ * so a text can be forwarded as it is without reading it into a dict (ToACP).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -665,69 +662,6 @@ static int string_field(const unsigned char *p, const unsigned char *end, uint64
     return 1;
 }
 
-/* Whether [p, end) is UTF-8 as upb accepts it in a string field: no overlong form, no surrogate,
- * nothing above U+10FFFF (Unicode's Table 3-7). */
-static int valid_utf8(const unsigned char *p, const unsigned char *end)
-{
-    while (p < end) {
-        while (end - p >= 8) {
-            uint64_t word;
-            memcpy(&word, p, sizeof word);
-            if (word & 0x8080808080808080ULL) {
-                break;
-            }
-            p += 8;
-        }
-        if (p >= end) {
-            break;
-        }
-        unsigned char lead = *p;
-        if (lead < 0x80) {
-            p++;
-            continue;
-        }
-        int continuations;
-        unsigned char low = 0x80, high = 0xbf; /* the range of the second byte */
-        if (lead >= 0xc2 && lead <= 0xdf) {
-            continuations = 1;
-        }
-        else if (lead >= 0xe0 && lead <= 0xef) {
-            continuations = 2;
-            low = lead == 0xe0 ? 0xa0 : 0x80;
-            high = lead == 0xed ? 0x9f : 0xbf;
-        }
-        else if (lead >= 0xf0 && lead <= 0xf4) {
-            continuations = 3;
-            low = lead == 0xf0 ? 0x90 : 0x80;
-            high = lead == 0xf4 ? 0x8f : 0xbf;
-        }
-        else {
-            return 0;
-        }
-        if (end - p <= continuations || p[1] < low || p[1] > high) {
-            return 0;
-        }
-        for (int i = 2; i <= continuations; i++) {
-            if ((p[i] & 0xc0) != 0x80) {
-                return 0;
-            }
-        }
-        p += continuations + 1;
-    }
-    return 1;
-}
-
-/* Values of one message's fields, kept while check_message walks it (the last of each, as upb keeps). */
-typedef struct {
-    uint64_t wanted;  /* the field numbers to keep */
-    uint64_t kept;    /* those that were there */
-    Span values[64];  /* each kept field's payload (length-delimited fields) */
-    uint64_t key_field; /* a JSON object field whose top-level keys are searched for key */
-    const unsigned char *key;
-    Py_ssize_t key_size;
-    int key_found;
-} Capture;
-
 /* -1 with TypeError set: plans come from proto._wire_plan, but a wrong one must not read astray. */
 static int malformed_plan(void)
 {
@@ -739,12 +673,8 @@ static int malformed_plan(void)
  * Whether the message in [p, end) passes ``plan``: a tuple (fields, required, any_of), where
  * fields[number] is None or (wire type, action, argument), and required / any_of are masks of field
  * numbers that must all be present / of which one must be. 1, 0, or -1 with an exception set.
- * ``check_utf8``: the bytes come straight from a peer, not from upb, so each string must also be
- * valid UTF-8 (upb refuses a message with one that is not). ``capture`` (or NULL) keeps values of
- * this message's own fields (not of nested messages').
  */
-static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan, PyObject *orjson_dumps,
-                         int check_utf8, Capture *capture)
+static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan, PyObject *orjson_dumps)
 {
     if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(plan, 0))) {
         return malformed_plan();
@@ -823,25 +753,12 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
             break;
         }
         p += size;
-        if (check_utf8 && (tag & 7) == WIRE_LEN && action != ACTION_MESSAGE && !valid_utf8(payload, payload + size)) {
-            passed = 0;
-            break;
-        }
-        int searched = capture != NULL && number == capture->key_field;
-        if (capture != NULL && ((capture->wanted >> number) & 1)) {
-            capture->values[number].text = payload;
-            capture->values[number].size = size;
-            capture->kept |= (uint64_t)1 << number;
-        }
         PyObject *argument = PyTuple_GET_ITEM(field, 2);
         switch (action) {
         case ACTION_SKIP:
             break;
         case ACTION_OBJECT:
         case ACTION_OPTIONAL_OBJECT: {
-            if (searched) {
-                capture->key_found = 0;
-            }
             if (size == 0) {
                 break;
             }
@@ -850,14 +767,7 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
                 break;
             }
             Cursor cursor = {payload, payload + size, orjson_dumps, NULL, 0, 0};
-            if (searched) {
-                cursor.key = capture->key;
-                cursor.key_size = capture->key_size;
-            }
             passed = canonical_object_at(&cursor);
-            if (searched) {
-                capture->key_found = cursor.key_found;
-            }
             break;
         }
         case ACTION_ENUM: {
@@ -904,7 +814,7 @@ static int check_message(const unsigned char *p, const unsigned char *end, PyObj
                 passed = 0;
                 break;
             }
-            passed = check_message(payload, payload + size, inner, orjson_dumps, check_utf8, NULL);
+            passed = check_message(payload, payload + size, inner, orjson_dumps);
             if (passed == 1 && inner_key != 0) {
                 Span element_key;
                 passed = string_field(payload, payload + size, inner_key, &element_key);
@@ -940,273 +850,12 @@ static PyObject *message_round_trips(PyObject *module, PyObject *const *args, Py
         return NULL;
     }
     const unsigned char *data = view.buf;
-    int passed = check_message(data, data + view.len, args[1], module_state(module)->orjson_dumps, 0, NULL);
+    int passed = check_message(data, data + view.len, args[1], module_state(module)->orjson_dumps);
     PyBuffer_Release(&view);
     if (passed < 0) {
         return NULL;
     }
     return PyBool_FromLong(passed);
-}
-
-/* --- ToACP's reply ------------------------------------------------------------------------- */
-
-/* A ToACPRequest with more session_prompt_methods than this is left to the servicer. */
-#define MAX_PROMPT_METHODS 8
-/* The longest decimal int64, sign included. */
-#define MAX_INTEGER_TEXT 20
-
-/* Item ``index`` of a plan tuple as a field number (1-63), or -1 with TypeError set. */
-static long plan_number(PyObject *tuple, Py_ssize_t index)
-{
-    long number = PyLong_AsLong(PyTuple_GET_ITEM(tuple, index));
-    if (number < 1 || number > 63) {
-        PyErr_Clear();
-        return malformed_plan();
-    }
-    return number;
-}
-
-/* Item ``index`` of a plan tuple as bytes, or 0 with TypeError set. */
-static int plan_bytes(PyObject *tuple, Py_ssize_t index, Span *span)
-{
-    PyObject *item = PyTuple_GET_ITEM(tuple, index);
-    if (!PyBytes_Check(item)) {
-        malformed_plan();
-        return 0;
-    }
-    span->text = (const unsigned char *)PyBytes_AS_STRING(item);
-    span->size = PyBytes_GET_SIZE(item);
-    return 1;
-}
-
-static PyObject *plan_tuple(PyObject *plan, Py_ssize_t index, Py_ssize_t size)
-{
-    PyObject *item = PyTuple_GET_ITEM(plan, index);
-    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != size) {
-        malformed_plan();
-        return NULL;
-    }
-    return item;
-}
-
-/* The JSON-RPC id of a JsonRpcId message that passed its plan, as JSON text in ``buffer`` (an
- * integer) or ``text`` (a string's content, to be quoted): 1 for an integer, 2 for a string, 0 for
- * anything else (a number, or a string that needs escapes). The parser keeps the oneof's last value. */
-static int jsonrpc_id_text(Span id, long string_number, long integer_number, char *buffer, Span *text)
-{
-    const unsigned char *p = id.text, *end = id.text + id.size;
-    int kind = 0;
-    while (p < end) {
-        uint64_t tag, value;
-        if (!read_varint(&p, end, &tag)) {
-            return 0;
-        }
-        if ((tag >> 3) == (uint64_t)string_number && (tag & 7) == WIRE_LEN && read_length(&p, end, &value)) {
-            text->text = p;
-            text->size = (Py_ssize_t)value;
-            p += value;
-            kind = 2;
-        }
-        else if ((tag >> 3) == (uint64_t)integer_number && (tag & 7) == WIRE_VARINT && read_varint(&p, end, &value)) {
-            int64_t integer = (int64_t)(value >> 1) ^ -(int64_t)(value & 1); /* sint64: zigzag */
-            text->text = (const unsigned char *)buffer;
-            text->size = snprintf(buffer, MAX_INTEGER_TEXT + 1, "%lld", (long long)integer);
-            kind = 1;
-        }
-        else {
-            return 0;
-        }
-    }
-    return kind == 2 && !needs_no_escape(*text) ? 0 : kind;
-}
-
-static unsigned char *put(unsigned char *out, Span text)
-{
-    memcpy(out, text.text, (size_t)text.size);
-    return out + text.size;
-}
-
-/*
- * acp_call_reply(plan, data): the serialized ToACPResponse for the serialized ToACPRequest ``data``,
- * or None when the servicer has to answer it. Only an envelope whose call passes its params on
- * unchanged, written as the codec writes them, gets an answer here (see conversion/acp_fast_path.py,
- * which builds the plan, for what that takes); everything else, bad input included, is None, so the
- * servicer's answer (or error) is the reference.
- */
-static PyObject *acp_call_reply(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 6) {
-        PyErr_SetString(PyExc_TypeError, "acp_call_reply(plan, data) takes a plan tuple and bytes");
-        return NULL;
-    }
-    PyObject *plan = args[0];
-    PyObject *request_fields = plan_tuple(plan, 0, 3);
-    PyObject *envelope_plan = PyTuple_GET_ITEM(plan, 1);
-    PyObject *envelope_fields = plan_tuple(plan, 2, 4);
-    PyObject *id_fields = plan_tuple(plan, 3, 2);
-    PyObject *names = plan_tuple(plan, 4, 4);
-    PyObject *layout = plan_tuple(plan, 5, 5);
-    if (request_fields == NULL || envelope_fields == NULL || id_fields == NULL || names == NULL || layout == NULL) {
-        return NULL;
-    }
-    long envelope_number = plan_number(request_fields, 0), prompt_methods_number = plan_number(request_fields, 1),
-         dialect_number = plan_number(request_fields, 2), id_number = plan_number(envelope_fields, 0),
-         method_number = plan_number(envelope_fields, 1), params_number = plan_number(envelope_fields, 2),
-         ext_method_number = plan_number(envelope_fields, 3), string_number = plan_number(id_fields, 0),
-         integer_number = plan_number(id_fields, 1);
-    Span session_prompt, ext, prompt_key, null, tag, before_id, before_method, before_params, after_params;
-    if (envelope_number < 0 || prompt_methods_number < 0 || dialect_number < 0 || id_number < 0 || method_number < 0
-        || params_number < 0 || ext_method_number < 0 || string_number < 0 || integer_number < 0
-        || !plan_bytes(names, 0, &session_prompt) || !plan_bytes(names, 1, &ext) || !plan_bytes(names, 2, &prompt_key)
-        || !plan_bytes(names, 3, &null)
-        || !plan_bytes(layout, 0, &tag) || !plan_bytes(layout, 1, &before_id) || !plan_bytes(layout, 2, &before_method)
-        || !plan_bytes(layout, 3, &before_params) || !plan_bytes(layout, 4, &after_params)) {
-        return NULL;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    PyObject *reply = NULL;
-    int answered = 0; /* 0 with no exception set: None */
-
-    /* The request: one envelope, the session/prompt aliases, the default dialect; nothing else. */
-    const unsigned char *p = view.buf, *end = p + view.len;
-    Span envelope = {NULL, 0};
-    Span prompt_methods[MAX_PROMPT_METHODS];
-    int prompt_method_count = 0;
-    while (p < end) {
-        uint64_t field_tag, value;
-        if (!read_varint(&p, end, &field_tag)) {
-            goto done;
-        }
-        uint64_t number = field_tag >> 3;
-        if ((field_tag & 7) == WIRE_VARINT && number == (uint64_t)dialect_number) {
-            if (!read_varint(&p, end, &value) || value != 0) {
-                goto done; /* another dialect */
-            }
-            continue;
-        }
-        if ((field_tag & 7) != WIRE_LEN || !read_length(&p, end, &value)) {
-            goto done;
-        }
-        Span payload = {p, (Py_ssize_t)value};
-        p += value;
-        if (number == (uint64_t)envelope_number && envelope.text == NULL) {
-            envelope = payload;
-        }
-        else if (number == (uint64_t)prompt_methods_number && prompt_method_count < MAX_PROMPT_METHODS
-                 && valid_utf8(payload.text, payload.text + payload.size)) {
-            prompt_methods[prompt_method_count++] = payload;
-        }
-        else {
-            goto done; /* another source, an envelope in parts (the parser merges them), ... */
-        }
-    }
-    if (envelope.text == NULL) {
-        goto done;
-    }
-
-    /* The envelope: decoding it raises nothing, and the call's fields are there. */
-    Capture capture;
-    capture.wanted = ((uint64_t)1 << id_number) | ((uint64_t)1 << method_number) | ((uint64_t)1 << params_number)
-        | ((uint64_t)1 << ext_method_number);
-    capture.kept = 0;
-    capture.key_field = (uint64_t)params_number;
-    capture.key = prompt_key.text;
-    capture.key_size = prompt_key.size;
-    capture.key_found = 0;
-    int passed = check_message(envelope.text, envelope.text + envelope.size, envelope_plan,
-                               module_state(module)->orjson_dumps, 1, &capture);
-    if (passed < 0) {
-        answered = -1;
-        goto done;
-    }
-    Span params = capture.values[params_number];
-    if (!passed || !((capture.kept >> params_number) & 1) || params.size == 0) {
-        goto done; /* no params: {} in the call, or a prompt to merge in; left to the servicer */
-    }
-    int has_method = (capture.kept >> method_number) & 1; /* a method of null otherwise */
-    Span method = has_method ? capture.values[method_number] : null;
-    if (has_method) {
-        for (int i = 0; i < prompt_method_count; i++) {
-            if (same_span(&prompt_methods[i], &method)) {
-                method = session_prompt;
-                break;
-            }
-        }
-        if (same_span(&method, &session_prompt) && !capture.key_found) {
-            goto done; /* the prompt is merged into params */
-        }
-        if (same_span(&method, &ext) && ((capture.kept >> ext_method_number) & 1)
-            && capture.values[ext_method_number].size) {
-            method = capture.values[ext_method_number];
-        }
-        if (!needs_no_escape(method)) {
-            goto done;
-        }
-    }
-    char integer[MAX_INTEGER_TEXT + 1];
-    Span id = null;
-    int id_kind = 1; /* an id of null unless there is one */
-    if ((capture.kept >> id_number) & 1) {
-        id_kind = jsonrpc_id_text(capture.values[id_number], string_number, integer_number, integer, &id);
-        if (!id_kind) {
-            goto done;
-        }
-    }
-
-    /* The reply: the jsonrpc field (tag, length, the call's JSON text). */
-    Py_ssize_t id_quotes = id_kind == 2 ? 2 : 0, method_quotes = has_method ? 2 : 0;
-    Py_ssize_t body = before_id.size + id_quotes + id.size + before_method.size + method_quotes + method.size
-        + before_params.size + params.size + after_params.size;
-    unsigned char length[10];
-    int length_size = 0;
-    for (uint64_t rest = (uint64_t)body;; rest >>= 7) {
-        length[length_size++] = (unsigned char)((rest & 0x7f) | (rest > 0x7f ? 0x80 : 0));
-        if (rest <= 0x7f) {
-            break;
-        }
-    }
-    reply = PyBytes_FromStringAndSize(NULL, tag.size + length_size + body);
-    if (reply == NULL) {
-        answered = -1;
-        goto done;
-    }
-    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(reply);
-    out = put(out, tag);
-    memcpy(out, length, (size_t)length_size);
-    out += length_size;
-    out = put(out, before_id);
-    if (id_quotes) {
-        *out++ = '"';
-    }
-    out = put(out, id);
-    if (id_quotes) {
-        *out++ = '"';
-    }
-    out = put(out, before_method);
-    if (method_quotes) {
-        *out++ = '"';
-    }
-    out = put(out, method);
-    if (method_quotes) {
-        *out++ = '"';
-    }
-    out = put(out, before_params);
-    out = put(out, params);
-    put(out, after_params);
-    answered = 1;
-
-done:
-    PyBuffer_Release(&view);
-    if (answered < 0) {
-        return NULL;
-    }
-    if (!answered) {
-        Py_RETURN_NONE;
-    }
-    return reply;
 }
 
 /* --- finite floats ------------------------------------------------------------------------- */
@@ -1273,8 +922,6 @@ static PyMethodDef methods[] = {
      "None if a str is not a canonical JSON object, else whether the object has the key."},
     {"message_round_trips", (PyCFunction)(void (*)(void))message_round_trips, METH_FASTCALL,
      "Whether binary protobuf passes a wire plan: no unknown field, and every checked field canonical."},
-    {"acp_call_reply", (PyCFunction)(void (*)(void))acp_call_reply, METH_FASTCALL,
-     "ToACP's serialized reply for a serialized request whose call passes its params on, else None."},
     {"floats_finite", floats_finite, METH_O,
      "True if every float in a JSON value is finite, False if one is not, None if the walk cannot tell."},
     {NULL, NULL, 0, NULL},

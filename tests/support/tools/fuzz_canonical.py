@@ -10,9 +10,7 @@ the first in place of ``e2a_grpc._canonical`` and, for ``--seconds``, feeds both
 - ``is_canonical_object`` and ``canonical_object_has_key``: mutated JSON texts, whose answers must be
   orjson's;
 - ``floats_finite``: random values (NaN and infinities, subclasses, non-str keys, deep nesting),
-  whose answer must be its definition's (``tests/support/canonical_json.py``);
-- ``acp_call_reply``: mutated ToACP requests (common calls, aliases, dialects), in exact buffers;
-  a reply must be the servicer's, byte for byte.
+  whose answer must be its definition's (``tests/support/canonical_json.py``).
 
 Run (ASan must be loaded first, and Python's allocator bypassed so ASan sees every buffer)::
 
@@ -132,8 +130,6 @@ def main() -> None:
         portable = build(arguments.source, Path(directory), "_canonical_asan_portable", ["-U__SSE2__"])
     sys.modules["e2a_grpc._canonical"] = sse2  # records, proto and jsontext use the sanitized build
     from e2a_grpc import E2AAuth, E2AEnvelope, E2AResponse
-    from e2a_grpc.conversion.acp_fast_path import _reply_plan
-    from tests.unit.test_toacp_reply import request, servicer_reply
     from tests.unit.test_unread_records import SPEC_EXAMPLE
 
     records: list[Any] = [E2AEnvelope, E2AResponse]
@@ -160,15 +156,6 @@ def main() -> None:
         '{"a":' + "[" * 253 + "]" * 253 + "}",
         '{"s":"' + "abcdefgh" * 5 + '\\"' + "é" * 9 + '"}',
     ]
-    reply_plan = _reply_plan()
-    toacp_seeds = [
-        request(envelope.to_bytes()),
-        request(E2AEnvelope(method="ext", ext_method="_x/y", jsonrpc_id=-3, params={"a": "é"}).to_bytes(), dialect=0),
-        request(
-            E2AEnvelope(method="chat.send", jsonrpc_id="q", params={"prompt": [], "b": [1.5]}).to_bytes(),
-            prompt_methods=("x", "chat.send"),
-        ),
-    ]
     rng = random.Random(arguments.seed)
     deadline = time.monotonic() + arguments.seconds
     counts = {
@@ -178,8 +165,6 @@ def main() -> None:
         "texts": 0,
         "canonical": 0,
         "values": 0,
-        "toacp": 0,
-        "replies": 0,
     }
     while time.monotonic() < deadline:
         for _ in range(200):
@@ -210,20 +195,6 @@ def main() -> None:
             finally:
                 view.release()
                 _libc.free(address)
-            data = mutate(rng, rng.choice(toacp_seeds), b'\x00\x01\x0a\x12\x22\x2a\x30\x7f\x80\xc3\xed\xff{}",:')
-            view, address = exact(data)
-            try:
-                reply = sse2.acp_call_reply(reply_plan, view)
-                assert portable.acp_call_reply(reply_plan, view) == reply
-            finally:
-                view.release()
-                _libc.free(address)
-            counts["toacp"] += 1
-            if reply is not None:
-                assert reply == servicer_reply(data), data
-                counts["replies"] += 1
-                if len(toacp_seeds) < 200:
-                    toacp_seeds.append(data)
             text = mutate(rng, rng.choice(texts).encode(), b'{}[]",:0123456789.eE+-tru\\/\n\x1f\x7f').decode(
                 errors="replace"
             )
