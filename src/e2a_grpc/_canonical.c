@@ -1,19 +1,17 @@
 /*
- * Whether JSON texts and E2A protobuf messages are canonical: exactly what e2a_grpc's own codec
- * writes for the value they hold. Such input decodes and re-encodes to itself, so a record can keep
- * it as it came and decode it only when it is read (records.from_bytes).
+ * Whether JSON texts are canonical: exactly what e2a_grpc's own codec (orjson) writes for the value
+ * they hold. Such a text decodes losslessly with orjson and re-encodes to itself, so jsontext reads
+ * it with orjson alone, without writing it back to compare.
  *
- * Written in C because these checks run over every byte of every message: in Python they cost more
- * than upb's whole parse and serialize (BENCHMARKS.md, section "codec").
+ * Written in C because the check runs over every byte of every free-form text read: in Python it
+ * costs more than orjson's own parse.
  *
  * is_canonical_object(text) is exact: it answers as jsontext.canonical_object(text) is not None
  * does (orjson.dumps(orjson.loads(text)) == text, for a JSON object), which the tests check against
- * each other. message_round_trips(data, plan) is a sufficient test: True means the message holds no
- * unknown field and decoding it raises nothing and changes nothing. False says nothing: the caller
- * decodes the message, which judges it. floats_finite(value) spares jsontext.dumps reading its
- * output back to find a NaN or an infinity that orjson wrote as null. canonical_object_has_key(text,
- * key) is is_canonical_object's check that also tells whether the object has a key at its top level,
- * so a text can be forwarded as it is without reading it into a dict (ToACP).
+ * each other. floats_finite(value) spares jsontext.dumps reading its output back to find a NaN or an
+ * infinity that orjson wrote as null. canonical_object_has_key(text, key) is is_canonical_object's
+ * check that also tells whether the object has a key at its top level, so a text can be forwarded as
+ * it is without reading it into a dict (ToACP).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,21 +27,6 @@
 #define INLINE_KEYS 8
 /* orjson's longest float text is 24 characters ("-1.2345678901234567e-308"). */
 #define MAX_FLOAT_TEXT 32
-
-/* The protobuf wire types (https://protobuf.dev/programming-guides/encoding/). */
-enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
-
-/* What message_round_trips checks of one field. */
-enum {
-    ACTION_SKIP = 0,            /* any value of the field's wire type */
-    ACTION_OBJECT = 1,          /* JSON text: "" or a canonical non-empty object ("{}" is written "") */
-    ACTION_OPTIONAL_OBJECT = 2, /* JSON text: "" or a canonical object */
-    ACTION_ENUM = 3,            /* a varint whose value is a bit of the argument (an int mask) */
-    ACTION_MESSAGE = 4,         /* a message: argument (plan, key field number or 0); with a key, the
-                                 * field is repeated and its elements' keys distinct, with 0 singular */
-    ACTION_NONEMPTY_TEXT = 5,   /* a string that is not empty */
-    ACTION_FINITE_DOUBLE = 6,   /* a double that is neither NaN nor infinite */
-};
 
 /* The module's state: each (sub)interpreter that imports the module has its own. */
 typedef struct {
@@ -580,284 +563,6 @@ static PyObject *canonical_object_has_key(PyObject *module, PyObject *const *arg
     return PyBool_FromLong(cursor.key_found);
 }
 
-/* --- protobuf ------------------------------------------------------------------------------ */
-
-/* A varint as encoders write it: in as few bytes as its value takes (so at most 10, and 5 for a tag
- * or a length below 2**32, as upb wants them). Other spellings (upb reads some, refuses others) are
- * left to the parser: 0. */
-static int read_varint(const unsigned char **p, const unsigned char *end, uint64_t *value)
-{
-    uint64_t result = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*p >= end) {
-            return 0;
-        }
-        unsigned char byte = *(*p)++;
-        if (shift == 63 && byte > 1) {
-            return 0; /* more than 64 bits */
-        }
-        result |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            if (byte == 0 && shift > 0) {
-                return 0; /* overlong */
-            }
-            *value = result;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The length of a length-delimited field: a varint that fits in what is left, and below 2**31 - 1
- * (upb's limit). */
-static int read_length(const unsigned char **p, const unsigned char *end, uint64_t *value)
-{
-    return read_varint(p, end, value) && *value <= (uint64_t)(end - *p) && *value < 0x7fffffff;
-}
-
-/* The value of field ``number`` of a message, whose bytes are [p, end): ``key`` gets the last. */
-static int string_field(const unsigned char *p, const unsigned char *end, uint64_t number, Span *key)
-{
-    key->text = p;
-    key->size = 0;
-    int seen = 0;
-    while (p < end) {
-        uint64_t tag, value;
-        if (!read_varint(&p, end, &tag)) {
-            return 0;
-        }
-        switch (tag & 7) {
-        case WIRE_VARINT:
-            if (!read_varint(&p, end, &value)) {
-                return 0;
-            }
-            break;
-        case WIRE_I64:
-        case WIRE_I32: {
-            /* Compared before moving: a pointer past the end is undefined even if never read. */
-            Py_ssize_t size = (tag & 7) == WIRE_I64 ? 8 : 4;
-            if (end - p < size) {
-                return 0;
-            }
-            p += size;
-            break;
-        }
-        case WIRE_LEN:
-            if (!read_length(&p, end, &value)) {
-                return 0;
-            }
-            if ((tag >> 3) == number) {
-                if (seen++) {
-                    return 0; /* the last one counts: leave that case to the decoder */
-                }
-                key->text = p;
-                key->size = (Py_ssize_t)value;
-            }
-            p += value;
-            break;
-        default:
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* -1 with TypeError set: plans come from proto._wire_plan, but a wrong one must not read astray. */
-static int malformed_plan(void)
-{
-    PyErr_SetString(PyExc_TypeError, "malformed wire plan (see e2a_grpc/_canonical.pyi)");
-    return -1;
-}
-
-/*
- * Whether the message in [p, end) passes ``plan``: a tuple (fields, required, any_of), where
- * fields[number] is None or (wire type, action, argument), and required / any_of are masks of field
- * numbers that must all be present / of which one must be. 1, 0, or -1 with an exception set.
- */
-static int check_message(const unsigned char *p, const unsigned char *end, PyObject *plan, PyObject *orjson_dumps)
-{
-    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(plan, 0))) {
-        return malformed_plan();
-    }
-    PyObject *fields = PyTuple_GET_ITEM(plan, 0);
-    Py_ssize_t field_count = PyTuple_GET_SIZE(fields);
-    uint64_t required = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 1));
-    uint64_t any_of = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(plan, 2));
-    if (PyErr_Occurred()) {
-        return -1;
-    }
-    uint64_t seen = 0;
-    Spans keys; /* the keys of the one repeated field whose elements must have distinct keys */
-    spans_init(&keys);
-    int passed = 1;
-    while (p < end && passed == 1) {
-        uint64_t tag, value = 0;
-        if (!read_varint(&p, end, &tag)) {
-            passed = 0;
-            break;
-        }
-        uint64_t number = tag >> 3;
-        if (number == 0 || number >= (uint64_t)field_count || number >= 64) {
-            passed = 0; /* unknown */
-            break;
-        }
-        PyObject *field = PyTuple_GET_ITEM(fields, (Py_ssize_t)number);
-        if (field == Py_None) {
-            passed = 0; /* unknown */
-            break;
-        }
-        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 3) {
-            passed = malformed_plan();
-            break;
-        }
-        long wire_type = PyLong_AsLong(PyTuple_GET_ITEM(field, 0));
-        long action = PyLong_AsLong(PyTuple_GET_ITEM(field, 1));
-        if ((wire_type == -1 || action == -1) && PyErr_Occurred()) {
-            passed = -1;
-            break;
-        }
-        if ((long)(tag & 7) != wire_type) {
-            passed = 0; /* a wire type the decoder keeps as an unknown field */
-            break;
-        }
-        int repeated = (seen >> number) & 1;
-        seen |= (uint64_t)1 << number;
-        const unsigned char *payload = p;
-        Py_ssize_t size;
-        switch (tag & 7) {
-        case WIRE_VARINT:
-            if (!read_varint(&p, end, &value)) {
-                passed = 0;
-            }
-            size = 0;
-            break;
-        case WIRE_I64:
-            size = 8;
-            break;
-        case WIRE_I32:
-            size = 4;
-            break;
-        case WIRE_LEN:
-            if (!read_length(&p, end, &value)) {
-                passed = 0;
-            }
-            payload = p;
-            size = (Py_ssize_t)value;
-            break;
-        default:
-            passed = malformed_plan();
-            size = 0;
-        }
-        if (passed != 1 || size > end - p) {
-            passed = passed < 0 ? -1 : 0;
-            break;
-        }
-        p += size;
-        PyObject *argument = PyTuple_GET_ITEM(field, 2);
-        switch (action) {
-        case ACTION_SKIP:
-            break;
-        case ACTION_OBJECT:
-        case ACTION_OPTIONAL_OBJECT: {
-            if (size == 0) {
-                break;
-            }
-            if (action == ACTION_OBJECT && size == 2 && payload[0] == '{' && payload[1] == '}') {
-                passed = 0;
-                break;
-            }
-            Cursor cursor = {payload, payload + size, orjson_dumps, NULL, 0, 0};
-            passed = canonical_object_at(&cursor);
-            break;
-        }
-        case ACTION_ENUM: {
-            uint64_t allowed = PyLong_AsUnsignedLongLong(argument);
-            if (allowed == (uint64_t)-1 && PyErr_Occurred()) {
-                passed = -1;
-                break;
-            }
-            passed = value < 64 && ((allowed >> value) & 1);
-            break;
-        }
-        case ACTION_NONEMPTY_TEXT:
-            passed = size > 0;
-            break;
-        case ACTION_FINITE_DOUBLE: {
-            if (size != 8) {
-                passed = malformed_plan(); /* a double is an I64 field */
-                break;
-            }
-            uint64_t bits = 0;
-            for (int i = 7; i >= 0; i--) {
-                bits = bits << 8 | payload[i]; /* little-endian on the wire */
-            }
-            double number_value;
-            memcpy(&number_value, &bits, sizeof number_value);
-            passed = isfinite(number_value);
-            break;
-        }
-        case ACTION_MESSAGE: {
-            if (!PyTuple_Check(argument) || PyTuple_GET_SIZE(argument) != 2) {
-                passed = malformed_plan();
-                break;
-            }
-            PyObject *inner = PyTuple_GET_ITEM(argument, 0);
-            uint64_t inner_key = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(argument, 1));
-            if (inner_key == (uint64_t)-1 && PyErr_Occurred()) {
-                passed = -1;
-                break;
-            }
-            if (repeated && inner_key == 0) {
-                /* A singular message (no key: not a repeated element) the parser merges from its
-                 * parts: checked part by part, the merge could still repeat a key (two auth parts
-                 * naming the same header). The codec writes it once; leave the rest to decode. */
-                passed = 0;
-                break;
-            }
-            passed = check_message(payload, payload + size, inner, orjson_dumps);
-            if (passed == 1 && inner_key != 0) {
-                Span element_key;
-                passed = string_field(payload, payload + size, inner_key, &element_key);
-                if (passed == 1 && spans_add(&keys, element_key.text, element_key.size) < 0) {
-                    passed = -1;
-                }
-            }
-            break;
-        }
-        default:
-            PyErr_SetString(PyExc_ValueError, "unknown action in a wire plan");
-            passed = -1;
-        }
-    }
-    if (passed == 1 && ((seen & required) != required || (any_of && !(seen & any_of)))) {
-        passed = 0;
-    }
-    if (passed == 1) {
-        passed = spans_distinct(&keys);
-    }
-    spans_free(&keys);
-    return passed;
-}
-
-static PyObject *message_round_trips(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2 || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "message_round_trips(data, plan) takes bytes and a plan tuple");
-        return NULL;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    const unsigned char *data = view.buf;
-    int passed = check_message(data, data + view.len, args[1], module_state(module)->orjson_dumps);
-    PyBuffer_Release(&view);
-    if (passed < 0) {
-        return NULL;
-    }
-    return PyBool_FromLong(passed);
-}
-
 /* --- finite floats ------------------------------------------------------------------------- */
 
 /* 1: every float in value is finite; 0: one is NaN or infinite (orjson writes it as null); -1: the
@@ -920,8 +625,6 @@ static PyMethodDef methods[] = {
      "Whether a str is a JSON object exactly as orjson writes the value it reads as."},
     {"canonical_object_has_key", (PyCFunction)(void (*)(void))canonical_object_has_key, METH_FASTCALL,
      "None if a str is not a canonical JSON object, else whether the object has the key."},
-    {"message_round_trips", (PyCFunction)(void (*)(void))message_round_trips, METH_FASTCALL,
-     "Whether binary protobuf passes a wire plan: no unknown field, and every checked field canonical."},
     {"floats_finite", floats_finite, METH_O,
      "True if every float in a JSON value is finite, False if one is not, None if the walk cannot tell."},
     {NULL, NULL, 0, NULL},
@@ -938,28 +641,6 @@ static int exec_module(PyObject *module)
     Py_DECREF(orjson);
     if (state->orjson_dumps == NULL) {
         return -1;
-    }
-    static const struct {
-        const char *name;
-        long value;
-    } constants[] = {
-        {"WIRE_VARINT", WIRE_VARINT},
-        {"WIRE_I64", WIRE_I64},
-        {"WIRE_LEN", WIRE_LEN},
-        {"WIRE_I32", WIRE_I32},
-        {"ACTION_SKIP", ACTION_SKIP},
-        {"ACTION_OBJECT", ACTION_OBJECT},
-        {"ACTION_OPTIONAL_OBJECT", ACTION_OPTIONAL_OBJECT},
-        {"ACTION_ENUM", ACTION_ENUM},
-        {"ACTION_MESSAGE", ACTION_MESSAGE},
-        {"ACTION_NONEMPTY_TEXT", ACTION_NONEMPTY_TEXT},
-        {"ACTION_FINITE_DOUBLE", ACTION_FINITE_DOUBLE},
-        {"MAX_FIELD_NUMBER", 63},
-    };
-    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
-        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0) {
-            return -1;
-        }
     }
     return 0;
 }
@@ -992,7 +673,7 @@ static PyModuleDef_Slot slots[] = {
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
     .m_name = "e2a_grpc._canonical",
-    .m_doc = "Whether JSON texts and E2A protobuf messages are exactly as e2a_grpc writes them.",
+    .m_doc = "Whether JSON texts are exactly as e2a_grpc writes them, and whether a JSON value's floats are finite.",
     .m_size = sizeof(ModuleState),
     .m_methods = methods,
     .m_slots = slots,
