@@ -8,7 +8,7 @@ NODE_MODULES := clients/ts/node_modules/.package-lock.json
 SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
 PY_SRC := src/e2a_grpc tests bench conformance setup.py
 
-.PHONY: venv gen check-gen lint test nats-server test-go test-java test-rust conformance fuzz bench bench-tools serve clean
+.PHONY: venv gen check-gen lint test nats-server test-go test-java test-rust conformance fuzz fuzz-canonical bench bench-tools serve clean
 
 $(STAMP): pyproject.toml setup.py src/e2a_grpc/_canonical.c src/e2a_grpc/chat/_frame_bytes.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -81,6 +81,13 @@ $(NODE_MODULES): clients/ts/package-lock.json
 ## E2A_FUZZ_SEED=N for another sequence. A failing input is saved under tests/servicer/fuzz_regressions/.
 fuzz: $(STAMP)
 	E2A_FUZZ_CASES=20000 $(PY) -m pytest -q -p no:cacheprovider tests/servicer/test_fuzz.py
+
+## fuzz-canonical: e2a_grpc._canonical built with ASan/UBSan (SSE2 and portable), fed mutated JSON texts and
+## values for 30 s (.ci/run runs it); FUZZ_SECONDS=N for longer
+FUZZ_SECONDS ?= 30
+fuzz-canonical: $(STAMP)
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \
+	  $(PY) -m tests.support.tools.fuzz_canonical --seconds $(FUZZ_SECONDS)
 
 ## test-go: gofmt, go vet and the Go tests of gen/go (they run the Python side with .venv/bin/python),
 ## gofmt and go vet of the bench's Go module; -count=1 because go test's cache cannot see changes on the Python side

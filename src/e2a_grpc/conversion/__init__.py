@@ -3,8 +3,7 @@
 They build on the protocol adapters (``e2a_grpc.protocols``) and add what a service needs on top:
 reading ACP and A2A JSON as peers send it, the agent-to-client ACP direction, the wire (camelCase)
 ACP dialect, and A2A projections of the native E2A kinds. Errors are ``E2AFieldError`` with a field
-path relative to the RPC request, which the gRPC layer maps to INVALID_ARGUMENT. ToACP's hot path,
-straight from a protobuf message to JSON text, is ``conversion.acp_fast_path``.
+path relative to the RPC request, which the gRPC layer maps to INVALID_ARGUMENT.
 """
 
 from __future__ import annotations

@@ -11,10 +11,6 @@ The same wrapper counts the calls in flight, so that a graceful shutdown can wai
 the calls grpc has accepted but not yet handed over, which its shutdown would cancel) before it
 stops the server, and refuses new calls once the shutdown takes no more.
 
-A unary method may also have a shortcut: a function from the request bytes to the serialized reply,
-or None to leave the call to the servicer (ToACP's ``acp_fast_path.to_acp_reply``). Its handler
-returns bytes either way.
-
 Handlers must read a request stream through the iterator they are given, not ``context.read()``.
 """
 
@@ -23,20 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, NoReturn, TypeAlias
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
 from e2a_grpc.grpc.status import SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE, undecodable_request
-
-log = logging.getLogger(__name__)
-
-#: Request bytes -> serialized reply, or None when the servicer has to answer.
-Shortcut: TypeAlias = Callable[[bytes], bytes | None]
 
 
 class InFlightCalls:
@@ -119,15 +109,11 @@ async def _set_within(event: asyncio.Event, seconds: float) -> bool:
 
 
 class RequestParsingInterceptor(grpc.aio.ServerInterceptor):
-    """Parses the requests of ``services`` in their handlers and counts those calls in ``calls``;
-    ``shortcuts``: method path (``/package.Service/Method``) -> its shortcut."""
+    """Parses the requests of ``services`` in their handlers and counts those calls in ``calls``."""
 
-    def __init__(
-        self, services: tuple[str, ...], calls: InFlightCalls, shortcuts: Mapping[str, Shortcut] | None = None
-    ) -> None:
+    def __init__(self, services: tuple[str, ...], calls: InFlightCalls) -> None:
         self._prefixes = tuple(f"/{service}/" for service in services)
-        shortcut_of = (shortcuts or {}).get
-        self._handlers = WrappedHandlers(lambda handler, method: parsing_handler(handler, calls, shortcut_of(method)))
+        self._handlers = WrappedHandlers(lambda handler, _method: parsing_handler(handler, calls))
 
     async def intercept_service(
         self,
@@ -147,9 +133,8 @@ async def refuse_if_shutting_down(calls: InFlightCalls, context: Context) -> Non
         await context.abort(SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE)
 
 
-def parsing_handler(handler: Handler, calls: InFlightCalls, shortcut: Shortcut | None = None) -> Handler:
-    """``handler`` taking raw request bytes, which it parses itself, counted in ``calls`` while it runs;
-    with a ``shortcut``, one that tries it first and returns serialized replies."""
+def parsing_handler(handler: Handler, calls: InFlightCalls) -> Handler:
+    """``handler`` taking raw request bytes, which it parses itself, counted in ``calls`` while it runs."""
     parse = handler.request_deserializer
     if parse is None:
         raise TypeError("the handler has no request deserializer to parse its requests with")
@@ -187,8 +172,6 @@ def parsing_handler(handler: Handler, calls: InFlightCalls, shortcut: Shortcut |
                         yield reply
 
         new_behavior: Callable[..., Any] = stream_replies
-    elif shortcut is not None:
-        return _shortcut_handler(handler, behavior, calls, shortcut, parse, refuse)
     elif inspect.iscoroutinefunction(behavior):
 
         async def call(raw: Any, context: Context) -> Any:
@@ -206,36 +189,3 @@ def parsing_handler(handler: Handler, calls: InFlightCalls, shortcut: Shortcut |
     return handler_like(
         handler, new_behavior, request_deserializer=None, response_serializer=handler.response_serializer
     )
-
-
-def _shortcut_handler(
-    handler: Handler,
-    behavior: Callable[..., Awaitable[Any]],
-    calls: InFlightCalls,
-    shortcut: Shortcut,
-    parse: Callable[[bytes], Message],
-    refuse: Callable[[Context, DecodeError], Awaitable[NoReturn]],
-) -> Handler:
-    serialize = handler.response_serializer
-    if handler.request_streaming or handler.response_streaming or serialize is None:
-        raise TypeError("a shortcut answers a unary call whose handler serializes its reply")
-    if not inspect.iscoroutinefunction(behavior):
-        raise TypeError(f"{behavior!r} is not an asyncio handler; the E2A services have no other kind")
-
-    async def call(raw: bytes, context: Context) -> bytes:
-        await refuse_if_shutting_down(calls, context)
-        with calls:
-            try:
-                reply = shortcut(raw)
-            except Exception:  # a bug of the shortcut's: the servicer still answers the call
-                log.exception("the shortcut of %r failed; the servicer answers", behavior)
-                reply = None
-            if reply is not None:
-                return reply
-            try:
-                request = parse(raw)
-            except DecodeError as exc:
-                await refuse(context, exc)
-            return serialize(await behavior(request, context))
-
-    return handler_like(handler, call, request_deserializer=None, response_serializer=None)

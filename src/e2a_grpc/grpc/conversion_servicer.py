@@ -12,9 +12,7 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a.v1 import e2a_pb2
 from e2a_grpc import conversion, jsontext
-from e2a_grpc.conversion.acp_fast_path import envelope_message_to_acp_json, to_acp_reply
 from e2a_grpc.errors import E2AFieldError, E2AValueError
-from e2a_grpc.grpc.calls import Shortcut
 from e2a_grpc.grpc.status import unary
 from e2a_grpc.grpc.streams import reply_to_each
 from e2a_grpc.model import E2AEnvelope, E2AResponse, IdentityOrigin
@@ -69,9 +67,6 @@ def to_acp(request: pb.ToACPRequest) -> pb.ToACPResponse:
         "wire": request.dialect == pb.ACP_DIALECT_WIRE,
     }
     try:
-        if source == "envelope":
-            # The hot path: straight from the message to JSON text.
-            return pb.ToACPResponse(jsonrpc=envelope_message_to_acp_json(request.envelope, **options))
         record = _RECORD_READERS[source](getattr(request, source))
         result = conversion.to_acp(record, **options)
     except E2AFieldError as exc:
@@ -190,16 +185,6 @@ def convert_batch(first_index: int, request: pb.ConvertStreamRequest) -> pb.Conv
     return pb.ConvertStreamResponse(
         results=[convert_one(first_index + offset, one) for offset, one in enumerate(request.conversions)]
     )
-
-
-def _method_path(name: str) -> str:
-    service = pb.DESCRIPTOR.services_by_name["ConversionService"]
-    return f"/{service.full_name}/{service.methods_by_name[name].name}"
-
-
-#: The RequestParsingInterceptor's shortcuts: the common ToACP call answered from its bytes (in C);
-#: ``ToACP`` below answers the rest.
-REPLY_SHORTCUTS: dict[str, Shortcut] = {_method_path("ToACP"): to_acp_reply}
 
 
 class ConversionServicer(pb_grpc.ConversionServiceServicer):

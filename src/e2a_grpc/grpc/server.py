@@ -30,7 +30,7 @@ from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
 from e2a_grpc.grpc.codec_servicer import CodecServicer
-from e2a_grpc.grpc.conversion_servicer import REPLY_SHORTCUTS, ConversionServicer
+from e2a_grpc.grpc.conversion_servicer import ConversionServicer
 from e2a_grpc.grpc.observability import MetricsHttpServer, MetricsInterceptor, ServerMetrics, method_paths
 from e2a_grpc.settings import EventLoop, ServerSettings
 
@@ -120,9 +120,7 @@ class E2AServer:
         options = server_options(config, reuse_port=reuse_port)
         self.calls = InFlightCalls()
         # Authentication first: a caller without a valid token never gets its request parsed.
-        interceptors: list[grpc.aio.ServerInterceptor] = [
-            RequestParsingInterceptor(SERVICE_NAMES, self.calls, REPLY_SHORTCUTS)
-        ]
+        interceptors: list[grpc.aio.ServerInterceptor] = [RequestParsingInterceptor(SERVICE_NAMES, self.calls)]
         if config.token:
             interceptors.insert(0, BearerTokenInterceptor(config.token.get_secret_value()))
         self._own_tracer_provider: TracerProvider | None = None

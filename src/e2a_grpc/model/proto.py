@@ -17,7 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from e2a.v1 import e2a_pb2
-from e2a_grpc import _canonical, jsontext
+from e2a_grpc import jsontext
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model.enums import IdentityOrigin
 from e2a_grpc.model.fields import Kind, RecordField
@@ -110,20 +110,15 @@ def _provenance_fields(value: Any) -> dict[str, Any]:
     }
 
 
-def provenance_dict(message: e2a_pb2.E2AProvenance, field: str = "provenance") -> dict[str, Any]:
-    """A provenance message in its plain-dict form (``E2AProvenance.to_dict()``)."""
+def from_proto_provenance(message: e2a_pb2.E2AProvenance, field: str = "provenance") -> E2AProvenance:
     # Attribute reads, not ListFields(): cheaper for a message this small (it is on every record).
     details = message.details
-    return {
-        "source_protocol": message.source_protocol,
-        "converter": message.converter if message.HasField("converter") else None,
-        "converted_at": message.converted_at if message.HasField("converted_at") else None,
-        "details": jsontext.loads_object(details, f"{field}.details") if details else {},
-    }
-
-
-def from_proto_provenance(message: e2a_pb2.E2AProvenance, field: str = "provenance") -> E2AProvenance:
-    return E2AProvenance(**provenance_dict(message, field))
+    return E2AProvenance(
+        source_protocol=message.source_protocol,
+        converter=message.converter if message.HasField("converter") else None,
+        converted_at=message.converted_at if message.HasField("converted_at") else None,
+        details=jsontext.loads_object(details, f"{field}.details") if details else {},
+    )
 
 
 def to_proto_auth(value: E2AAuth | Mapping[str, Any], field: str = "auth") -> e2a_pb2.E2AAuth:
@@ -221,16 +216,9 @@ DECODERS: dict[Kind, Decoder] = {
     Kind.AUTH: from_proto_auth,
     Kind.TEXT_LIST: lambda values, _field: list(values),
 }
-#: What differs when a message is decoded into the plain-dict form (``to_dict()``) instead of attributes.
-PLAIN_DECODERS: dict[Kind, Decoder] = {
-    **DECODERS,
-    Kind.ORIGIN: lambda number, field: _decode_origin(number, field).value,
-    Kind.PROVENANCE: provenance_dict,
-    Kind.AUTH: lambda message, field: from_proto_auth(message, field).to_dict(),
-}
+# The attribute of a field the message does not set: its wire default, or a fresh value of these kinds.
 _WIRE_DEFAULTS: dict[Kind, Any] = {Kind.PLAIN_TEXT: "", Kind.FLAG: False, Kind.INTEGER: 0}
 _FRESH: dict[Kind, Callable[[], Any]] = {Kind.OBJECT: dict, Kind.TEXT_LIST: list, Kind.PROVENANCE: E2AProvenance}
-_PLAIN_FRESH: dict[Kind, Callable[[], Any]] = {**_FRESH, Kind.PROVENANCE: lambda: E2AProvenance().to_dict()}
 
 
 @dataclass(frozen=True)
@@ -240,7 +228,6 @@ class Codec(Generic[M_co]):
     ``encoders``: (field, encoder) for the fields that need one. ``template``: every attribute in
     field order, set to its wire default. ``decoders``: field descriptor -> (name, decoder or None
     for values used as they are). ``fresh``: the attributes whose unset value is a new object.
-    ``wire_plan``: what ``round_trips`` checks of the message's bytes.
     """
 
     message_type: type[M_co]
@@ -248,140 +235,21 @@ class Codec(Generic[M_co]):
     template: dict[str, Any]
     decoders: dict[FieldDescriptor, tuple[str, Decoder | None]]
     fresh: tuple[tuple[str, Callable[[], Any]], ...]
-    wire_plan: _canonical.WirePlan
 
 
-# --- the round-trip check ------------------------------------------------------------------------
-
-_WIRE_TYPES = {
-    FieldDescriptor.TYPE_STRING: _canonical.WIRE_LEN,
-    FieldDescriptor.TYPE_MESSAGE: _canonical.WIRE_LEN,
-    FieldDescriptor.TYPE_BOOL: _canonical.WIRE_VARINT,
-    FieldDescriptor.TYPE_INT64: _canonical.WIRE_VARINT,
-    FieldDescriptor.TYPE_SINT64: _canonical.WIRE_VARINT,
-    FieldDescriptor.TYPE_INT32: _canonical.WIRE_VARINT,
-    FieldDescriptor.TYPE_ENUM: _canonical.WIRE_VARINT,
-    FieldDescriptor.TYPE_DOUBLE: _canonical.WIRE_I64,
-}
-_Check = tuple[int, object]  # (action, argument) of one field in a wire plan
-_SKIP: _Check = (_canonical.ACTION_SKIP, None)
-_OBJECT: _Check = (_canonical.ACTION_OBJECT, None)
-
-
-def _mask(numbers: Any) -> int:
-    return sum(1 << number for number in numbers)
-
-
-def _wire_plan(
-    descriptor: Any,
-    checks: Mapping[str, _Check],
-    *,
-    required: tuple[str, ...] = (),
-    any_of: tuple[str, ...] = (),
-    left_to_decode: tuple[str, ...] = (),
-) -> _canonical.WirePlan:
-    """The plan of a message: every field its check (``_SKIP`` unless ``checks`` says otherwise);
-    ``left_to_decode`` fields count as unknown, so a message holding one is decoded."""
-    fields: list[_canonical.FieldCheck | None] = [None] * (max(field.number for field in descriptor.fields) + 1)
-    if len(fields) > _canonical.MAX_FIELD_NUMBER + 1:
-        raise TypeError(
-            f"{descriptor.full_name}: round_trips() checks field numbers up to {_canonical.MAX_FIELD_NUMBER}"
-        )
-    for field in descriptor.fields:
-        if field.name not in left_to_decode:
-            fields[field.number] = (_WIRE_TYPES[field.type], *checks.get(field.name, _SKIP))
-    numbers = descriptor.fields_by_name
-    return (
-        tuple(fields),
-        _mask(numbers[name].number for name in required),
-        _mask(numbers[name].number for name in any_of),
-    )
-
-
-def _record_checks() -> dict[Kind, _Check]:
-    """The check of each kind whose decoding can fail or change the message (each record has one
-    identity origin, one provenance and one JSON-RPC id, and at most one auth)."""
-    header = e2a_pb2.HttpHeader.DESCRIPTOR
-    auth = _wire_plan(
-        e2a_pb2.E2AAuth.DESCRIPTOR,
-        # Repeated header names would collapse into one key.
-        {
-            "extra_headers": (
-                _canonical.ACTION_MESSAGE,
-                (_wire_plan(header, {}), header.fields_by_name["name"].number),
-            ),
-            "meta": _OBJECT,
-        },
-    )
-    # An empty source_protocol is how an unset provenance looks, and an unset one decodes as the
-    # default one, which is encoded set: both are left to decode.
-    provenance = _wire_plan(
-        e2a_pb2.E2AProvenance.DESCRIPTOR,
-        {"source_protocol": (_canonical.ACTION_NONEMPTY_TEXT, None), "details": _OBJECT},
-        required=("source_protocol",),
-    )
-    # No kind decodes as null (encoded unset); big_integer_value may hold digits a 64-bit integer
-    # takes or a non-canonical spelling ("007"): both are left to decode.
-    jsonrpc_id = _wire_plan(
-        e2a_pb2.JsonRpcId.DESCRIPTOR,
-        {"number_value": (_canonical.ACTION_FINITE_DOUBLE, None)},
-        any_of=("string_value", "integer_value", "number_value"),
-        left_to_decode=("big_integer_value",),
-    )
-    return {
-        # {} is written as "" where "" is the default, and as "{}" where "" means null.
-        Kind.OBJECT: _OBJECT,
-        Kind.OPTIONAL_OBJECT: (_canonical.ACTION_OPTIONAL_OBJECT, None),
-        Kind.ORIGIN: (_canonical.ACTION_ENUM, _mask(_ORIGIN_FROM_PROTO)),  # set, and a known value
-        Kind.PROVENANCE: (_canonical.ACTION_MESSAGE, (provenance, 0)),
-        Kind.JSONRPC_ID: (_canonical.ACTION_MESSAGE, (jsonrpc_id, 0)),
-        Kind.AUTH: (_canonical.ACTION_MESSAGE, (auth, 0)),
-    }
-
-
-_RECORD_CHECKS = _record_checks()
-_REQUIRED_KINDS = (Kind.ORIGIN, Kind.PROVENANCE)
-
-
-def round_trips(data: bytes, codec: Codec[Message]) -> bool:
-    """Whether ``encode(decode(parse(data)))`` surely gives the parsed message back, unknown fields and all.
-
-    True means the message holds no unknown field, and decoding raises nothing and changes nothing:
-    every free-form text is JSON exactly as ``jsontext.dumps`` writes it (an object, and not
-    ``"{}"`` where ``""`` is the default), the identity origin is set and known, the provenance is
-    set, the JSON-RPC id is a string, a 64-bit integer or a finite number, auth headers have
-    distinct names, and each message field comes in one part (the parser merges parts). So a
-    record can keep the message and decode it only when read. False says nothing about validity:
-    ``decode`` judges such a message (and names the field at fault).
-    """
-    return _canonical.message_round_trips(data, codec.wire_plan)
-
-
-def codec(message_type: type[M], fields: tuple[RecordField, ...], *, plain: bool = False) -> Codec[M]:
-    """The codec of a record type, from its field table; ``plain`` decodes into the ``to_dict()`` form."""
-    decoders, fresh = (PLAIN_DECODERS, _PLAIN_FRESH) if plain else (DECODERS, _FRESH)
-    # Every kind that decode() transforms is one that round_trips() checks.
-    unchecked = {field.kind for field in fields if field.kind in DECODERS} - _RECORD_CHECKS.keys() - {Kind.TEXT_LIST}
-    if unchecked:
-        raise TypeError(f"round_trips() does not check kinds {sorted(kind.name for kind in unchecked)}")
+def codec(message_type: type[M], fields: tuple[RecordField, ...]) -> Codec[M]:
+    """The codec of a record type, from its field table."""
 
     def wire_default(field: RecordField) -> Any:
         # An unset enum is IDENTITY_ORIGIN_UNSPECIFIED, which reads as the record's own default.
-        if field.kind is Kind.ORIGIN:
-            return field.default.value if plain else field.default
-        return _WIRE_DEFAULTS.get(field.kind)
+        return field.default if field.kind is Kind.ORIGIN else _WIRE_DEFAULTS.get(field.kind)
 
     return Codec(
         message_type=message_type,
         encoders=tuple((field.name, ENCODERS[field.kind]) for field in fields if field.kind in ENCODERS),
         template={field.name: wire_default(field) for field in fields},
-        decoders={field.descriptor: (field.name, decoders.get(field.kind)) for field in fields},
-        fresh=tuple((field.name, fresh[field.kind]) for field in fields if field.kind in fresh),
-        wire_plan=_wire_plan(
-            message_type.DESCRIPTOR,
-            {field.name: _RECORD_CHECKS[field.kind] for field in fields if field.kind in _RECORD_CHECKS},
-            required=tuple(field.name for field in fields if field.kind in _REQUIRED_KINDS),
-        ),
+        decoders={field.descriptor: (field.name, DECODERS.get(field.kind)) for field in fields},
+        fresh=tuple((field.name, _FRESH[field.kind]) for field in fields if field.kind in _FRESH),
     )
 
 

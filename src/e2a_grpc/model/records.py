@@ -12,11 +12,10 @@ work from that table. Only the legacy readers (``LEGACY_READERS``) are written p
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from google.protobuf.message import Message
 
@@ -68,9 +67,6 @@ _PLAIN: dict[Kind, Callable[[Any], Any]] = {
     Kind.OBJECT: lambda value: value if type(value) is dict else dict(value),
     Kind.OPTIONAL_OBJECT: lambda value: value if value is None or type(value) is dict else dict(value),
 }
-
-# The kinds whose attributes, as the readers give them, are not JSON values.
-_NOT_JSON = (Kind.ORIGIN, Kind.PROVENANCE, Kind.AUTH)
 
 # The types of values that the reader of each kind returns unchanged (and the field defaults have):
 # ``from_dict`` takes such a value without calling the reader.
@@ -189,24 +185,15 @@ Msg = TypeVar("Msg", bound=Message)
 
 
 class _Record(Generic[Msg]):
-    """Everything envelopes and responses do alike, from their field table; ``Msg`` is the message type.
-
-    A record read by ``from_bytes`` or ``from_json`` starts *unread*: it keeps what it was read from
-    (checked: every error is raised by the reading call, as ever) in ``_unread``, and its attributes
-    are decoded from that the first time any attribute is read or ``to_dict()`` is called. Until
-    then ``to_bytes``/``to_json``/``to_proto`` write from what it keeps, skipping the decoding and
-    the checks that a value never handed out cannot need (see ``_FromBytes`` and ``_FromJson``).
-    """
+    """Everything envelopes and responses do alike, from their field table; ``Msg`` is the message type."""
 
     timestamp: str | None
     FIELDS: ClassVar[tuple[RecordField, ...]]
     #: Fields read from the whole input dict (current key, then legacy keys) instead of one key.
     LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {}
     _NAMES: ClassVar[tuple[str, ...]]
-    _FIELD_NAMES: ClassVar[frozenset[str]]
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     _PLAIN: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
-    _NOT_JSON: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     # Per field: name, legacy reader or None, reader of a present key, default, default factory or None.
     _FROM_DICT: ClassVar[tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...]]
     _TEMPLATE: ClassVar[dict[str, None]]
@@ -217,21 +204,16 @@ class _Record(Generic[Msg]):
     #: How the attributes become the protobuf message and back: a ``proto.Codec[Msg]``, which each
     #: record class declares (a ClassVar cannot name a type variable).
     CODEC: ClassVar[proto.Codec[Any]]
-    _PLAIN_CODEC: ClassVar[proto.Codec[Any]]
     #: What an error about the whole input calls it.
     _DOCUMENT: ClassVar[str]
-    #: What an unread record was read from (an instance attribute then, deleted once decoded).
-    _unread: _FromBytes | _FromJson | None = None
 
     @classmethod
     def _bind(cls, message_type: type[Msg]) -> None:
         """Derive the class's tables from its dataclass fields and its message type."""
         cls.FIELDS = record_fields(cls, message_type)
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
-        cls._FIELD_NAMES = frozenset(cls._NAMES)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
         cls._PLAIN = tuple((item.name, _PLAIN[item.kind]) for item in cls.FIELDS if item.kind in _PLAIN)
-        cls._NOT_JSON = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _NOT_JSON)
         cls._FROM_DICT = tuple(
             (item.name, cls.LEGACY_READERS.get(item.name), _reader(item), item.default, item.factory)
             for item in cls.FIELDS
@@ -243,49 +225,16 @@ class _Record(Generic[Msg]):
         cls._READ_TAKING_AS_IS = _compile_dict_reader(cls._FROM_DICT, taken_as_is)
         cls._READ_CANONICAL = _compile_canonical_reader(cls.FIELDS, cls.LEGACY_READERS)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
-        cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
-        # The dataclass left each plain default as a class attribute (its __init__ does not use them):
-        # an unread record must find no attribute there, so that reading one reaches __getattr__.
-        for name in cls._NAMES:
-            if name in cls.__dict__:
-                delattr(cls, name)
-
-    if not TYPE_CHECKING:  # mypy would take any attribute name as valid
-
-        def __getattr__(self, name: str) -> Any:
-            # Python calls this only for an attribute missing from the instance: a field of an
-            # unread record (or one deleted with ``del``).
-            if name in self._FIELD_NAMES and self._unread is not None:
-                self._decode_unread()
-                return self.__dict__[name]
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def _decode_unread(self) -> None:
-        """Decode the attributes of an unread record; attributes set on it meanwhile stay as set."""
-        unread = self._unread
-        if unread is None:
-            return
-        values = unread.attributes()  # outside the lock: it is the slow part
-        with _DECODING:
-            attributes = self.__dict__
-            if attributes.get("_unread") is not unread:
-                return  # another thread decoded it first
-            del attributes["_unread"]
-            values.update(attributes)  # fields set meanwhile keep their values (in field order)
-            attributes.clear()
-            attributes.update(values)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field in protocol order, as plain JSON values (nested records as dicts)."""
-        if self._unread is not None:
-            self._decode_unread()  # what it returns shares nested values with the record
         values = self._attributes()
         for name, copy in self._COPIED:
             values[name] = copy(values[name])
         return values
 
     def _attributes(self) -> dict[str, Any]:
-        """A copy of the fields' values (of a decoded record), in field order."""
+        """A copy of the fields' values, in field order."""
         values = self.__dict__.copy()  # the attributes, in field order: __init__ and from_proto set them so
         if len(values) != len(self._NAMES):  # an attribute set on the instance besides the fields
             values = {name: values[name] for name in self._NAMES}
@@ -323,11 +272,6 @@ class _Record(Generic[Msg]):
 
     def to_proto(self) -> Msg:
         """The protobuf message (``e2a.v1.E2AEnvelope`` / ``e2a.v1.E2AResponse``)."""
-        unread = self._unread
-        if unread is not None and len(self.__dict__) == 1:
-            return unread.to_proto()  # type: ignore[return-value]  # a message of this class's CODEC
-        if unread is not None:
-            self._decode_unread()
         message: Msg = proto.encode(self.__dict__, self.CODEC)  # CODEC is this class's Codec[Msg]
         return message
 
@@ -340,40 +284,15 @@ class _Record(Generic[Msg]):
 
     def to_bytes(self) -> bytes:
         """Binary protobuf encoding of ``to_proto()``."""
-        unread = self._unread
-        if unread is not None and len(self.__dict__) == 1:
-            return unread.to_bytes()
         return self.to_proto().SerializeToString()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
         """The record binary protobuf holds; raises as ``from_proto`` does, naming the field at fault."""
-        message = proto.parse(cls.CODEC.message_type, data)
-        if not proto.round_trips(data, cls.CODEC):  # decoding would raise or change the message: do it now
-            return cls.from_proto(message)
-        record = cls.__new__(cls)
-        record._unread = _FromBytes(cls, message)
-        return record
-
-    @classmethod
-    def dict_from_bytes(cls, data: bytes) -> dict[str, Any]:
-        """``from_bytes(data).to_dict()``, decoded straight into the dict (no record in between)."""
-        values: dict[str, Any] = proto.decode(proto.parse(cls.CODEC.message_type, data), cls._PLAIN_CODEC)
-        return values
-
-    @classmethod
-    def dict_to_bytes(cls, values: Mapping[str, Any]) -> bytes:
-        """A record in its ``to_dict()`` form (every key) as protobuf bytes, without building the record."""
-        data: bytes = proto.encode(values, cls.CODEC).SerializeToString()
-        return data
+        return cls.from_proto(proto.parse(cls.CODEC.message_type, data))
 
     def to_json(self) -> str:
         """The E2A wire JSON: ``to_dict()`` as compact JSON text."""
-        unread = self._unread
-        if unread is not None and len(self.__dict__) == 1:
-            return unread.to_json()
-        if unread is not None:
-            self._decode_unread()
         return jsontext.dumps(self._plain(self._attributes()))
 
     @classmethod
@@ -390,87 +309,18 @@ class _Record(Generic[Msg]):
                 text = text.decode()
             except UnicodeDecodeError as exc:
                 raise E2AValueError("$", f"JSON text is not UTF-8: {exc}") from None
-        record = cls.__new__(cls)
         data = jsontext.canonical_object(text)
-        if data is not None:
-            values = cls._READ_CANONICAL(data)
-            if values is not None:  # the record's to_json() is the text itself
-                record._unread = _FromJson(cls, values, text)
-                return record
-        values = cls._read_dict(jsontext.loads(text, "$") if data is None else data)
-        record._unread = _FromJson(cls, values)
+        values = None if data is None else cls._READ_CANONICAL(data)
+        if values is None:
+            values = cls._read_dict(jsontext.loads(text, "$") if data is None else data)
+        record = cls.__new__(cls)
+        record.__dict__.update(values)
         return record
 
     def ensure_timestamp(self) -> None:
         """Set ``timestamp`` to now (RFC 3339 UTC) if it is unset."""
         if self.timestamp is None:
             self.timestamp = utc_now_iso()
-
-
-_DECODING = threading.Lock()  # decoding an unread record's attributes into it
-
-
-class _FromBytes:
-    """What a record read by ``from_bytes`` keeps until its attributes are read: the parsed message,
-    which ``proto.round_trips`` found to decode and re-encode to itself, so ``to_bytes`` serializes it."""
-
-    __slots__ = ("message", "record_type", "to_bytes")
-
-    def __init__(self, record_type: type[_Record[Any]], message: Message) -> None:
-        self.record_type = record_type
-        self.message = message
-        self.to_bytes: Callable[[], bytes] = message.SerializeToString
-
-    def attributes(self) -> dict[str, Any]:
-        return proto.decode(self.message, self.record_type.CODEC)
-
-    def to_proto(self) -> Message:
-        message: Message = self.record_type.CODEC.message_type()
-        message.CopyFrom(self.message)
-        return message
-
-    def to_json(self) -> str:
-        # Every value comes from decoding JSON text, which holds no NaN: dumps need not look for one.
-        return jsontext.dumps(proto.decode(self.message, self.record_type._PLAIN_CODEC), parsed=True)
-
-
-class _FromJson:
-    """What a record read by ``from_json`` keeps until its attributes are read: the attributes,
-    read and checked by ``from_dict``'s readers from a JSON parser's values (so no NaN), and the
-    text they were read from if the record writes exactly that text (its canonical form)."""
-
-    __slots__ = ("handed_out", "record_type", "text", "values")
-
-    def __init__(self, record_type: type[_Record[Any]], values: dict[str, Any], text: str | None = None) -> None:
-        self.record_type = record_type
-        self.values = values
-        self.text = text
-        #: Once handed to a record (or a copy of it), the values may have changed: to_json checks them again.
-        self.handed_out = False
-
-    def attributes(self) -> dict[str, Any]:
-        self.handed_out = True
-        return self.values.copy()
-
-    def to_proto(self) -> Message:
-        message: Message = proto.encode(self.values, self.record_type.CODEC)
-        return message
-
-    def to_bytes(self) -> bytes:
-        data: bytes = self.to_proto().SerializeToString()
-        return data
-
-    def to_json(self) -> str:
-        if self.handed_out:
-            return jsontext.dumps(self.record_type._plain(self.values.copy()))
-        if self.text is not None:
-            return self.text
-        # The readers gave plain dicts, lists and scalars: only the nested records and the enum
-        # need their to_dict() form.
-        values = self.values.copy()
-        for name, plain in self.record_type._NOT_JSON:
-            values[name] = plain(values[name])
-        return jsontext.dumps(values, parsed=True)
 
 
 @dataclass

@@ -1,35 +1,28 @@
 """Fuzz ``e2a_grpc._canonical`` built with AddressSanitizer and UBSan (not part of ``make test``).
 
-Builds the extension (SSE2 and portable) into a temp dir with ``-fsanitize=address,undefined``, puts
-the first in place of ``e2a_grpc._canonical`` and, for ``--seconds``, feeds both:
+Builds the extension (SSE2 and portable) into a temp dir with ``-fsanitize=address,undefined`` and,
+for ``--seconds``, feeds both:
 
-- ``message_round_trips``: random bytes and mutated valid messages, with every real plan (records and
-  their nested messages), in buffers malloc'd to their exact size so a read one byte past the end
-  is caught; when upb parses the bytes and the answer is True, ``from_bytes`` must write what
-  ``from_proto`` writes;
 - ``is_canonical_object`` and ``canonical_object_has_key``: mutated JSON texts, whose answers must be
   orjson's;
 - ``floats_finite``: random values (NaN and infinities, subclasses, non-str keys, deep nesting),
-  whose answer must be its definition's (``tests/support/canonical_json.py``);
-- ``acp_call_reply``: mutated ToACP requests (common calls, aliases, dialects), in exact buffers;
-  a reply must be the servicer's, byte for byte.
+  whose answer must be its definition's (``tests/support/canonical_json.py``).
 
-Run (ASan must be loaded first, and Python's allocator bypassed so ASan sees every buffer)::
+``make fuzz-canonical`` runs it for 30 s (``.ci/run`` does), as (ASan must be loaded first, and
+Python's allocator bypassed so ASan sees every buffer)::
 
     LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \\
-        .venv/bin/python -m tests.support.tools.fuzz_canonical --seconds 120
+        .venv/bin/python -m tests.support.tools.fuzz_canonical --seconds 30
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import importlib.util
 import json
 import math
 import random
 import subprocess
-import sys
 import sysconfig
 import tempfile
 import time
@@ -37,10 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from google.protobuf.message import DecodeError
-
 from tests.support.canonical_json import MAX_LEVELS, floats_finite, is_canonical
-from tests.support.wire import top_level_fields
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
@@ -57,31 +47,10 @@ def build(source: Path, directory: Path, name: str, extra: list[str]) -> ModuleT
     return module
 
 
-_libc = ctypes.CDLL(None)
-_libc.malloc.restype = ctypes.c_void_p
-_libc.malloc.argtypes = [ctypes.c_size_t]
-_libc.free.argtypes = [ctypes.c_void_p]
-
-
-def exact(data: bytes) -> tuple[memoryview, int]:
-    """``data`` in a malloc'd buffer of exactly its size (ASan's redzone right after it)."""
-    address = _libc.malloc(max(len(data), 1))
-    ctypes.memmove(address, data, len(data))
-    return memoryview((ctypes.c_char * len(data)).from_address(address)).cast("B"), address
-
-
 def mutate(rng: random.Random, data: bytes, alphabet: bytes) -> bytes:
     out = bytearray(data)
-    parts = top_level_fields(data)
-    if parts and rng.random() < 0.3:  # whole fields repeated, moved or dropped (the parser merges repeats)
-        for _ in range(rng.randint(1, 3)):
-            index = rng.randrange(len(parts))
-            parts.insert(rng.randint(0, len(parts)), parts[index] if rng.random() < 0.7 else b"")
-            if rng.random() < 0.3:
-                del parts[rng.randrange(len(parts))]
-        return b"".join(parts)
     for _ in range(rng.randint(1, 4)):
-        choice = rng.randrange(6)
+        choice = rng.randrange(5)
         at = rng.randint(0, len(out))
         if choice == 0 and out:
             out[at % len(out)] = rng.randrange(256)
@@ -91,13 +60,9 @@ def mutate(rng: random.Random, data: bytes, alphabet: bytes) -> bytes:
             del out[at : at + rng.randint(1, 8)]
         elif choice == 3:
             out = out[:at]
-        elif choice == 4 and out:
+        elif out:
             start = rng.randrange(len(out))
             out[at:at] = out[start : start + rng.randint(1, 64)]
-        else:  # a varint of an extreme value (lengths near 2**64, overlong encodings)
-            out[at:at] = rng.choice(
-                [b"\xff" * 9 + b"\x01", b"\xff" * 10, b"\x80" * 9 + b"\x00", b"\xfe\xff\xff\xff\x0f"]
-            )
     return bytes(out)
 
 
@@ -130,100 +95,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="e2a-canonical-asan-") as directory:
         sse2 = build(arguments.source, Path(directory), "_canonical_asan", [])
         portable = build(arguments.source, Path(directory), "_canonical_asan_portable", ["-U__SSE2__"])
-    sys.modules["e2a_grpc._canonical"] = sse2  # records, proto and jsontext use the sanitized build
-    from e2a_grpc import E2AAuth, E2AEnvelope, E2AResponse
-    from e2a_grpc.conversion.acp_fast_path import _reply_plan
-    from tests.unit.test_toacp_reply import request, servicer_reply
-    from tests.unit.test_unread_records import SPEC_EXAMPLE
-
-    records: list[Any] = [E2AEnvelope, E2AResponse]
-    plans: list[Any] = []
-
-    def collect(plan: Any) -> None:
-        plans.append(plan)
-        for check in plan[0]:
-            if check is not None and check[1] == sse2.ACTION_MESSAGE:
-                collect(check[2][0])
-
-    for record_type in records:
-        collect(record_type.CODEC.wire_plan)
-    envelope = E2AEnvelope.from_dict(SPEC_EXAMPLE)
-    envelope.auth = E2AAuth(method_id="m", extra_headers={"X-A": "1", "X-B": "2"}, _meta={"k": [1]})
-    seeds = [
-        envelope.to_bytes(),
-        E2AResponse.from_dict({"body": {"a": [1, 2.5, "x\n"], "b": {"c": None}}, "jsonrpc_id": "q"}).to_bytes(),
-        b"",
-    ]
     texts = [
         '{"a":1,"b":[true,false,null,-0.0,1e16,"\\u001f\\n😀"],"c":{"d":{}}}',
         '{"k0":0,' + ",".join(f'"k{n}":{n}' for n in range(1, 20)) + "}",
         '{"a":' + "[" * 253 + "]" * 253 + "}",
         '{"s":"' + "abcdefgh" * 5 + '\\"' + "é" * 9 + '"}',
     ]
-    reply_plan = _reply_plan()
-    toacp_seeds = [
-        request(envelope.to_bytes()),
-        request(E2AEnvelope(method="ext", ext_method="_x/y", jsonrpc_id=-3, params={"a": "é"}).to_bytes(), dialect=0),
-        request(
-            E2AEnvelope(method="chat.send", jsonrpc_id="q", params={"prompt": [], "b": [1.5]}).to_bytes(),
-            prompt_methods=("x", "chat.send"),
-        ),
-    ]
     rng = random.Random(arguments.seed)
     deadline = time.monotonic() + arguments.seconds
-    counts = {
-        "messages": 0,
-        "true": 0,
-        "parsed_true": 0,
-        "texts": 0,
-        "canonical": 0,
-        "values": 0,
-        "toacp": 0,
-        "replies": 0,
-    }
+    counts = {"texts": 0, "canonical": 0, "values": 0}
     while time.monotonic() < deadline:
         for _ in range(200):
-            if rng.random() < 0.2:
-                data = rng.randbytes(rng.randint(0, 64))
-            else:
-                data = mutate(rng, rng.choice(seeds), b'\x00\x01\x02\x08\x0a\x12\x1a\x22\x7f\x80\xff{}",:')
-            view, address = exact(data)
-            try:
-                for plan in plans:
-                    for module in (sse2, portable):
-                        answer = module.message_round_trips(view, plan)
-                        assert answer is sse2.message_round_trips(data, plan)
-                counts["messages"] += 1
-                for record_type in records:
-                    if not sse2.message_round_trips(view, record_type.CODEC.wire_plan):
-                        continue
-                    counts["true"] += 1
-                    try:
-                        message = record_type.CODEC.message_type.FromString(data)
-                    except DecodeError:  # upb rejects it: from_bytes never asks then
-                        continue
-                    counts["parsed_true"] += 1
-                    lazy = record_type.from_bytes(data).to_bytes()
-                    assert lazy == record_type.from_proto(message).to_bytes(), data
-                    if len(seeds) < 200:
-                        seeds.append(data)
-            finally:
-                view.release()
-                _libc.free(address)
-            data = mutate(rng, rng.choice(toacp_seeds), b'\x00\x01\x0a\x12\x22\x2a\x30\x7f\x80\xc3\xed\xff{}",:')
-            view, address = exact(data)
-            try:
-                reply = sse2.acp_call_reply(reply_plan, view)
-                assert portable.acp_call_reply(reply_plan, view) == reply
-            finally:
-                view.release()
-                _libc.free(address)
-            counts["toacp"] += 1
-            if reply is not None:
-                assert reply == servicer_reply(data), data
-                counts["replies"] += 1
-                if len(toacp_seeds) < 200:
-                    toacp_seeds.append(data)
             text = mutate(rng, rng.choice(texts).encode(), b'{}[]",:0123456789.eE+-tru\\/\n\x1f\x7f').decode(
                 errors="replace"
             )
