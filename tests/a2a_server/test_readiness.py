@@ -23,8 +23,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from e2a_grpc.a2a_server.server import A2A_SERVICE_NAME
+from e2a_grpc.grpc.readiness import WHOLE_SERVER
 from e2a_grpc.grpc.server import SERVICE_NAMES
-from e2a_grpc.readiness import WHOLE_SERVER
 from e2a_grpc.settings import READINESS_PATH
 from tests.support.log_records import log_records
 from tests.support.postgres import Cluster, throwaway_cluster

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from e2a_grpc.readiness import WHOLE_SERVER, Readiness
+from e2a_grpc.grpc.readiness import WHOLE_SERVER, Readiness
 from e2a_grpc.settings import LIVENESS_PATH, READINESS_PATH
 
 OK = 200

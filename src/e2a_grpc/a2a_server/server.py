@@ -40,8 +40,8 @@ from e2a_grpc.a2a_server.store_probe import TaskStoreProbe
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.grpc.readiness import Dependency, Readiness
 from e2a_grpc.grpc.server import E2AServer, ListenError, freeze_startup_heap, server_options
-from e2a_grpc.readiness import Dependency, Readiness
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
 
 log = logging.getLogger("e2a_grpc.a2a_server")

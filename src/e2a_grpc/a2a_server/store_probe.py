@@ -24,7 +24,7 @@ from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from e2a_grpc.readiness import Dependency, Readiness
+from e2a_grpc.grpc.readiness import Dependency, Readiness
 
 log = logging.getLogger(__name__)
 

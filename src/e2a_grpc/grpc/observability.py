@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 
 from e2a_grpc.address import unbracketed_host
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
-from e2a_grpc.readiness import Readiness
+from e2a_grpc.grpc.readiness import Readiness
 
 _CALL_LABELS = ("grpc_service", "grpc_method", "grpc_type")
 _GRPC_TYPES = {

@@ -32,7 +32,7 @@ from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
 from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import REPLY_SHORTCUTS, ConversionServicer
 from e2a_grpc.grpc.observability import MetricsHttpServer, MetricsInterceptor, ServerMetrics, method_paths
-from e2a_grpc.readiness import Dependency, Readiness
+from e2a_grpc.grpc.readiness import Dependency, Readiness
 from e2a_grpc.settings import EventLoop, ServerSettings
 
 if TYPE_CHECKING:
