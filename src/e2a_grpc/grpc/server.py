@@ -207,8 +207,8 @@ class E2AServer:
                 await self.publisher.start()
             except Exception as exc:
                 raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc or repr(exc)}") from None
+        await self.readiness.update_health()  # before the port answers health checks
         await self.server.start()
-        await self.readiness.update_health()
         log.info(
             "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d, chat backend=%s, event loop=%s)",
             self.config.host,
