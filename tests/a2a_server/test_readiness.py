@@ -22,9 +22,11 @@ import grpc
 import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from e2a_grpc.a2a_server.server import A2A_SERVICE_NAME
-from e2a_grpc.grpc.readiness import WHOLE_SERVER
+from e2a_grpc.a2a_server.store_probe import TaskStoreProbe
+from e2a_grpc.grpc.readiness import WHOLE_SERVER, Readiness
 from e2a_grpc.grpc.server import SERVICE_NAMES
 from e2a_grpc.settings import READINESS_PATH
 from tests.support.log_records import log_records
@@ -181,6 +183,30 @@ async def test_a_sqlite_database_that_cannot_be_opened_flips_readiness_and_back(
     (warning,) = logs.matching(logging.WARNING, UNREACHABLE)
     assert "unable to open database file" in warning, warning
     assert len(logs.matching(logging.INFO, ANSWERS_AGAIN)) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_database_that_never_answers_counts_as_unreachable_once_the_probe_times_out() -> None:
+    """A server that accepts the connection and says nothing (a hung database, a black-holing proxy)."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    engine = create_async_engine(f"postgresql+asyncpg://e2a@127.0.0.1:{port}/postgres")
+    probe = TaskStoreProbe(engine, Readiness(), interval=3600, timeout=0.3)
+    try:
+        assert await within(probe.check()) == "no answer within 0.3 s"
+        assert accepted, "the probe never connected"
+    finally:
+        await probe.stop()
+        await engine.dispose()
+        for writer in accepted:
+            writer.close()
+        listener.close()
+        await listener.wait_closed()
 
 
 @pytest.mark.asyncio

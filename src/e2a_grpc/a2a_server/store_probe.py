@@ -50,12 +50,12 @@ class TaskStoreProbe:
         self._task = asyncio.create_task(self._run(), name="e2a-task-store-probe")
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        event.remove(self._store_engine.sync_engine, "handle_error", self._on_call_error)
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        if self._task is not None:
+            event.remove(self._store_engine.sync_engine, "handle_error", self._on_call_error)
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
         await self._engine.dispose()
 
     def _on_call_error(self, context: ExceptionContext) -> None:
