@@ -132,8 +132,9 @@ async def test_a_postgresql_outage_flips_readiness_and_back(cluster: Cluster) ->
             assert metrics == {"e2a_ready": 1, "e2a_dependency_ready{a2a_task_store}": 1}
     # Many probes failed during the outage: one line said so, and one that it was over.
     (warning,) = logs.matching(logging.WARNING, UNREACHABLE)
-    # The reason is the driver's, as the outage showed itself first: refused, or shutting down.
-    assert re.search(r"unreachable \((ConnectionRefusedError|DBAPIError): [^\n]+\): health", warning), warning
+    # The reason is the driver's, in one line, as the outage showed itself first (refused, shutting
+    # down, the connection cut mid-query: the moment the probe ran decides).
+    assert re.search(r"unreachable \(\w+: [^\n]+\): health", warning), warning
     assert len(logs.matching(logging.INFO, ANSWERS_AGAIN)) == 1
 
 
