@@ -29,6 +29,10 @@ _DEFAULT_PORT = DEFAULT_PORT  # also the port an address without one names
 #: Where the A2A server serves its agent card (A2A's well-known path) and its HTTP+JSON transport.
 A2A_CARD_PATH = "/.well-known/agent-card.json"
 A2A_REST_PATH = "/rest"
+#: The A2A HTTP port's probes: alive while the process's event loop answers; ready while the server can
+#: take work (README "Readiness and liveness").
+LIVENESS_PATH = "/livez"
+READINESS_PATH = "/readyz"
 
 
 class BackendName(StrEnum):
@@ -355,6 +359,18 @@ class ServerSettings(BaseSettings):
         default=None,
         description="A2A server: keep tasks and their event streams in PostgreSQL, shared by every instance given "
         "the same URL (postgresql+asyncpg://USER@HOST:PORT/DB; put a password in the environment, not here)",
+    )
+    a2a_store_probe_interval_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="A2A server with --a2a-sqlite-path or --a2a-postgres-url: how often readiness checks the "
+        "database (a new connection and SELECT 1); a call that loses its connection has it checked at once",
+    )
+    a2a_store_probe_timeout_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="A2A server: how long that check may take; a database that has not answered by then counts "
+        "as unreachable (health NOT_SERVING for the A2A service and the server, /readyz 503)",
     )
     a2a_task_ttl_seconds: float = Field(
         default=3600.0,

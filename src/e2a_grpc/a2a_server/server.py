@@ -5,7 +5,9 @@ One HTTP port serves the agent card (``A2A_CARD_PATH``), JSON-RPC (at ``/``) and
 gRPC servicer on a port of its own. The card names every transport served, at the ports bound.
 Every transport keeps to ``max_message_bytes`` (HTTP: ``body_limit``, which also bounds a body's read
 time and JSON nesting); the HTTP port's connections have a header timeout and a cap
-(``http_connections``).
+(``http_connections``). The HTTP port also answers ``/livez`` and ``/readyz`` (``probe_endpoints``), and
+the gRPC port has gRPC health: both say what ``readiness`` says, the task store's database checked by
+``store_probe``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import socket
 import grpc
 import uvicorn
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
-from a2a.types import a2a_pb2_grpc
+from a2a.types import a2a_pb2, a2a_pb2_grpc
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
+from grpc_health.v1 import health, health_pb2_grpc
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -31,14 +34,20 @@ from e2a_grpc.a2a_server.grpc_handler import FrontDoorGrpcHandler
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.http_binding import HttpBinding
 from e2a_grpc.a2a_server.http_connections import ConnectionLimits, guarded_protocol
+from e2a_grpc.a2a_server.probe_endpoints import ProbeEndpoints
 from e2a_grpc.a2a_server.push_delivery import push_notifications
+from e2a_grpc.a2a_server.store_probe import TaskStoreProbe
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.grpc.readiness import Dependency, Readiness
 from e2a_grpc.grpc.server import E2AServer, ListenError, freeze_startup_heap, server_options
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
 
 log = logging.getLogger("e2a_grpc.a2a_server")
+
+#: The A2A service, by its gRPC health name (whichever transport serves it).
+A2A_SERVICE_NAME = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
 
 
 def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, grpc_port: int | None) -> AgentCard:
@@ -97,12 +106,14 @@ def _bound_socket(host: str, port: int) -> socket.socket:
 
 
 class A2AServer:
-    """The A2A transports over one backend (shared with the E2A server when both run)."""
+    """The A2A transports over one backend (shared with the E2A server when both run, with its readiness;
+    alone, the A2A server has its own)."""
 
-    def __init__(self, settings: ServerSettings, backend: AgentBackend) -> None:
+    def __init__(self, settings: ServerSettings, backend: AgentBackend, readiness: Readiness | None = None) -> None:
         assert settings.a2a_port is not None
         self.settings = settings
         self.backend = backend
+        self.readiness = Readiness() if readiness is None else readiness
         self.executor = BackendExecutor(backend, settings, TurnSlots(settings.a2a_max_running_tasks))
         self._socket = _bound_socket(settings.host, settings.a2a_port)
         #: The HTTP port (JSON-RPC, HTTP+JSON, agent card) and the gRPC port, once bound.
@@ -117,15 +128,22 @@ class A2AServer:
             except RuntimeError as exc:
                 self._socket.close()
                 raise ListenError(f"cannot serve A2A gRPC on {address}: {exc}") from None
+            # gRPC health on this port too: a gRPC load balancer checks the port it sends calls to.
+            grpc_health = health.aio.HealthServicer()
+            health_pb2_grpc.add_HealthServicer_to_server(grpc_health, self._grpc)
+            self.readiness.add_health(grpc_health)
         self.card = agent_card(settings, backend, self.port, self.grpc_port)
         self.storage: TaskStorage | None = None
         self.handler: FrontDoorRequestHandler | None = None
         self._sweeper: EndedTaskSweeper | None = None
+        self._store_probe: TaskStoreProbe | None = None
         self._http: uvicorn.Server | None = None
         self._http_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self.storage = await open_storage(self.settings)
+        # The memory store has no database to lose.
+        self.readiness.add_service(A2A_SERVICE_NAME, () if self.storage.engine is None else (Dependency.TASK_STORE,))
         self.handler = FrontDoorRequestHandler(
             self.executor,
             self.card,
@@ -141,6 +159,7 @@ class A2AServer:
                 *create_rest_routes(self.handler, path_prefix=A2A_REST_PATH, enable_v0_3_compat=True),
             ],
             middleware=[
+                Middleware(ProbeEndpoints, readiness=self.readiness),  # first: before any A2A check
                 Middleware(
                     RequestBodyLimit,
                     max_bytes=self.settings.max_message_bytes,
@@ -169,7 +188,16 @@ class A2AServer:
             a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]
                 FrontDoorGrpcHandler(self.handler), self._grpc
             )
+            await self.readiness.update_health()  # before the port answers health checks
             await self._grpc.start()
+        if self.storage.engine is not None:
+            self._store_probe = TaskStoreProbe(
+                self.storage.engine,
+                self.readiness,
+                interval=self.settings.a2a_store_probe_interval_seconds,
+                timeout=self.settings.a2a_store_probe_timeout_seconds,
+            )
+            self._store_probe.start()
         self._sweeper = EndedTaskSweeper(
             self.storage.store, self.settings.a2a_task_ttl_seconds, self.storage.push_configs
         )
@@ -186,7 +214,8 @@ class A2AServer:
         )
 
     async def stop(self) -> None:
-        """Stop the running turns (their tasks end canceled), then the transports."""
+        """Not ready any more; stop the running turns (their tasks end canceled), then the transports."""
+        await self.readiness.drain()
         if self._sweeper is not None:
             await self._sweeper.stop()
         if self.handler is not None:
@@ -196,6 +225,8 @@ class A2AServer:
         if self._http is not None and self._http_task is not None:
             self._http.should_exit = True
             await self._http_task
+        if self._store_probe is not None:
+            await self._store_probe.stop()
         if self.storage is not None:
             await self.storage.aclose()
 
@@ -203,7 +234,7 @@ class A2AServer:
 async def serve_with_a2a(settings: ServerSettings) -> None:
     """The E2A gRPC server and the A2A server over the same backend, until SIGTERM or SIGINT."""
     e2a = E2AServer(settings)
-    front = A2AServer(settings, e2a.chat.backend)
+    front = A2AServer(settings, e2a.chat.backend, e2a.readiness)
     await front.start()
     await e2a.start()
     freeze_startup_heap()

@@ -8,7 +8,8 @@ services the server has get labels; calls of unknown methods are not counted, so
 grow the label sets without bound.
 
 With ``--publish-nats``, the frame publisher's counts are read when /metrics is scraped
-(``watch_frame_publisher``): its path per frame does no metric work.
+(``watch_frame_publisher``): its path per frame does no metric work. So is the readiness of the
+server and of each dependency (``watch_readiness``).
 
 Every server has its own ``CollectorRegistry``: two servers in one process (the tests) never share
 a counter.
@@ -32,6 +33,7 @@ from prometheus_client.registry import Collector
 
 from e2a_grpc.address import unbracketed_host
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
+from e2a_grpc.grpc.readiness import Readiness
 
 _CALL_LABELS = ("grpc_service", "grpc_method", "grpc_type")
 _GRPC_TYPES = {
@@ -71,6 +73,27 @@ class _FramePublisherCollector(Collector):
             "Chat frames given up on, never stored by NATS JetStream.",
             value=publisher.dropped,
         )
+
+
+class _ReadinessCollector(Collector):
+    def __init__(self, readiness: Readiness) -> None:
+        self._readiness = readiness
+
+    def collect(self) -> Iterator[Metric]:
+        readiness = self._readiness
+        yield GaugeMetricFamily(
+            "e2a_ready",
+            "1 while the server as a whole is ready (gRPC health SERVING for the server, /readyz 200), else 0.",
+            value=int(readiness.ready()),
+        )
+        dependencies = GaugeMetricFamily(
+            "e2a_dependency_ready",
+            "1 while a dependency is ready (reachable, its queue not full), else 0.",
+            labels=("dependency",),
+        )
+        for dependency in readiness.dependencies:
+            dependencies.add_metric((dependency.value,), int(readiness.dependency_ready(dependency)))
+        yield dependencies
 
 
 class ServerMetrics:
@@ -126,6 +149,10 @@ class ServerMetrics:
     def watch_frame_publisher(self, publisher: FramePublisherCounts) -> None:
         """Serve the NATS frame publisher's counts too (``e2a_nats_frames_*``)."""
         self.registry.register(_FramePublisherCollector(publisher))
+
+    def watch_readiness(self, readiness: Readiness) -> None:
+        """Serve the readiness of the server and of each dependency (``e2a_ready``, ``e2a_dependency_ready``)."""
+        self.registry.register(_ReadinessCollector(readiness))
 
     def chat_frame_sent(self, response_kind: str) -> None:
         counter = self._chat_frames_sent_by_kind.get(response_kind)

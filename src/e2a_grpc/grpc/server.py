@@ -32,6 +32,7 @@ from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
 from e2a_grpc.grpc.codec_servicer import CodecServicer
 from e2a_grpc.grpc.conversion_servicer import ConversionServicer
 from e2a_grpc.grpc.observability import MetricsHttpServer, MetricsInterceptor, ServerMetrics, method_paths
+from e2a_grpc.grpc.readiness import Dependency, Readiness
 from e2a_grpc.settings import EventLoop, ServerSettings
 
 if TYPE_CHECKING:
@@ -132,6 +133,8 @@ class E2AServer:
                 tracer_provider = self._own_tracer_provider = tracing.tracer_provider_from_environment()
             interceptors.insert(0, tracing.TracingInterceptor(tracer_provider))
             tracer = tracing.tracer_of(tracer_provider)
+        #: What health (and the A2A server's /readyz) says; the A2A server adds its own service to it.
+        self.readiness = Readiness()
         self.metrics = ServerMetrics() if config.metrics_port is not None else None
         #: The port of /metrics once started, when metrics are on.
         self.metrics_port: int | None = None
@@ -150,15 +153,25 @@ class E2AServer:
             from e2a_grpc.broker.frame_publisher import FramePublisher
 
             self.publisher = FramePublisher.from_settings(config)
-            self.publisher.backlog_listeners.append(self._broker_backlogged)
+            # Chat streams wait for the broker while the queue is full.
+            self.publisher.backlog_listeners.append(
+                lambda backlogged: self.readiness.set_dependency_ready(Dependency.BROKER, not backlogged)
+            )
             if self.metrics is not None:
                 self.metrics.watch_frame_publisher(self.publisher)
+        for name in SERVICE_NAMES:
+            # ConversionService and CodecService never publish: they need nothing.
+            self.readiness.add_service(
+                name, (Dependency.BROKER,) if name == CHAT_SERVICE_NAME and self.publisher is not None else ()
+            )
+        if self.metrics is not None:
+            self.metrics.watch_readiness(self.readiness)
         self.chat = ChatServicer(
             make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
         )
         add_chat_service(self.chat, self.server)
         self.health = health.aio.HealthServicer()
-        self._health_updates: set[asyncio.Task[None]] = set()
+        self.readiness.add_health(self.health)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
@@ -173,14 +186,6 @@ class E2AServer:
                 self.port = self.server.add_insecure_port(address)
         except RuntimeError as exc:  # what the probe cannot see, or another program was quicker
             raise ListenError(f"cannot listen on {address}: {exc}") from None
-
-    def _broker_backlogged(self, backlogged: bool) -> None:
-        """With --publish-nats, Chat is NOT_SERVING while the publisher's queue is full (Chat streams wait
-        for the broker); ConversionService and CodecService, which never publish, stay SERVING."""
-        status = health_pb2.HealthCheckResponse.NOT_SERVING if backlogged else health_pb2.HealthCheckResponse.SERVING
-        for name in ("", CHAT_SERVICE_NAME):
-            self._health_updates.add(task := asyncio.create_task(self.health.set(name, status)))
-            task.add_done_callback(self._health_updates.discard)
 
     async def start(self) -> None:
         if self.metrics is not None and self.config.metrics_port is not None:
@@ -200,9 +205,8 @@ class E2AServer:
                 await self.publisher.start()
             except Exception as exc:
                 raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc or repr(exc)}") from None
+        await self.readiness.update_health()  # before the port answers health checks
         await self.server.start()
-        for name in ("", *SERVICE_NAMES):
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info(
             "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d, chat backend=%s, event loop=%s)",
             self.config.host,
@@ -236,8 +240,9 @@ class E2AServer:
         await self.stop(deadline)
 
     async def _lame_duck(self, deadline: float) -> None:
-        """Health says NOT_SERVING at once; calls are still taken until the lame-duck period is over."""
-        await self.health.enter_graceful_shutdown()
+        """Health (and /readyz) says NOT_SERVING at once; calls are still taken until the lame-duck period
+        is over."""
+        await self.readiness.drain()
         loop = asyncio.get_running_loop()
         lame_duck_over = deadline - self.config.grace_seconds + self.config.lame_duck_seconds
         if loop.time() < lame_duck_over:
