@@ -1,6 +1,6 @@
 """The ``e2a-grpc`` command: run the service, or convert E2A / ACP / A2A JSON from a file or stdin.
 
-One module per command (``serve``, ``convert``, ``chat``, ``subscribe``); this one builds the parser
+One module per command (``serve``, ``convert``, ``chat``, ``subscribe``, ``agents``); this one builds the parser
 and turns what a command raises into a message and an exit code (``exits``)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import grpc
 from pydantic import ValidationError
 
 from e2a_grpc.chat.invariants import StreamInvariantError
-from e2a_grpc.cli import chat, convert, serve, subscribe
+from e2a_grpc.cli import agents, chat, convert, serve, subscribe
 from e2a_grpc.cli.exits import (
     EXIT_BAD_INPUT,
     EXIT_CODES_HELP,
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_parser(commands)
     chat.add_parser(commands)
     subscribe.add_parser(commands)
+    agents.add_parser(commands)
     return parser
 
 
