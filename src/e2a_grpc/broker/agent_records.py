@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from e2a_grpc.settings import ServerSettings
 
 #: The value schema's version; a reader skips entries of a version it does not know.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 #: Bytes of an agent id kept as they are in its key token.
 _PLAIN_BYTE = re.compile(rb"[A-Za-z0-9-]")
 #: An instance id: what ``new_instance_id`` makes, and the only form a key's second token may have.
@@ -82,9 +82,7 @@ def new_instance_id() -> str:
 
 def agent_token(agent_id: str) -> str:
     """The key token of an agent id (see the module docstring)."""
-    return "".join(
-        chr(byte) if _PLAIN_BYTE.fullmatch(bytes((byte,))) else f"_{byte:02X}" for byte in agent_id.encode()
-    )
+    return "".join(chr(byte) if _PLAIN_BYTE.fullmatch(bytes((byte,))) else f"_{byte:02X}" for byte in agent_id.encode())
 
 
 def entry_key(agent_id: str, instance_id: str) -> str:

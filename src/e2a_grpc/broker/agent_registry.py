@@ -140,7 +140,9 @@ class Registration:
                     self._ttl,
                 )
             else:
-                log.info("agent %r (instance %s) left the agent registry", self.record.agent_id, self.record.instance_id)
+                log.info(
+                    "agent %r (instance %s) left the agent registry", self.record.agent_id, self.record.instance_id
+                )
         if self._nc is not None:
             with contextlib.suppress(OSError, nats.errors.Error):  # closing a lost connection raises
                 await self._nc.close()
@@ -244,11 +246,11 @@ class AgentRegistry:
             watcher = await self._kv.watch(keys, ignore_deletes=True)
             try:
                 # The watch delivers the last value of every key, then None: the entries as of now.
-                while (entry := await watcher.updates(timeout=REQUEST_TIMEOUT_SECONDS)) is not None:
+                while (entry := await watcher.updates(timeout=REQUEST_TIMEOUT_SECONDS)) is not None:  # type: ignore[no-untyped-call]
                     if (record := _record_of(entry.key, entry.value)) is not None:
                         records.append(record)
             finally:
-                await watcher.stop()
+                await watcher.stop()  # type: ignore[no-untyped-call]  # nats-py's KeyWatcher is untyped
         return records
 
 
@@ -257,10 +259,17 @@ def _record_of(key: str, value: bytes | None) -> AgentRecord | None:
     try:
         record = AgentRecord.from_json(value or b"")
     except pydantic.ValidationError as exc:
-        log.warning("agent registry entry %s skipped: not an agent record of schema 1 (%d errors)", key, exc.error_count())
+        log.warning(
+            "agent registry entry %s skipped: not an agent record of schema 1 (%d errors)", key, exc.error_count()
+        )
         return None
     if record.key != key:
-        log.warning("agent registry entry %s skipped: its value is agent %r's instance %s", key, record.agent_id, record.instance_id)
+        log.warning(
+            "agent registry entry %s skipped: its value is agent %r's instance %s",
+            key,
+            record.agent_id,
+            record.instance_id,
+        )
         return None
     return record
 
@@ -271,8 +280,7 @@ def live_agents(records: Iterable[AgentRecord]) -> list[LiveAgent]:
     for record in records:
         by_agent.setdefault(record.agent_id, []).append(record)
     return [
-        LiveAgent(record=max(workers, key=_started), workers=len(workers))
-        for _, workers in sorted(by_agent.items())
+        LiveAgent(record=max(workers, key=_started), workers=len(workers)) for _, workers in sorted(by_agent.items())
     ]
 
 

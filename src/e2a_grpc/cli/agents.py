@@ -93,4 +93,5 @@ def agents_table(agents: list[LiveAgent]) -> str:
         for agent in agents
     ]
     widths = [max(len(row[column]) for row in rows) for column in range(len(_COLUMNS))]
-    return "".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n" for row in rows)
+    lines = ("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return "".join(line + "\n" for line in lines)
