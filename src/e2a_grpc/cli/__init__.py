@@ -37,6 +37,7 @@ E2A (Everything-to-Agent) over gRPC.
   e2a-grpc convert to-acp envelope.json   E2A -> ACP JSON-RPC, printed to stdout
   echo '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}' \\
     | e2a-grpc convert from-acp           ACP JSON-RPC -> E2A
+  e2a-grpc agents --nats URL              the live agents of the agent registry
 
 convert works offline by default; add --server HOST:PORT to ask a running service instead.
 --server takes HOST, HOST:PORT, [IPv6]:PORT or http(s)://HOST:PORT (port 50051 by default; https:// uses TLS).
