@@ -23,13 +23,13 @@ from e2a_grpc.broker.agent_records import (
 )
 from e2a_grpc.broker.agent_registry import LiveAgent, live_agents
 from e2a_grpc.cli.agents import agents_json, agents_table
-from e2a_grpc.settings import ServerSettings
+from e2a_grpc.settings import BackendName, ServerSettings
 from tests.conftest import REPO_ROOT
 
 #: What NATS accepts in a KV key token (a key's tokens are separated by dots).
 _KV_KEY_TOKEN = re.compile(r"^[-/_=a-zA-Z0-9]+$")
 _START = datetime.datetime(2026, 12, 2, 4, 0, tzinfo=datetime.UTC)
-agent_ids = st.text(st.characters(codec="utf-8", exclude_categories=("Cc",)), min_size=1, max_size=40)
+agent_ids = st.text(st.characters(codec="utf-8", exclude_categories=["Cc"]), min_size=1, max_size=40)
 
 
 def _record(agent_id: str = "echo", **changes: object) -> AgentRecord:
@@ -88,7 +88,7 @@ def test_serves_record_is_its_card_settings_and_backend_kind() -> None:
         a2a_agent_name="Helper",
         a2a_skills="code: writes code; review",
         a2a_input_modes="text/plain",
-        backend="a2a",
+        backend=BackendName.A2A,
         a2a_url="https://user:password@agents.example/",
         token=SecretStr("the-token"),
     )
