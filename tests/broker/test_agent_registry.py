@@ -132,8 +132,11 @@ async def test_the_heartbeat_keeps_an_entry_alive_past_the_ttl(broker: NatsServe
 async def test_two_registrants_of_one_agent_id_are_two_workers(broker: NatsServer) -> None:
     bucket = _bucket()
     first, second, other = (_registration(broker.url, bucket, agent) for agent in ("twin", "twin", "solo"))
-    for registration in (first, second, other):
-        await registration.start()
+    with log_records() as logs:
+        for registration in (first, second, other):
+            await registration.start()
+    # The bucket the first created has the TTL the others are configured with: nothing to warn of.
+    assert not logs.at_least(logging.WARNING), logs.at_least(logging.WARNING)
     try:
         registry = await AgentRegistry.open(broker.url, bucket=bucket)
         try:
@@ -312,6 +315,29 @@ async def test_serve_registers_leaves_on_sigterm_and_a_killed_servers_entry_expi
         assert await asyncio.to_thread(stopped.wait, 30) == 0
         # A clean stop deletes its entry: no waiting for the TTL.
         assert await _workers(broker.url, bucket, "served") == []
+
+
+async def test_each_worker_process_of_serve_is_a_worker_of_its_agent(broker: NatsServer) -> None:
+    bucket = _bucket()
+    with running_server_process(*_serve_args(broker.url, bucket, "parallel"), "--workers", "2"):
+        # Health answers once one worker serves; the other registers on its own time.
+        workers = await _until_workers(broker.url, bucket, "parallel", 2)
+        assert len({worker.instance_id for worker in workers}) == 2
+
+
+async def test_a_bucket_with_another_ttl_keeps_its_own_and_says_so(broker: NatsServer) -> None:
+    bucket = _bucket()
+    first = Registration(broker.url, _record("early"), bucket=bucket, ttl=TTL * 10, heartbeat=TTL)
+    late = _registration(broker.url, bucket, "late")
+    await first.start()
+    try:
+        with log_records() as logs:
+            await late.start()
+        await late.close()
+    finally:
+        await first.close()
+    (warning,) = logs.matching(logging.WARNING, f"the agent registry's bucket {bucket} has a TTL of 10 s")
+    assert f"not the {TTL:g} s configured" in warning
 
 
 async def test_a_broker_outage_during_heartbeats_is_one_warning_then_one_info(tmp_path: Path) -> None:
