@@ -365,3 +365,16 @@ async def test_a_broker_outage_during_heartbeats_is_one_warning_then_one_info(tm
             assert worker.heartbeat_at > registration.record.started_at
         finally:
             await registration.close()
+
+
+async def test_a_stop_during_an_outage_leaves_the_entry_to_expire_and_says_so(tmp_path: Path) -> None:
+    with running_nats_server(tmp_path / "jetstream") as broker:
+        registration = _registration(broker.url, _bucket(), "stranded")
+        await registration.start()
+        with log_records(lambda record: "heartbeat failing" in record.getMessage()) as logs:
+            await asyncio.to_thread(broker.stop)
+            await within(logs.seen.wait())
+            await within(registration.close())
+        (warning,) = logs.matching(logging.WARNING, "could not delete the registry entry of agent 'stranded'")
+        assert f"it expires within {TTL:g} s" in warning
+        assert not logs.at_least(logging.ERROR), logs.at_least(logging.ERROR)

@@ -128,13 +128,16 @@ class Registration:
         if self._task is not None:
             self._task.cancel()
             await asyncio.wait((self._task,))
-        if self._kv is not None:
+        if self._kv is not None and self._nc is not None:
             try:
+                if self.failing is not None or not self._nc.is_connected:
+                    # Not waiting on a broker that is away: the stop's grace is the drain's.
+                    raise ConnectionError(self.failing or "disconnected from the broker")
                 async with asyncio.timeout(REQUEST_TIMEOUT_SECONDS):
                     await self._kv.delete(self.record.key)
             except _BROKER_ERRORS as exc:
                 log.warning(
-                    "could not delete agent %r's registry entry (%s): it expires within %g s",
+                    "could not delete the registry entry of agent %r (%s): it expires within %g s",
                     self.record.agent_id,
                     exc or repr(exc),
                     self._ttl,
@@ -167,7 +170,7 @@ class Registration:
                     self.failing = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                     self._failing_since = loop.time()
                     log.warning(
-                        "agent registry heartbeat failing (%s): agent %r's entry expires %g s after its last "
+                        "agent registry heartbeat failing (%s): the entry of agent %r expires %g s after its last "
                         "heartbeat unless the broker answers again",
                         self.failing,
                         self.record.agent_id,
@@ -188,7 +191,7 @@ class Registration:
     def _on_task_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and (exc := task.exception()) is not None:
             log.error(
-                "the agent registry heartbeat stopped on a bug: agent %r's entry expires within %g s",
+                "the agent registry heartbeat stopped on a bug: the entry of agent %r expires within %g s",
                 self.record.agent_id,
                 self._ttl,
                 exc_info=exc,
@@ -232,7 +235,7 @@ class AgentRegistry:
     async def workers(self, agent_id: str) -> list[AgentRecord]:
         """The live worker entries of ``agent_id``, oldest start first (none: the agent has no live
         worker, for a gateway UNAVAILABLE)."""
-        return sorted(await self._entries(agent_keys(agent_id)), key=lambda record: record.started_at)
+        return sorted(await self._entries(agent_keys(agent_id)), key=_started)
 
     async def agents(self) -> list[LiveAgent]:
         """Every agent with a live worker, by agent id."""
@@ -265,10 +268,10 @@ def _record_of(key: str, value: bytes | None) -> AgentRecord | None:
         return None
     if record.key != key:
         log.warning(
-            "agent registry entry %s skipped: its value is agent %r's instance %s",
+            "agent registry entry %s skipped: its value is instance %s of agent %r",
             key,
-            record.agent_id,
             record.instance_id,
+            record.agent_id,
         )
         return None
     return record
