@@ -119,6 +119,18 @@ def _nats_subject_prefix() -> Any:
     )
 
 
+_NATS_BUCKET_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+
+
+def _registry_bucket() -> Any:
+    return Field(
+        default="E2A_AGENTS",
+        pattern=_NATS_BUCKET_NAME.pattern,
+        description="agent registry: the JetStream key-value bucket of the entries (created if missing, with "
+        "--registry-ttl-seconds as its TTL)",
+    )
+
+
 #: The NATS server a subscriber reads from when none is given.
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 #: How long JetStream remembers message ids for de-duplication in the stream a server creates (its
@@ -287,6 +299,33 @@ class ServerSettings(BaseSettings):
         le=1.0,
         description="--publish-nats: how long frames may gather before they are sent together (one socket write "
         "and one read of acks for them all); 0: send each at once",
+    )
+    agent_id: str = Field(
+        default="default",
+        min_length=1,
+        max_length=256,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="the id of the agent this server serves: the envelope's agent_id that routes to it, and its "
+        "key in the agent registry",
+    )
+    registry_nats: str | None = Field(
+        default=None,
+        description="register the agent in the agent registry on this NATS server's JetStream (a cluster: its "
+        "nodes' URLs, comma-separated), refresh the entry every --registry-heartbeat-seconds and delete it on a "
+        "clean stop; default: not registered",
+    )
+    registry_bucket: str = _registry_bucket()
+    registry_ttl_seconds: float = Field(
+        default=60.0,
+        ge=1.0,
+        description="agent registry: how long an entry lives without a heartbeat (the bucket's TTL, set when this "
+        "server creates the bucket); a killed server's entry is gone this long after its last heartbeat",
+    )
+    registry_heartbeat_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        description="agent registry: how often the entry is written again; at most half of --registry-ttl-seconds, "
+        "so that one lost heartbeat does not expire it",
     )
     a2a_port: int | None = Field(
         default=None,
@@ -491,6 +530,12 @@ class ServerSettings(BaseSettings):
                 "--event-loop uvloop cannot serve --backend acp: uvloop starts the agent processes with a fork "
                 "while gRPC's threads run, and they crash at times (SIGSEGV); use --event-loop asyncio"
             )
+        if self.registry_heartbeat_seconds > self.registry_ttl_seconds / 2:
+            raise ValueError(
+                f"--registry-heartbeat-seconds ({self.registry_heartbeat_seconds:g}) must be at most half of "
+                f"--registry-ttl-seconds ({self.registry_ttl_seconds:g}), so that one lost heartbeat does not "
+                "expire the agent's entry"
+            )
         if self.lame_duck_seconds > self.grace_seconds:
             raise ValueError(
                 f"--lame-duck-seconds ({self.lame_duck_seconds:g}) is part of --grace-seconds "
@@ -658,3 +703,15 @@ class SubscribeSettings(BaseSettings):
         description="NATS: give up after this many seconds without a message on the subjects read (--timeout "
         "for short); default: wait for ever",
     )
+
+
+class AgentsSettings(BaseSettings):
+    """Where ``e2a-grpc agents`` reads the agent registry."""
+
+    model_config = _SETTINGS_CONFIG
+
+    registry_nats: str = Field(
+        default=DEFAULT_NATS_URL,
+        description="the agent registry's NATS server (a cluster: its nodes' URLs, comma-separated)",
+    )
+    registry_bucket: str = _registry_bucket()

@@ -1,6 +1,6 @@
 """The ``e2a-grpc`` command: run the service, or convert E2A / ACP / A2A JSON from a file or stdin.
 
-One module per command (``serve``, ``convert``, ``chat``, ``subscribe``); this one builds the parser
+One module per command (``serve``, ``convert``, ``chat``, ``subscribe``, ``agents``); this one builds the parser
 and turns what a command raises into a message and an exit code (``exits``)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import grpc
 from pydantic import ValidationError
 
 from e2a_grpc.chat.invariants import StreamInvariantError
-from e2a_grpc.cli import chat, convert, serve, subscribe
+from e2a_grpc.cli import agents, chat, convert, serve, subscribe
 from e2a_grpc.cli.exits import (
     EXIT_BAD_INPUT,
     EXIT_CODES_HELP,
@@ -37,6 +37,7 @@ E2A (Everything-to-Agent) over gRPC.
   e2a-grpc convert to-acp envelope.json   E2A -> ACP JSON-RPC, printed to stdout
   echo '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}' \\
     | e2a-grpc convert from-acp           ACP JSON-RPC -> E2A
+  e2a-grpc agents --nats URL              the live agents of the agent registry
 
 convert works offline by default; add --server HOST:PORT to ask a running service instead.
 --server takes HOST, HOST:PORT, [IPv6]:PORT or http(s)://HOST:PORT (port 50051 by default; https:// uses TLS).
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_parser(commands)
     chat.add_parser(commands)
     subscribe.add_parser(commands)
+    agents.add_parser(commands)
     return parser
 
 

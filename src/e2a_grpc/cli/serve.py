@@ -74,11 +74,15 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED
-    if config.publish_nats:
+    for option, value, module in (
+        ("--publish-nats", config.publish_nats, "e2a_grpc.broker.frame_publisher"),
+        ("--registry-nats", config.registry_nats, "e2a_grpc.broker.agent_registry"),
+    ):
         try:  # nats-py is optional (the nats extra): say so now, not with a traceback
-            importlib.import_module("e2a_grpc.broker.frame_publisher")
+            if value:
+                importlib.import_module(module)
         except ImportError as exc:
-            print(f"error: --publish-nats: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
+            print(f"error: {option}: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
             return EXIT_FAILED
     if config.tracing:
         try:  # the tracing extra and its exporter: say what is missing now, not with a traceback

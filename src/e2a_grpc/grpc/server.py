@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Tracer
 
+    from e2a_grpc.broker.agent_registry import Registration
     from e2a_grpc.broker.frame_publisher import FramePublisher
 
 log = logging.getLogger("e2a_grpc.server")
@@ -166,6 +167,12 @@ class E2AServer:
             )
         if self.metrics is not None:
             self.metrics.watch_readiness(self.readiness)
+        #: The agent's entry in the agent registry with --registry-nats (the ``nats`` extra).
+        self.registration: Registration | None = None
+        if config.registry_nats:
+            from e2a_grpc.broker.agent_registry import Registration
+
+            self.registration = Registration.from_settings(config)
         self.chat = ChatServicer(
             make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
         )
@@ -207,6 +214,14 @@ class E2AServer:
                 raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc or repr(exc)}") from None
         await self.readiness.update_health()  # before the port answers health checks
         await self.server.start()
+        if self.registration is not None:
+            try:  # once the port is open, so that a gateway that finds the entry finds a server taking calls
+                await self.registration.start()
+            except Exception as exc:
+                await self.server.stop(None)
+                raise ListenError(
+                    f"cannot register in the agent registry at {self.config.registry_nats}: {exc or repr(exc)}"
+                ) from None
         log.info(
             "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d, chat backend=%s, event loop=%s)",
             self.config.host,
@@ -233,11 +248,19 @@ class E2AServer:
         log.info(
             "shutting down (grace %.1f s, lame duck %.1f s)", self.config.grace_seconds, self.config.lame_duck_seconds
         )
+        await self._leave_registry()
         if first is not None:
             await self._lame_duck(deadline)
             if not await finished_by(first(), deadline):
                 log.warning("grace period over before the A2A server had stopped: cancelled its stop")
         await self.stop(deadline)
+
+    async def _leave_registry(self) -> None:
+        """First thing on a stop: the agent leaves the registry, so gateways stop routing to it while
+        its calls drain."""
+        if self.registration is not None:
+            registration, self.registration = self.registration, None
+            await registration.close()
 
     async def _lame_duck(self, deadline: float) -> None:
         """Health (and /readyz) says NOT_SERVING at once; calls are still taken until the lame-duck period
@@ -260,6 +283,7 @@ class E2AServer:
         loop = asyncio.get_running_loop()
         if deadline is None:
             deadline = loop.time() + self.config.grace_seconds
+        await self._leave_registry()
         await self._lame_duck(deadline)
         await self.calls.quiet(HAND_OVER_QUIET_SECONDS, min(deadline, loop.time() + HAND_OVER_MAX_SECONDS))
         self.calls.refuse_new()
