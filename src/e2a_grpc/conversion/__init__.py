@@ -9,13 +9,14 @@ path relative to the RPC request, which the gRPC layer maps to INVALID_ARGUMENT.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from collections.abc import Container
+from dataclasses import dataclass
 from typing import Any
 
 from e2a_grpc import jsontext
 from e2a_grpc.errors import E2AFieldError, E2ATypeError, E2AValueError, type_name
 from e2a_grpc.model import E2AEnvelope, E2AProvenance, E2AResponse, IdentityOrigin, utc_now_iso
-from e2a_grpc.model.constants import ACP_SESSION_PROMPT, ACP_SESSION_UPDATE
+from e2a_grpc.model.constants import ACP_SESSION_UPDATE
 from e2a_grpc.model.enums import ResponseKind, ResponseStatus, SourceProtocol
 from e2a_grpc.model.readers import JsonRpcIdValue
 from e2a_grpc.protocols import a2a, acp, jsonrpc
@@ -36,19 +37,17 @@ class NotApplicable:
 def to_acp(
     record: E2AEnvelope | E2AResponse,
     *,
-    session_prompt_methods: tuple[str, ...] = (),
+    session_prompt_methods: Container[str] = (),
     wire: bool = False,
 ) -> dict[str, Any] | NotApplicable:
-    """An envelope as an ACP JSON-RPC request, or a response as an ACP JSON-RPC response.
+    """An envelope as an ACP JSON-RPC request (``acp.envelope_to_acp_call``), or a response as an
+    ACP JSON-RPC response.
 
     The default is exactly the reference adapters' shape; ``wire`` gives the camelCase ACP that
     agents expect, and ``session_prompt_methods`` names gateway methods to send as session/prompt.
     """
     if isinstance(record, E2AEnvelope):
-        if record.method in session_prompt_methods:
-            record = replace(record, method=ACP_SESSION_PROMPT)
-        call = acp.envelope_to_acp_jsonrpc_call(record)
-        return acp.wire_request(call) if wire else call
+        return acp.envelope_to_acp_call(record, session_prompt_methods=session_prompt_methods, wire=wire)
     message = acp.e2a_response_to_acp_jsonrpc_response(record)
     if message is None and wire and record.response_kind == ResponseKind.ACP_SESSION_UPDATE:
         # On the wire a session update is a notification to the client (spec 12.6).

@@ -61,14 +61,13 @@ _RECORD_READERS: dict[str, Callable[[Any], E2AEnvelope | E2AResponse]] = {
 def to_acp(request: pb.ToACPRequest) -> pb.ToACPResponse:
     """The ToACP conversion; an ``E2AFieldError`` names the bad field under the request's fields."""
     source = _source_of(request, "source")
-    methods = request.session_prompt_methods
-    options: dict[str, Any] = {
-        "session_prompt_methods": tuple(methods) if methods else (),
-        "wire": request.dialect == pb.ACP_DIALECT_WIRE,
-    }
     try:
         record = _RECORD_READERS[source](getattr(request, source))
-        result = conversion.to_acp(record, **options)
+        result = conversion.to_acp(
+            record,
+            session_prompt_methods=request.session_prompt_methods,
+            wire=request.dialect == pb.ACP_DIALECT_WIRE,
+        )
     except E2AFieldError as exc:
         raise exc.under(source) from None
     return _answer(pb.ToACPResponse, result, "jsonrpc")

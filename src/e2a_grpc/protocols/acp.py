@@ -9,6 +9,7 @@ dialect (``wire_request``, ``camel_keys``) gives the camelCase ACP that real age
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container
 from typing import Any
 
@@ -83,15 +84,16 @@ def params_unchanged(method: str | None, keys: Container[str]) -> bool:
     return method != ACP_SESSION_PROMPT or PROMPT_KEY in keys
 
 
-def merge_params_to_acp_prompt(envelope: E2AEnvelope) -> dict[str, Any]:
+def merge_params_to_acp_prompt(envelope: E2AEnvelope, *, as_session_prompt: bool = False) -> dict[str, Any]:
     """The ACP ``session/prompt`` params for an envelope (spec section 7); ``envelope`` is not changed.
 
-    Only for ``method == "session/prompt"``: fill ``prompt`` from ``content_blocks`` or the first
+    Only for ``method == "session/prompt"`` (or any method with ``as_session_prompt``: a gateway
+    method sent as session/prompt): fill ``prompt`` from ``content_blocks`` or the first
     non-empty of ``text`` / ``content`` / ``query`` unless ``prompt`` is there, add ``session_id``
     and merge ``acp_meta`` into ``_meta``. Any other method gets a shallow copy of ``params``.
     """
     params = dict(envelope.params)
-    if params_unchanged(envelope.method, params):
+    if params_unchanged(ACP_SESSION_PROMPT if as_session_prompt else envelope.method, params):
         return params
     blocks = params.get("content_blocks")
     if isinstance(blocks, list) and blocks:
@@ -116,16 +118,38 @@ def call_method(method: str | None, ext_method: str | None) -> str | None:
 
 
 def envelope_to_acp_jsonrpc_call(envelope: E2AEnvelope) -> dict[str, Any]:
-    """The envelope as one JSON-RPC 2.0 call. ``provenance`` is not changed.
+    """The envelope as one JSON-RPC 2.0 call (the reference shape). ``provenance`` is not changed.
 
     A gateway method such as ``chat.send`` is passed through as it is (spec section 2): map it to
-    an ACP method first when the peer is a pure ACP agent.
+    an ACP method first when the peer is a pure ACP agent (``envelope_to_acp_call``).
     """
-    return jsonrpc.request(
-        envelope.jsonrpc_id,
-        call_method(envelope.method, envelope.ext_method),
-        merge_params_to_acp_prompt(envelope),
-    )
+    return envelope_to_acp_call(envelope)
+
+
+def envelope_to_acp_call(
+    envelope: E2AEnvelope, *, session_prompt_methods: Container[str] = (), wire: bool = False
+) -> dict[str, Any]:
+    """The ACP JSON-RPC call for an envelope: ToACP's call policy, the one place it is written.
+
+    - A method in ``session_prompt_methods`` (a gateway method such as ``chat.send``) is sent as
+      ``session/prompt`` (spec section 2).
+    - ``ext`` takes its JSON-RPC method from ``ext_method`` when that is set (``call_method``).
+    - ``session/prompt`` params get the prompt, ``session_id`` and ``acp_meta`` merged in
+      (``merge_params_to_acp_prompt``); any other method's params are forwarded as they are, ``{}``
+      when the envelope has none.
+    - ``wire`` gives the camelCase ACP that agents expect (``wire_request``), else the reference shape.
+
+    ``envelope`` is not changed.
+    """
+    method = envelope.method
+    as_session_prompt = method in session_prompt_methods
+    if as_session_prompt:
+        method = ACP_SESSION_PROMPT
+    params = merge_params_to_acp_prompt(envelope, as_session_prompt=as_session_prompt)
+    method = call_method(method, envelope.ext_method)
+    if wire:
+        return _wire_call(envelope.jsonrpc_id, method, params)
+    return jsonrpc.request(envelope.jsonrpc_id, method, params)
 
 
 def e2a_response_to_acp_jsonrpc_response(response: E2AResponse) -> dict[str, Any] | None:
@@ -177,6 +201,7 @@ def _message_text(message: Any) -> str:
 # --- the wire dialect ----------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)  # the same few keys come in every call; bounded, as callers choose them
 def _camel(key: str) -> str:
     if key.startswith("_") or "_" not in key:
         return key
@@ -189,9 +214,9 @@ def camel_keys(values: dict[str, Any]) -> dict[str, Any]:
     return {_camel(key): value for key, value in values.items()}
 
 
-def _wire_content_block(block: Any, path: str) -> dict[str, Any]:
+def _wire_content_block(block: Any, index: int) -> dict[str, Any]:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-        raise E2ATypeError(path, "an ACP content block is an object with a string 'type'")
+        raise E2ATypeError(f"params.prompt[{index}]", "an ACP content block is an object with a string 'type'")
     out = camel_keys(block)
     if isinstance(out.get("resource"), dict):
         out["resource"] = camel_keys(out["resource"])
@@ -200,18 +225,21 @@ def _wire_content_block(block: Any, path: str) -> dict[str, Any]:
 
 def wire_request(call: dict[str, Any]) -> dict[str, Any]:
     """A reference-shape ACP call (``envelope_to_acp_jsonrpc_call``) as an agent expects it on the wire."""
-    method = call["method"]
+    return _wire_call(call["id"], call["method"], call["params"])
+
+
+def _wire_call(rpc_id: JsonRpcIdValue, method: str | None, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(method, str) or not method:
         raise E2AValueError("method", "a wire ACP request needs a method")
-    params = camel_keys(call["params"])
+    params = camel_keys(params)
     if method == ACP_SESSION_PROMPT:
         if not isinstance(params.get("sessionId"), str) or not params["sessionId"]:
             raise E2AValueError("session_id", "ACP session/prompt needs a session id (session_id or params)")
         prompt = params.get("prompt")
         if not isinstance(prompt, list) or not prompt:
             raise E2AValueError("params", "ACP session/prompt needs a prompt: give prompt, content_blocks or text")
-        params["prompt"] = [_wire_content_block(block, f"params.prompt[{i}]") for i, block in enumerate(prompt)]
+        params["prompt"] = [_wire_content_block(block, index) for index, block in enumerate(prompt)]
         params = {key: params[key] for key in _PROMPT_REQUEST_KEYS if key in params}
-    if call["id"] is None:
+    if rpc_id is None:
         return jsonrpc.notification(method, params)
-    return jsonrpc.request(call["id"], method, params)
+    return jsonrpc.request(rpc_id, method, params)
