@@ -56,7 +56,7 @@ from google.protobuf import json_format
 from e2a_grpc import conversion
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.chat.events import AgentBackend, BackendError, Delta, Event, Passthrough
-from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import prompt_size_bytes
 from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
 from e2a_grpc.errors import E2AValueError
@@ -214,14 +214,15 @@ class BackendExecutor(AgentExecutor):
                 context.metadata or None,
                 agent_task_id=self._waiting.pop(task_id, None),
             )
+            frames = FrameBuilder(envelope, self.backend.info, self._clock)
             publisher = _Publisher(
-                task_id, context_id, event_queue, message, task_exists=context.current_task is not None
+                task_id, context_id, event_queue, message, frames, task_exists=context.current_task is not None
             )
             if not self._agent_speaks_a2a:
                 await publisher.start_work()
             # A blocking send waits for the answer alone (see AgentBackend.stream); the handler marks it.
             incremental = not context.call_context.state.get(BLOCKING_SEND, False)
-            turn = asyncio.create_task(self._turn(envelope, publisher, incremental))
+            turn = asyncio.create_task(self._turn(envelope, frames, publisher, incremental))
             self._turns[task_id] = turn
             try:
                 await turn
@@ -258,8 +259,9 @@ class BackendExecutor(AgentExecutor):
                 log.warning("could not cancel the agent's task %s of task %s: %s", agent_task_id, task_id, exc.message)
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
-    async def _turn(self, envelope: E2AEnvelope, publisher: _Publisher, incremental: bool) -> None:
-        frames = FrameBuilder(envelope, self.backend.info, self._clock)
+    async def _turn(
+        self, envelope: E2AEnvelope, frames: FrameBuilder, publisher: _Publisher, incremental: bool
+    ) -> None:
         current = asyncio.current_task()
         assert current is not None
         turn = Turn(current)
@@ -347,16 +349,28 @@ def _question_still_open(final: E2AResponse) -> E2AResponse | None:
 
 
 class _Publisher:
-    """The A2A events of one turn's frames, onto the task's event queue (the turn's ``FrameOutput``)."""
+    """The A2A events of one turn's frames, onto the task's event queue (the turn's ``FrameOutput``).
+
+    Each event is made from what its frame was made of: the backend's event, else the frame's record
+    as its ``FrameBuilder`` keeps it; no frame is read back from its bytes.
+    """
 
     def __init__(
-        self, task_id: str, context_id: str, queue: EventQueue, message: Message, *, task_exists: bool
+        self,
+        task_id: str,
+        context_id: str,
+        queue: EventQueue,
+        message: Message,
+        frames: FrameBuilder,
+        *,
+        task_exists: bool,
     ) -> None:
         self._task_id = task_id
         self._context_id = context_id
         self._ids = {"taskId": task_id, "contextId": context_id}
         self._queue = queue
         self._message = message
+        self._frames = frames
         #: The SDK has the task (this turn continues it, or an event of the turn created it).
         self._task_open = task_exists
         #: The agent's own events ended the turn (an ending or waiting state, a Message): no final status.
@@ -411,13 +425,14 @@ class _Publisher:
 
     async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
         # Built from the backend's event where it says all (most frames); else from the frame's record.
+        del frame  # the frame's bytes are Chat's; this output speaks A2A
         if kind == ResponseKind.A2A_STREAM_EVENT:
             native = event.native if isinstance(event, Passthrough) else None
             if isinstance(native, StreamResponse):
                 agent_event = StreamResponse()
                 agent_event.CopyFrom(native)  # the backend's: not to be changed
                 await self._agent_event(agent_event)
-            elif (sent := a2a.e2a_response_to_a2a_stream_payload(frame_record(frame))) is not None:
+            elif (sent := a2a.e2a_response_to_a2a_stream_payload(self._frames.last_record())) is not None:
                 await self._agent_event(json_format.ParseDict(sent, StreamResponse(), ignore_unknown_fields=True))
             return
         if self._ended:
@@ -428,7 +443,7 @@ class _Publisher:
                 stream_event(a2a.delta_artifact_update(event.delta_kind, event.delta, event.mime_type, self._ids, True))
             )
             return
-        record = frame_record(frame)
+        record = self._frames.last_record()
         record = _question_still_open(record) or record
         if record.response_kind == ResponseKind.E2A_INPUT_REQUIRED:
             self.agent_task_id = record.task_id or self.agent_task_id  # what the answer continues
