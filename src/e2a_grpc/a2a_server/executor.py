@@ -100,13 +100,14 @@ def turn_envelope(
     accepted_output_modes: list[str],
     metadata: dict[str, Any] | None,
     agent_task_id: str | None = None,
+    blocks: list[dict[str, Any]] | None = None,
 ) -> E2AEnvelope:
     """The envelope of one turn: the A2A SendMessage through the FromA2A adapter, the parts as the prompt.
 
     The A2A task is the request (frames and their A2A projection name it), not a task of the agent:
     a remote A2A agent names its own tasks; ``agent_task_id`` is the agent's task this turn continues
     (one that waits for the client). The context is the session, so turns of one context reach the
-    same backend session.
+    same backend session. ``blocks``: the message's ``prompt_blocks`` when the caller has them.
     """
     envelope = a2a.envelope_from_a2a_send_message(
         task_id=agent_task_id,
@@ -120,7 +121,7 @@ def turn_envelope(
         request_id=task_id,
         session_id=context_id,
         message_id=message.message_id or None,
-        params={"content_blocks": prompt_blocks(message)},
+        params={"content_blocks": prompt_blocks(message) if blocks is None else blocks},
     )
 
 
@@ -164,6 +165,9 @@ class TurnSlots:
 #: ``ServerCallContext.state`` key the request handler sets on a blocking send (the caller waits for
 #: the task's end, and streams nothing).
 BLOCKING_SEND = "e2a_blocking_send"
+#: ``ServerCallContext.state`` key of the send's ``prompt_blocks``, which the handler's prompt check
+#: made: the turn's envelope takes them rather than converting the message again.
+PROMPT_BLOCKS = "e2a_prompt_blocks"
 
 #: How many waiting tasks' agent task ids the executor remembers (the oldest is forgotten first: its
 #: continuation then starts a new task of the agent).
@@ -186,10 +190,11 @@ class BackendExecutor(AgentExecutor):
         #: Tasks waiting for the client -> the agent's own task id (None: the agent names none).
         self._waiting: OrderedDict[str, str | None] = OrderedDict()
 
-    def check_prompt(self, message: Message) -> None:
-        """Refuse a message that cannot be a prompt (``E2AFieldError``), or a prompt bigger than Chat
-        takes (``chat_max_prompt_bytes``)."""
-        size = prompt_size_bytes(E2AEnvelope(params={"content_blocks": prompt_blocks(message)}))
+    def check_prompt(self, message: Message) -> list[dict[str, Any]]:
+        """The message's ``prompt_blocks``; refuse a message that cannot be a prompt (``E2AFieldError``),
+        or a prompt bigger than Chat takes (``chat_max_prompt_bytes``)."""
+        blocks = prompt_blocks(message)
+        size = prompt_size_bytes(E2AEnvelope(params={"content_blocks": blocks}))
         limit = self._limits.max_prompt_bytes
         if size > limit:
             raise a2a_error(
@@ -198,6 +203,7 @@ class BackendExecutor(AgentExecutor):
                 prompt_bytes=size,
                 max_prompt_bytes=limit,
             )
+        return blocks
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -213,6 +219,7 @@ class BackendExecutor(AgentExecutor):
                 list(configuration.accepted_output_modes) if configuration else [],
                 context.metadata or None,
                 agent_task_id=self._waiting.pop(task_id, None),
+                blocks=context.call_context.state.get(PROMPT_BLOCKS),
             )
             frames = FrameBuilder(envelope, self.backend.info, self._clock)
             publisher = _Publisher(
@@ -439,9 +446,7 @@ class _Publisher:
             return  # the final frame of a turn the agent's own events ended
         if type(event) is Delta:
             await self._open_task()
-            await self._artifact_chunk(
-                stream_event(a2a.delta_artifact_update(event.delta_kind, event.delta, event.mime_type, self._ids, True))
-            )
+            await self._artifact_chunk(self._chunk_update(event))
             return
         record = self._frames.last_record()
         record = _question_still_open(record) or record
@@ -454,13 +459,25 @@ class _Publisher:
         branch = stream_response.WhichOneof("payload")
         await self._open_task()
         if branch == "artifact_update":
-            await self._artifact_chunk(stream_response)
+            await self._artifact_chunk(stream_response.artifact_update)
         elif branch == "status_update":
             await self._publish(stream_response.status_update)
 
-    async def _artifact_chunk(self, stream_response: StreamResponse) -> None:
+    def _chunk_update(self, delta: Delta) -> TaskArtifactUpdateEvent:
+        """The artifact update of a chunk (``a2a.delta_artifact_update``). A text delta's (most chunks)
+        is built as that projection's JSON parses, without the JSON (tests/a2a_server/test_lossless.py
+        holds both equal)."""
+        if type(delta.delta) is str:
+            update = TaskArtifactUpdateEvent(task_id=self._task_id, context_id=self._context_id, append=True)
+            artifact = update.artifact
+            artifact.artifact_id = a2a.delta_artifact_id(delta.delta_kind)
+            artifact.parts.add(text=delta.delta, media_type=delta.mime_type or "")
+            return update
+        payload = a2a.delta_artifact_update(delta.delta_kind, delta.delta, delta.mime_type, self._ids, True)
+        return stream_event(payload).artifact_update
+
+    async def _artifact_chunk(self, update: TaskArtifactUpdateEvent) -> None:
         """A chunk of one of this turn's artifacts: the first opens it (``append`` false, as A2A requires)."""
-        update = stream_response.artifact_update
         artifact_id = update.artifact.artifact_id
         if artifact_id not in self._open_artifacts:
             update.append = False
