@@ -269,8 +269,11 @@ class FrameBuilder:
         last = self._last
         if last is None:
             raise RuntimeError("no frame was built yet")
+        body: Any
+        kind: str
+        status: str
         if isinstance(last, Delta):
-            body: Any = {"delta_kind": str(last.delta_kind), "delta": last.delta}
+            body = {"delta_kind": str(last.delta_kind), "delta": last.delta}
             kind, status, final = _CHUNK, _IN_PROGRESS, False
         else:
             body, kind, status, final = last
