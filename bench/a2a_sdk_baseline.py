@@ -216,34 +216,44 @@ def _cpu_bound(proxied: _Measured) -> float:
 
 
 #: What a profile of the three servers under this load found (see the Findings paragraph).
-_FINDINGS = """Findings. A profile (py-spy 0.4.3 at 500 Hz, each server pinned to a CPU of its own, ~1,000
-sends, at 876276d, each process's samples scaled to its CPU per send) found where the proxy's extra
-CPU went when it streamed every turn from the agent: the front door 11.5 ms per send (4.5 ms on echo),
-the agent 8.4 ms behind it (3.8 ms called directly). The front door's +6.9 ms: the SDK client and httpx
-reading 23 SSE events (+2.0 ms), the event loop, as each remote event crossed httpcore, the SDK
-client's generators, the backend, `run_turn` and the SDK's queues on a wakeup of its own (+1.8 ms),
-the SDK server's task bookkeeping (+1.4 ms; the agent does it again), the SDK's tracing wrappers, though
-tracing is off (+0.4 ms: 651 `logger.debug` and 875 no-op span calls per send), e2a-grpc's own
-per-event path (+1.0 ms: `MessageToDict`, the frame, `frame_record`, `to_a2a_stream`, `stream_event`:
-~21 µs per event), inbound HTTP +0.2 ms, httpx's INFO line per request 0.1 ms. The agent streamed to
-paid 8.4 vs 3.8 ms (its SSE path 2.1 vs 0.4 ms, its bookkeeping 3.6 vs 1.9 ms), so a streaming proxy
-was bounded at about 0.45x whatever the front door cost.
+_FINDINGS = """Findings. Instructions per send, counted by callgrind (valgrind 3.19) in each server process
+over 50 blocking sends after 20 warm-up sends, so that the machine's load does not change them:
 
-What changed since, each measured in this section: the a2a backend reads the agent's stream to its end
-and keeps the connection (it had closed it early, so httpx dropped it: 1,189 connections in TIME_WAIT
-after 1,600 sends; 1.20x sends/s in an A/B); a blocking send is forwarded as a blocking send (the agent
-is asked for its task's end, not its progress: the proxy went from 0.26-0.34x to 0.51-0.54x, its agent
-from 8.4 to ~3.8 ms per send); the A2A server publishes from the backend's events instead of reading
-each frame back (a chunk's artifact update from its `Delta`, a remote event from the SDK message the
-backend holds), a chunk's part carries no `e2a_delta_kind` copy (the artifact id says it; every part
-weighed on each of the SDK's task copies), a send's prompt is converted once; the front door's CPU per
-send went from 6.1 to ~4.5 ms, against the plain agent's ~3.5-4.3 ms in the same runs. httpx's
-per-request INFO lines are off unless `--verbose`.
+| Server | 1 caller | 4 callers |
+| --- | ---: | ---: |
+| plain a2a-sdk agent | 22.8 M | 22.7 M |
+| plain a2a-sdk agent without the SDK's tracing wrappers | 16.6 M | - |
+| front door at 9527f11 | 25.5 M | 25.0 M |
+| front door, the SDK's tracing wrappers gone | - | 18.9 M |
+| front door, and the chunk and prompt changes below | - | 18.0 M |
 
-What is left: the proxy's two processes each cost about one agent's CPU per send (the front door's
-inbound A2A request, its task bookkeeping and an outbound A2A call), so on this 2-core VM, shared with
-the load client, the proxy stays under the CPU bound printed above (~0.8x); past it, a proxy would need
-to cost less than the agent it fronts."""
+The work per send does not grow with the callers (25.5 M and 25.0 M): the front door holds no lock or
+single consumer that would make 4 callers cost more than 1; where sends/s fell from 1 to 4 callers
+on this shared 2-core VM, that was the load of other processes, not the front door's own work.
+The front door's +2.5 M over the plain agent at 9527f11 were its own per-send work on top of the
+same SDK stack: the turn as Chat's (the frames built, a task of its own, the time limit's timer),
+each chunk projected to JSON then parsed into an SDK message (+4.6 % of its samples in py-spy), the
+prompt converted twice, the final frame read back from its bytes.
+
+What changed: a2a-sdk 1.3 wraps 164 methods of its server and client in its tracing decorators even
+with its tracing off (`OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false`): each call then passes a
+no-op span and a DEBUG log line, 27 % of the plain agent's instructions per send (22.8 M against
+16.6 M). `e2a-grpc serve` without `--tracing` now makes those decorators wrap nothing
+(`e2a_grpc.a2a_sdk_tracing`); the plain agent is the SDK as it ships, wrappers included. A text
+chunk's artifact update is built as the SDK message directly (no JSON projection parsed), the
+prompt's content blocks are made once, and every frame is published from the backend's event or
+the frame's record, none read back from its bytes.
+
+Earlier (the proxy): the a2a backend reads the agent's stream to its end and keeps the connection
+(1,189 connections in TIME_WAIT after 1,600 sends before; 1.20x sends/s in an A/B); a blocking send
+is forwarded as a blocking send (the agent asked for the task's end, not its progress: 0.26-0.34x to
+0.51-0.54x, the agent behind it from 8.4 to ~3.8 ms per send); httpx's per-request INFO lines are
+off unless `--verbose`.
+
+What is left for the proxy: each send costs two processes an inbound A2A request and the SDK's task
+bookkeeping each, and the front door an outbound A2A call besides, so on this 2-core VM, shared with
+the load client, the proxy stays under the CPU bound printed above; past it, a proxy would need to
+cost less than the agent it fronts."""
 
 
 def run() -> SectionResult:
@@ -271,8 +281,9 @@ Method: three servers started by the bench on loopback. The plain agent (`bench/
 an a2a-sdk `AgentExecutor` that opens the task, marks it working, streams the prompt back as one
 artifact a chunk per word (as the echo backend splits it) and completes it, on the front door's own
 stack (the SDK's default request handler and in-memory task store, its JSON-RPC Starlette routes,
-uvicorn, uvloop, SDK tracing off, startup heap frozen). The front door: `e2a-grpc serve --a2a-port`
-(echo backend). The proxy: `e2a-grpc serve --backend a2a --a2a-url <the plain agent> --a2a-port`
+uvicorn, uvloop, SDK tracing off by the SDK's own switch, its tracing wrappers left as they are,
+startup heap frozen). The front door: `e2a-grpc serve --a2a-port` (echo backend). The proxy:
+`e2a-grpc serve --backend a2a --a2a-url <the plain agent> --a2a-port`
 (client -> front door -> a2a backend -> plain agent), whose a2a backend forwards a blocking send as a
 blocking send. The prompt is {WORDS} words: every path sends the same task events (submitted, working,
 {WORDS} artifact chunks, completed). Load: JSON-RPC `SendMessage` (blocking: the reply is the completed
@@ -296,8 +307,8 @@ when its cores busy stay well under the server's):
 The plain agent spent {direct_us:,.0f} µs CPU per send called directly and {behind_us:,.0f} µs behind the
 proxy. At the CPU per send measured (each server one core at most, client and servers sharing this
 machine's {os.cpu_count()} cores), the proxy could serve at most {_cpu_bound(proxied):.2f}x the sends/s of
-the agent alone: the agent alone is one process on one core, the proxy adds a second process whose work
-(an inbound and an outbound A2A call per send) takes about what the agent's does.
+the agent alone: the agent alone is one process on one core; the proxy adds a second process (an
+inbound and an outbound A2A call per send), and the load client and both servers share those cores.
 
 {_FINDINGS}
 

@@ -118,7 +118,8 @@ def _frame_of(response: StreamResponse, builder: FrameBuilder) -> bytes:
 
 async def _publish(publisher: _Publisher, response: StreamResponse, builder: FrameBuilder, native: bool) -> None:
     """Write the frame of an agent's event, with the event as the backend made it, or (``native``
-    false) without its SDK message, as from a backend that names none: the publisher reads the frame."""
+    false) without its SDK message, as from a backend that names none: the publisher projects the
+    frame's record."""
     event = _passthrough(response)
     await publisher.write(builder.passthrough(event), ResponseKind.A2A_STREAM_EVENT, event if native else None)
 
@@ -198,8 +199,8 @@ async def test_a_task_stream_reaches_the_a2a_client_as_sent_but_for_the_ids(
     user = Message(message_id="user-1", role=Role.ROLE_USER, parts=[Part(text="hi")])
     first.history.insert(0, user)  # the agent's snapshot holds the message it was sent
     queue = _Captured()
-    publisher = _Publisher("server-task", "server-context", queue, user, task_exists=False)
     builder = _builder()
+    publisher = _Publisher("server-task", "server-context", queue, user, builder, task_exists=False)
     sent: list[Any] = [first, *middle, last]
     for event in sent:
         branch = {
@@ -218,8 +219,8 @@ async def test_a_task_stream_reaches_the_a2a_client_as_sent_but_for_the_ids(
 async def test_a_message_reply_reaches_the_a2a_client_as_a_message(reply: Message, native: bool) -> None:
     queue = _Captured()
     user = Message(message_id="user-1", role=Role.ROLE_USER, parts=[Part(text="hi")])
-    publisher = _Publisher("server-task", "server-context", queue, user, task_exists=False)
     builder = _builder()
+    publisher = _Publisher("server-task", "server-context", queue, user, builder, task_exists=False)
     await _publish(publisher, StreamResponse(message=reply), builder, native)
     await publisher.write(builder.complete({"content": ""}), ResponseKind.E2A_COMPLETE, Complete({"content": ""}))
     assert queue.events == [_readdressed(reply, "server-task", "server-context")]
@@ -245,12 +246,14 @@ deltas = st.builds(
 @settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(deltas, min_size=1, max_size=4))
 async def test_a_chunk_is_published_from_its_event_as_from_its_frame(chunks: list[Delta]) -> None:
-    """The publisher builds a chunk's artifact update from the backend's event; the frame's own
-    projection (ToA2AStream) gives the same update."""
+    """The publisher builds a chunk's artifact update from the backend's event; the frame's record
+    projected (ToA2AStream) gives the same update."""
     user = Message(message_id="user-1", role=Role.ROLE_USER, parts=[Part(text="hi")])
     queues = (_Captured(), _Captured())
-    publishers = [_Publisher("server-task", "server-context", queue, user, task_exists=True) for queue in queues]
     builder = _builder()
+    publishers = [
+        _Publisher("server-task", "server-context", queue, user, builder, task_exists=True) for queue in queues
+    ]
     for chunk in chunks:
         frame = builder.delta(chunk)
         await publishers[0].write(frame, ResponseKind.E2A_CHUNK, chunk)

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from e2a_grpc import E2AEnvelope, conversion
 from e2a_grpc.a2a_server.executor import stream_event
-from e2a_grpc.chat.events import BackendInfo, Delta, Passthrough
+from e2a_grpc.chat.events import BackendInfo, Delta, InputRequired, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
-from e2a_grpc.model import DeltaKind, ErrorCode
+from e2a_grpc.model import DeltaKind, ErrorCode, WaitReason
 from tests.support.strategies import any_text, json_objects, json_values, optional_text, unicode_text
 
 deltas = st.one_of(
@@ -26,17 +26,35 @@ remote_events = st.builds(
 )
 
 
+finals = st.sampled_from(["complete", "error", "input_required"])
+
+
 @settings(max_examples=300)
-@given(optional_text, st.lists(deltas | remote_events, max_size=6), json_objects, st.booleans())
+@given(optional_text, st.lists(deltas | remote_events, max_size=6), json_objects, finals)
 def test_a_frame_s_stream_response_is_what_parse_dict_gives(
-    context_id: str | None, events: list[Delta | Passthrough], result: dict[str, object], fails: bool
+    context_id: str | None, events: list[Delta | Passthrough], result: dict[str, object], final: str
 ) -> None:
+    """Also: the record the A2A server publishes a frame from (``last_record``) is the frame's own."""
     envelope = E2AEnvelope(method="message/send", params={"text": "hi"}, request_id="task-1", session_id=context_id)
     builder = FrameBuilder(envelope, BackendInfo("echo", "e2a"), UtcClock())
-    frames = [builder.for_event(event) for event in events]
-    frames.append(builder.error(ErrorCode.INTERNAL, "failed", result) if fails else builder.complete(result))
-    for frame in frames:
-        payload = conversion.to_a2a_stream(frame_record(frame), project_native_kinds=True)
+    records = []
+    for event in [*events, final]:
+        if event == "complete":
+            frame = builder.complete(result)
+        elif event == "error":
+            frame = builder.error(ErrorCode.INTERNAL, "failed", result)
+        elif event == "input_required":
+            frame = builder.input_required(
+                InputRequired(WaitReason.PERMISSION, "may I?", result, {"q": 1}, ({"o": 1},))
+            )
+        else:
+            assert isinstance(event, Delta | Passthrough)
+            frame = builder.for_event(event)
+        record = builder.last_record()
+        assert record == frame_record(frame)
+        records.append(record)
+    for record in records:
+        payload = conversion.to_a2a_stream(record, project_native_kinds=True)
         if isinstance(payload, conversion.NotApplicable):
             continue
         try:

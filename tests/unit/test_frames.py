@@ -85,6 +85,7 @@ def test_each_frame_is_its_chat_response_serialized_and_says_what_the_event_says
             frame = _parsed(builder.passthrough(event))
             assert (frame.response_kind, frame.body) == (event.response_kind, event.body)
         assert builder.last_kind == frame.response_kind  # what the Chat metrics count the frame as
+        assert builder.last_record() == frame  # the A2A server publishes from it, not from the bytes
         checker.check(frame)
         assert frame.provenance.source_protocol == backend.source_protocol
         assert frame.provenance.converter == f"e2a_grpc.chat:{backend.name}"
@@ -99,6 +100,7 @@ def test_each_frame_is_its_chat_response_serialized_and_says_what_the_event_says
         assert last.body["message"] == message and last.body["details"] == (details or {})
         assert last.body.get("external") == external
     assert builder.last_kind == last.response_kind
+    assert builder.last_record() == last
     checker.check(last)
     assert checker.finish() is last and last.is_final and builder.finished
 
@@ -119,6 +121,7 @@ def test_frames_of_a_long_stream_are_their_chat_response_serialized() -> None:
         record = _parsed(frame)
         checker.check(record)
         assert record.sequence == sequence
+        assert builder.last_record() == record
         if sequence not in passthrough_at:
             assert record.body == {"delta_kind": "text", "delta": texts.get(sequence, "w ")}
     final = _parsed(builder.complete({"content": "done"}))

@@ -56,7 +56,7 @@ from google.protobuf import json_format
 from e2a_grpc import conversion
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.chat.events import AgentBackend, BackendError, Delta, Event, Passthrough
-from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import prompt_size_bytes
 from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
 from e2a_grpc.errors import E2AValueError
@@ -100,13 +100,14 @@ def turn_envelope(
     accepted_output_modes: list[str],
     metadata: dict[str, Any] | None,
     agent_task_id: str | None = None,
+    blocks: list[dict[str, Any]] | None = None,
 ) -> E2AEnvelope:
     """The envelope of one turn: the A2A SendMessage through the FromA2A adapter, the parts as the prompt.
 
     The A2A task is the request (frames and their A2A projection name it), not a task of the agent:
     a remote A2A agent names its own tasks; ``agent_task_id`` is the agent's task this turn continues
     (one that waits for the client). The context is the session, so turns of one context reach the
-    same backend session.
+    same backend session. ``blocks``: the message's ``prompt_blocks`` when the caller has them.
     """
     envelope = a2a.envelope_from_a2a_send_message(
         task_id=agent_task_id,
@@ -120,7 +121,7 @@ def turn_envelope(
         request_id=task_id,
         session_id=context_id,
         message_id=message.message_id or None,
-        params={"content_blocks": prompt_blocks(message)},
+        params={"content_blocks": prompt_blocks(message) if blocks is None else blocks},
     )
 
 
@@ -164,6 +165,9 @@ class TurnSlots:
 #: ``ServerCallContext.state`` key the request handler sets on a blocking send (the caller waits for
 #: the task's end, and streams nothing).
 BLOCKING_SEND = "e2a_blocking_send"
+#: ``ServerCallContext.state`` key of the send's ``prompt_blocks``, which the handler's prompt check
+#: made: the turn's envelope takes them rather than converting the message again.
+PROMPT_BLOCKS = "e2a_prompt_blocks"
 
 #: How many waiting tasks' agent task ids the executor remembers (the oldest is forgotten first: its
 #: continuation then starts a new task of the agent).
@@ -186,10 +190,11 @@ class BackendExecutor(AgentExecutor):
         #: Tasks waiting for the client -> the agent's own task id (None: the agent names none).
         self._waiting: OrderedDict[str, str | None] = OrderedDict()
 
-    def check_prompt(self, message: Message) -> None:
-        """Refuse a message that cannot be a prompt (``E2AFieldError``), or a prompt bigger than Chat
-        takes (``chat_max_prompt_bytes``)."""
-        size = prompt_size_bytes(E2AEnvelope(params={"content_blocks": prompt_blocks(message)}))
+    def check_prompt(self, message: Message) -> list[dict[str, Any]]:
+        """The message's ``prompt_blocks``; refuse a message that cannot be a prompt (``E2AFieldError``),
+        or a prompt bigger than Chat takes (``chat_max_prompt_bytes``)."""
+        blocks = prompt_blocks(message)
+        size = prompt_size_bytes(E2AEnvelope(params={"content_blocks": blocks}))
         limit = self._limits.max_prompt_bytes
         if size > limit:
             raise a2a_error(
@@ -198,6 +203,7 @@ class BackendExecutor(AgentExecutor):
                 prompt_bytes=size,
                 max_prompt_bytes=limit,
             )
+        return blocks
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -213,15 +219,17 @@ class BackendExecutor(AgentExecutor):
                 list(configuration.accepted_output_modes) if configuration else [],
                 context.metadata or None,
                 agent_task_id=self._waiting.pop(task_id, None),
+                blocks=context.call_context.state.get(PROMPT_BLOCKS),
             )
+            frames = FrameBuilder(envelope, self.backend.info, self._clock)
             publisher = _Publisher(
-                task_id, context_id, event_queue, message, task_exists=context.current_task is not None
+                task_id, context_id, event_queue, message, frames, task_exists=context.current_task is not None
             )
             if not self._agent_speaks_a2a:
                 await publisher.start_work()
             # A blocking send waits for the answer alone (see AgentBackend.stream); the handler marks it.
             incremental = not context.call_context.state.get(BLOCKING_SEND, False)
-            turn = asyncio.create_task(self._turn(envelope, publisher, incremental))
+            turn = asyncio.create_task(self._turn(envelope, frames, publisher, incremental))
             self._turns[task_id] = turn
             try:
                 await turn
@@ -258,8 +266,9 @@ class BackendExecutor(AgentExecutor):
                 log.warning("could not cancel the agent's task %s of task %s: %s", agent_task_id, task_id, exc.message)
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
-    async def _turn(self, envelope: E2AEnvelope, publisher: _Publisher, incremental: bool) -> None:
-        frames = FrameBuilder(envelope, self.backend.info, self._clock)
+    async def _turn(
+        self, envelope: E2AEnvelope, frames: FrameBuilder, publisher: _Publisher, incremental: bool
+    ) -> None:
         current = asyncio.current_task()
         assert current is not None
         turn = Turn(current)
@@ -347,16 +356,28 @@ def _question_still_open(final: E2AResponse) -> E2AResponse | None:
 
 
 class _Publisher:
-    """The A2A events of one turn's frames, onto the task's event queue (the turn's ``FrameOutput``)."""
+    """The A2A events of one turn's frames, onto the task's event queue (the turn's ``FrameOutput``).
+
+    Each event is made from what its frame was made of: the backend's event, else the frame's record
+    as its ``FrameBuilder`` keeps it; no frame is read back from its bytes.
+    """
 
     def __init__(
-        self, task_id: str, context_id: str, queue: EventQueue, message: Message, *, task_exists: bool
+        self,
+        task_id: str,
+        context_id: str,
+        queue: EventQueue,
+        message: Message,
+        frames: FrameBuilder,
+        *,
+        task_exists: bool,
     ) -> None:
         self._task_id = task_id
         self._context_id = context_id
         self._ids = {"taskId": task_id, "contextId": context_id}
         self._queue = queue
         self._message = message
+        self._frames = frames
         #: The SDK has the task (this turn continues it, or an event of the turn created it).
         self._task_open = task_exists
         #: The agent's own events ended the turn (an ending or waiting state, a Message): no final status.
@@ -411,24 +432,23 @@ class _Publisher:
 
     async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
         # Built from the backend's event where it says all (most frames); else from the frame's record.
+        del frame  # the frame's bytes are Chat's; this output speaks A2A
         if kind == ResponseKind.A2A_STREAM_EVENT:
             native = event.native if isinstance(event, Passthrough) else None
             if isinstance(native, StreamResponse):
                 agent_event = StreamResponse()
                 agent_event.CopyFrom(native)  # the backend's: not to be changed
                 await self._agent_event(agent_event)
-            elif (sent := a2a.e2a_response_to_a2a_stream_payload(frame_record(frame))) is not None:
+            elif (sent := a2a.e2a_response_to_a2a_stream_payload(self._frames.last_record())) is not None:
                 await self._agent_event(json_format.ParseDict(sent, StreamResponse(), ignore_unknown_fields=True))
             return
         if self._ended:
             return  # the final frame of a turn the agent's own events ended
         if type(event) is Delta:
             await self._open_task()
-            await self._artifact_chunk(
-                stream_event(a2a.delta_artifact_update(event.delta_kind, event.delta, event.mime_type, self._ids, True))
-            )
+            await self._artifact_chunk(self._chunk_update(event))
             return
-        record = frame_record(frame)
+        record = self._frames.last_record()
         record = _question_still_open(record) or record
         if record.response_kind == ResponseKind.E2A_INPUT_REQUIRED:
             self.agent_task_id = record.task_id or self.agent_task_id  # what the answer continues
@@ -439,13 +459,25 @@ class _Publisher:
         branch = stream_response.WhichOneof("payload")
         await self._open_task()
         if branch == "artifact_update":
-            await self._artifact_chunk(stream_response)
+            await self._artifact_chunk(stream_response.artifact_update)
         elif branch == "status_update":
             await self._publish(stream_response.status_update)
 
-    async def _artifact_chunk(self, stream_response: StreamResponse) -> None:
+    def _chunk_update(self, delta: Delta) -> TaskArtifactUpdateEvent:
+        """The artifact update of a chunk (``a2a.delta_artifact_update``). A text delta's (most chunks)
+        is built as that projection's JSON parses, without the JSON (tests/a2a_server/test_lossless.py
+        holds both equal)."""
+        if type(delta.delta) is str:
+            update = TaskArtifactUpdateEvent(task_id=self._task_id, context_id=self._context_id, append=True)
+            artifact = update.artifact
+            artifact.artifact_id = a2a.delta_artifact_id(delta.delta_kind)
+            artifact.parts.add(text=delta.delta, media_type=delta.mime_type or "")
+            return update
+        payload = a2a.delta_artifact_update(delta.delta_kind, delta.delta, delta.mime_type, self._ids, True)
+        return stream_event(payload).artifact_update
+
+    async def _artifact_chunk(self, update: TaskArtifactUpdateEvent) -> None:
         """A chunk of one of this turn's artifacts: the first opens it (``append`` false, as A2A requires)."""
-        update = stream_response.artifact_update
         artifact_id = update.artifact.artifact_id
         if artifact_id not in self._open_artifacts:
             update.append = False

@@ -20,7 +20,7 @@ from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, SendMessageReq
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
-from e2a_grpc.a2a_server.executor import BLOCKING_SEND, BackendExecutor
+from e2a_grpc.a2a_server.executor import BLOCKING_SEND, PROMPT_BLOCKS, BackendExecutor
 from e2a_grpc.a2a_server.push_delivery import PushNotifications
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import ErrorCode
@@ -67,8 +67,9 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
         self._output_modes = list(card.default_output_modes)
         self._push = push
 
-    def _admit(self, params: SendMessageRequest) -> str:
-        """Check a send and reserve its turn slot; the key to release the reservation with."""
+    def _admit(self, params: SendMessageRequest, context: ServerCallContext) -> str:
+        """Check a send and reserve its turn slot; the key to release the reservation with. The prompt's
+        content blocks go to the turn in ``context`` (``PROMPT_BLOCKS``)."""
         if self._push is None and params.configuration.HasField("task_push_notification_config"):
             # The SDK would run the task and drop the config: the client would wait for notifications.
             raise PushNotificationNotSupportedError(message="this agent does not offer push notifications")
@@ -83,7 +84,7 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
             )
         message = params.message
         try:
-            self._executor.check_prompt(message)
+            context.state[PROMPT_BLOCKS] = self._executor.check_prompt(message)
         except E2AFieldError as exc:
             raise a2a_error(ErrorCode.INVALID_REQUEST, str(exc), field=exc.field) from None
         self._executor.slots.reserve(message.message_id)
@@ -107,7 +108,7 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         await self._continue_in_the_tasks_context(params, context)
-        key = self._admit(params)
+        key = self._admit(params, context)
         # The caller waits for the end: a backend may ask its agent for the answer alone. Not with
         # returnImmediately, whose caller may follow the task's progress.
         context.state[BLOCKING_SEND] = not params.configuration.return_immediately
@@ -121,7 +122,7 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         await self._continue_in_the_tasks_context(params, context)
-        key = self._admit(params)
+        key = self._admit(params, context)
         try:
             async for event in super().on_message_send_stream(params, context):
                 yield event

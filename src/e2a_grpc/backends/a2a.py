@@ -52,6 +52,10 @@ from e2a_grpc.settings import BackendName
 
 try:
     import httpx
+
+    from e2a_grpc.a2a_sdk_tracing import untrace_when_off
+
+    untrace_when_off()  # before a2a-sdk's client transports are imported: see a2a_sdk_tracing
     from a2a.client import (
         A2ACardResolver,
         A2AClientError,

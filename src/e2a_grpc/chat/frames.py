@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from e2a.v1 import agent_service_pb2, e2a_pb2
@@ -69,6 +70,12 @@ class FrameBuilder:
         self.final_code: str | None = None
         self._log = log_frames
         self._clock = clock
+        #: What ``last_record`` needs of the last frame: its text delta (the fast path), or its body,
+        #: kind, status and finality; and its timestamp.
+        self._last: Delta | tuple[Any, str, str, bool] | None = None
+        self._last_timestamp = b""
+        #: The record of the fields every frame shares (``last_record``), made when first asked for.
+        self._shared_record: E2AResponse | None = None
         # Unique per frame: a random UUIDv4 prefix per stream, the sequence number in the last group
         # (the 12 hex digits of a UUID's last group), so a frame costs no random number.
         self._id_prefix = str(uuid.uuid4())[:24].encode()
@@ -112,6 +119,7 @@ class FrameBuilder:
                 adopted = True
         if adopted:
             self._cut_shared_fields()
+            self._shared_record = None
 
     def _cut_shared_fields(self) -> None:
         """Serialize the fields every frame shares, cut where a frame's own fields go in (``_segments``),
@@ -139,9 +147,12 @@ class FrameBuilder:
             _RESPONSE_ID_HEX_DIGITS,
         )
 
-    def _frame(self, body: bytes, kind_fields: bytes, kind: str, final: bool = False) -> bytes:
-        """The serialized ``ChatResponse`` of the next frame; ``kind_fields``: its is_final, status and
-        response_kind fields, serialized."""
+    def _frame(
+        self, body: bytes, body_value: Any, kind_fields: bytes, kind: str, status: str, final: bool = False
+    ) -> bytes:
+        """The serialized ``ChatResponse`` of the next frame; ``body``: its body serialized, ``body_value``
+        what it was serialized from; ``kind_fields``: its is_final, status and response_kind fields,
+        serialized."""
         if self.finished:
             raise RuntimeError("a stream has exactly one final frame, and it is the last")
         sequence = self.sequence
@@ -166,6 +177,8 @@ class FrameBuilder:
         self.sequence = sequence + 1
         self.finished = final
         self.last_kind = kind
+        self._last = (body_value, kind, status, final)
+        self._last_timestamp = timestamp
         if self._log:
             self._log_frame(sequence, final, kind, timestamp)
         size = len(response)
@@ -194,17 +207,20 @@ class FrameBuilder:
             if frame is not None:
                 self.sequence = sequence + 1
                 self.last_kind = _CHUNK
+                self._last = event
+                self._last_timestamp = timestamp
                 if self._log:
                     self._log_frame(sequence, False, _CHUNK, timestamp)
                 return frame
         fields: dict[str, Any] = {"delta_kind": event.delta_kind, "delta": event.delta}
         if event.mime_type is not None:
             fields["mime_type"] = event.mime_type
-        return self._frame(_json_bytes(fields), self._chunk_kind, _CHUNK)
+        return self._frame(_json_bytes(fields), fields, self._chunk_kind, _CHUNK, _IN_PROGRESS)
 
     def passthrough(self, event: Passthrough) -> bytes:
         body = _json_bytes(event.body) if event.body else b""
-        return self._frame(body, _kind_fields(event.response_kind, ResponseStatus.IN_PROGRESS), event.response_kind)
+        kind = event.response_kind
+        return self._frame(body, event.body, _kind_fields(kind, ResponseStatus.IN_PROGRESS), kind, _IN_PROGRESS)
 
     def for_event(self, event: Delta | Complete | InputRequired | Passthrough) -> bytes:
         """The serialized frame of one backend event (``AgentIds`` make no frame: see ``adopt_agent_ids``)."""
@@ -219,10 +235,10 @@ class FrameBuilder:
         raise TypeError(f"unknown backend event {event!r}")
 
     def complete(self, result: dict[str, Any]) -> bytes:
-        body = _json_bytes({"result": result})
         self.final_code = "ok"
-        kind = ResponseKind.E2A_COMPLETE
-        return self._frame(body, _kind_fields(kind, ResponseStatus.SUCCEEDED, final=True), kind, final=True)
+        body = {"result": result}
+        kind, status = ResponseKind.E2A_COMPLETE, ResponseStatus.SUCCEEDED
+        return self._frame(_json_bytes(body), body, _kind_fields(kind, status, final=True), kind, status, final=True)
 
     def input_required(self, event: InputRequired) -> bytes:
         """The final frame of a turn that waits for the client: ``is_final`` but ``in_progress``, as the
@@ -230,7 +246,8 @@ class FrameBuilder:
         self.final_code = INPUT_REQUIRED_CODE
         kind = ResponseKind.E2A_INPUT_REQUIRED
         fields = _kind_fields(kind, ResponseStatus.IN_PROGRESS, final=True)
-        return self._frame(_json_bytes(event.body()), fields, kind, final=True)
+        body = event.body()
+        return self._frame(_json_bytes(body), body, fields, kind, _IN_PROGRESS, final=True)
 
     def error(
         self,
@@ -243,8 +260,37 @@ class FrameBuilder:
         if external is not None:
             body["external"] = external
         self.final_code = str(code)
-        kind = ResponseKind.E2A_ERROR
-        return self._frame(_json_bytes(body), _kind_fields(kind, ResponseStatus.FAILED, final=True), kind, final=True)
+        kind, status = ResponseKind.E2A_ERROR, ResponseStatus.FAILED
+        return self._frame(_json_bytes(body), body, _kind_fields(kind, status, final=True), kind, status, final=True)
+
+    def last_record(self) -> E2AResponse:
+        """The E2A record of the last frame built: what ``frame_record`` reads back from its bytes, made
+        from what the frame was made of (for an output that speaks another protocol)."""
+        last = self._last
+        if last is None:
+            raise RuntimeError("no frame was built yet")
+        body: Any
+        kind: str
+        status: str
+        if isinstance(last, Delta):
+            body = {"delta_kind": str(last.delta_kind), "delta": last.delta}
+            kind, status, final = _CHUNK, _IN_PROGRESS, False
+        else:
+            body, kind, status, final = last
+        shared = self._shared_record
+        if shared is None:
+            shared = self._shared_record = E2AResponse.from_proto(self._template)
+        sequence = self.sequence - 1
+        return replace(
+            shared,
+            response_id=(self._id_prefix + b"%012x" % sequence).decode("ascii"),
+            sequence=sequence,
+            is_final=final,
+            status=str(status),
+            response_kind=str(kind),
+            timestamp=self._last_timestamp.decode("ascii"),
+            body=body or {},
+        )
 
 
 def frame_record(frame: bytes) -> E2AResponse:
@@ -281,6 +327,7 @@ TIMESTAMP_BYTES = 32
 # Enum members as module constants: in Python 3.11 ``Enum.MEMBER`` is a slow class attribute lookup.
 _TEXT = DeltaKind.TEXT
 _CHUNK = ResponseKind.E2A_CHUNK
+_IN_PROGRESS = ResponseStatus.IN_PROGRESS
 
 
 def _varint(value: int) -> bytes:

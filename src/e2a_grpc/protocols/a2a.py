@@ -140,16 +140,20 @@ def delta_artifact_update(
         raise E2ATypeError("body.delta", f"an e2a.chunk delta is a string or structured JSON, got {type_name(delta)}")
     if isinstance(mime_type, str):
         part.setdefault("mediaType", mime_type)
-    # The artifact names the delta kind; a part carries no copy of it (the task holds every part).
-    artifact_id = f"e2a-{delta_kind}" if isinstance(delta_kind, str) and delta_kind else "e2a-output"
     return {
         "artifactUpdate": {
             **ids,
-            "artifact": {"artifactId": artifact_id, "parts": [part]},
+            "artifact": {"artifactId": delta_artifact_id(delta_kind), "parts": [part]},
             "append": append,
             "lastChunk": False,
         }
     }
+
+
+def delta_artifact_id(delta_kind: Any) -> str:
+    """The artifact of a delta kind's chunks: it names the kind, and a part carries no copy of it (the
+    task holds every part)."""
+    return f"e2a-{delta_kind}" if isinstance(delta_kind, str) and delta_kind else "e2a-output"
 
 
 def final_status_update(response: E2AResponse) -> dict[str, Any]:
