@@ -20,6 +20,7 @@ import pytest_asyncio
 from e2a_grpc.broker import jetstream
 from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA
 from e2a_grpc.chat.events import Complete, Delta, Event, TurnsNeverWait
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
 from e2a_grpc.protocols import cloudevents
@@ -210,7 +211,9 @@ class PhasedBackend(TurnsNeverWait):
         self.phase_done = [asyncio.Event() for _ in range(phases)]
         self.go = [asyncio.Event() for _ in range(phases)]
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         for phase, words in enumerate(self.words):
             await self.go[phase].wait()
             for word in words:
