@@ -33,6 +33,7 @@ __all__ = [
     "VECTORS_DIR",
     "InProcessServer",
     "ServerAddress",
+    "fewer_examples",
     "free_port",
     "in_process_server",
     "open_fds",
@@ -50,11 +51,19 @@ SPEC_EXAMPLES_DIR = TESTDATA / "spec"
 # Hypothesis: "standard" (200 examples per property) unless HYPOTHESIS_PROFILE names another, e.g.
 #   HYPOTHESIS_PROFILE=thorough .venv/bin/pytest tests/unit
 # for 1000 examples per property (what every run used before the profiles; run it before a release
-# or after touching the codec). Property tests set no max_examples of their own, so the profile decides.
+# or after touching the codec). Property tests set no max_examples of their own, so the profile decides;
+# one whose example costs far more than most (a server round trip, every format) runs a fixed fraction
+# of the profile's (``fewer_examples``), so "thorough" reaches it too.
 _PROPERTY_SETTINGS: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("standard", max_examples=200, **_PROPERTY_SETTINGS)
 settings.register_profile("thorough", max_examples=1000, **_PROPERTY_SETTINGS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "standard"))
+
+
+def fewer_examples(divisor: int) -> settings:
+    """The loaded profile's settings with ``1/divisor`` of its examples, for a property whose example
+    costs ``divisor`` times more than most."""
+    return settings(max_examples=max(1, settings().max_examples // divisor))
 
 
 def server_config(**overrides: Any) -> ServerSettings:

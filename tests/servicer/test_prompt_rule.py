@@ -71,9 +71,12 @@ def test_the_acp_call_sends_the_prompt_chat_accepts(params: dict[str, Any], expe
     merged = merge_params_to_acp_prompt(E2AEnvelope(method="session/prompt", params=params))
     prompt = merged.get("prompt")
     if isinstance(expected, Refused):
-        usable = isinstance(prompt, list) and prompt and all(isinstance(b, dict) and "type" in b for b in prompt)
+        usable = (
+            isinstance(prompt, list) and prompt and all(isinstance(block, dict) and "type" in block for block in prompt)
+        )
         assert not usable, merged
     else:
+        assert isinstance(prompt, list)
         assert "".join(block["text"] for block in prompt) == expected
 
 

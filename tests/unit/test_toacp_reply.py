@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from google.protobuf.message import DecodeError
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.toacp_throughput import WORKLOADS
@@ -27,7 +27,6 @@ from tests.support.canonical_json import portable_build
 from tests.support.record_messages import free_form_texts, messages
 from tests.support.strategies import canonical_envelopes, json_objects, unicode_text
 
-PROPERTY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PLAN = _reply_plan()
 ENVELOPE, PROMPT_METHODS, DIALECT = PLAN[0]
 USER_ID = e2a_pb2.E2AEnvelope.DESCRIPTOR.fields_by_name["user_id"].number
@@ -148,13 +147,11 @@ def requests(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-@PROPERTY
 @given(requests())
 def test_any_request_gets_the_servicers_reply_or_none(data: bytes) -> None:
     shortcut(data)
 
 
-@PROPERTY
 @given(
     common_envelopes,
     st.fixed_dictionaries(call_fields),
@@ -172,7 +169,6 @@ def test_requests_near_the_common_call_get_the_servicers_reply_or_none(
     )
 
 
-@PROPERTY
 @given(st.binary(max_size=64))
 def test_any_bytes_get_the_servicers_reply_or_none(data: bytes) -> None:
     shortcut(data)
@@ -181,7 +177,6 @@ def test_any_bytes_get_the_servicers_reply_or_none(data: bytes) -> None:
 # --- the common call ---------------------------------------------------------------------------------
 
 
-@PROPERTY
 @given(common_envelopes)
 def test_the_common_call_is_answered(values: dict[str, Any]) -> None:
     if values["method"] == "session/prompt":
@@ -319,7 +314,6 @@ _UTF8_EDGES = [
 ]
 
 
-@PROPERTY
 @given(st.sampled_from(_UTF8_EDGES) | st.binary(max_size=24) | unicode_text.map(str.encode), st.binary(max_size=3))
 def test_strings_are_checked_as_upb_checks_them(text: bytes, tail: bytes) -> None:
     """A string field the call does not use, set to any bytes: the request is answered exactly when
