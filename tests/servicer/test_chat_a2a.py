@@ -47,6 +47,8 @@ from tests.support.processes import (
     wait_until,
 )
 
+pytestmark = pytest.mark.subprocess  # a real a2a-sdk agent and e2a-grpc serve processes
+
 #: The budget for stopping the agent's work after a client cancel or deadline.
 CANCEL_BUDGET_SECONDS = 1.0
 

@@ -47,7 +47,10 @@ from tests.support.acp_servers import (
 )
 from tests.support.processes import wait_until
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
+pytestmark = [
+    pytest.mark.subprocess,  # e2a-grpc serve and ACP agent processes
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,10 @@ from tests.support.acp_servers import (
 from tests.support.processes import wait_until
 from tests.support.waiting import within
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
+pytestmark = [
+    pytest.mark.subprocess,  # e2a-grpc serve and ACP agent processes
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc"),
+]
 
 CANCELLED = {"outcome": "cancelled"}
 WRITE_OPTIONS = [

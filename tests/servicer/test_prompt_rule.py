@@ -105,6 +105,7 @@ def session_id() -> str:
     return f"prompt-rule-{uuid.uuid4()}"
 
 
+@pytest.mark.subprocess  # e2a-grpc serve with the ACP test agent
 @pytest.mark.parametrize(("params", "expected"), CASES, ids=IDS)
 def test_the_acp_backend_answers_the_same_prompt(
     acp: Server, session_id: str, params: dict[str, Any], expected: str | Refused
