@@ -20,6 +20,9 @@ from e2a_grpc import _canonical, jsontext
 from tests.support.canonical_json import is_canonical, portable_build
 from tests.support.strategies import json_objects, json_values
 
+# The portable variant of the C module is built with cc (tests/support/canonical_json.py).
+pytestmark = pytest.mark.subprocess
+
 
 def agree(text: str) -> None:
     expected = is_canonical(text)

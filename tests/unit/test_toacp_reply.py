@@ -27,6 +27,9 @@ from tests.support.canonical_json import portable_build
 from tests.support.record_messages import free_form_texts, messages
 from tests.support.strategies import canonical_envelopes, json_objects, unicode_text
 
+# The portable variant of the C module is built with cc (tests/support/canonical_json.py).
+pytestmark = pytest.mark.subprocess
+
 PLAN = _reply_plan()
 ENVELOPE, PROMPT_METHODS, DIALECT = PLAN[0]
 USER_ID = e2a_pb2.E2AEnvelope.DESCRIPTOR.fields_by_name["user_id"].number
