@@ -45,9 +45,10 @@ test: lint nats-server
 	$(MAKE) --no-print-directory conformance
 
 ## test-fast: the unit and in-process servicer tests, no lint and no other process started (pytest mark
-## in_process, tests/conftest.py): the loop to run while working; make test before a commit
+## in_process, tests/conftest.py), 20 examples per property (hypothesis profile quick, unless
+## HYPOTHESIS_PROFILE names another): the loop to run while working; make test before you push
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m in_process
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-quick} $(PY) -m pytest -q -m in_process
 
 # tests/broker (and the broker bench) start a real nats-server: Debian's package when installed
 # (.ci/run installs it), else this pinned build, which tests/support/nats_server.py finds in .bin/.

@@ -50,13 +50,15 @@ TESTDATA = REPO_ROOT / "testdata"
 VECTORS_DIR = TESTDATA / "vectors"
 SPEC_EXAMPLES_DIR = TESTDATA / "spec"
 
-# Hypothesis: "standard" (200 examples per property) unless HYPOTHESIS_PROFILE names another, e.g.
+# Hypothesis: "standard" (200 examples per property) unless HYPOTHESIS_PROFILE names another: "quick"
+# (20, what make test-fast runs by default, to stay under a minute) or, e.g.
 #   HYPOTHESIS_PROFILE=thorough .venv/bin/pytest tests/unit
 # for 1000 examples per property (what every run used before the profiles; run it before a release
 # or after touching the codec). Property tests set no max_examples of their own, so the profile decides;
 # one whose example costs far more than most (a server round trip, every format) runs a fixed fraction
 # of the profile's (``fewer_examples``), so "thorough" reaches it too.
 _PROPERTY_SETTINGS: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("quick", max_examples=20, **_PROPERTY_SETTINGS)  # make test-fast's default
 settings.register_profile("standard", max_examples=200, **_PROPERTY_SETTINGS)
 settings.register_profile("thorough", max_examples=1000, **_PROPERTY_SETTINGS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "standard"))
