@@ -44,11 +44,11 @@ test: lint nats-server
 	$(MAKE) --no-print-directory test-rust
 	$(MAKE) --no-print-directory conformance
 
-## test-fast: the unit and in-process servicer tests, no lint and no other process started (pytest mark
-## in_process, tests/conftest.py), 20 examples per property (hypothesis profile quick, unless
-## HYPOTHESIS_PROFILE names another): the loop to run while working; make test before you push
+## test-fast: tests/unit and tests/servicer, no lint and no other process started (pytest mark in_process,
+## tests/conftest.py), 20 examples per property (hypothesis profile quick, unless HYPOTHESIS_PROFILE
+## names another): the loop to run while working, under a minute; make test before you push
 test-fast: $(STAMP)
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-quick} $(PY) -m pytest -q -m in_process
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-quick} $(PY) -m pytest -q -m in_process tests/unit tests/servicer
 
 # tests/broker (and the broker bench) start a real nats-server: Debian's package when installed
 # (.ci/run installs it), else this pinned build, which tests/support/nats_server.py finds in .bin/.
