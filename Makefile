@@ -8,7 +8,7 @@ NODE_MODULES := clients/ts/node_modules/.package-lock.json
 SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
 PY_SRC := src/e2a_grpc tests bench conformance setup.py
 
-.PHONY: venv gen check-gen lint test nats-server test-go test-java test-rust conformance fuzz fuzz-canonical bench bench-tools serve clean
+.PHONY: venv gen check-gen lint test test-fast nats-server test-go test-java test-rust conformance fuzz fuzz-canonical bench bench-tools serve clean
 
 $(STAMP): pyproject.toml setup.py src/e2a_grpc/_canonical.c src/e2a_grpc/chat/_frame_bytes.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ test: lint nats-server
 	$(MAKE) --no-print-directory test-java
 	$(MAKE) --no-print-directory test-rust
 	$(MAKE) --no-print-directory conformance
+
+## test-fast: tests/unit and tests/servicer, no lint and no other process started (pytest mark in_process,
+## tests/conftest.py), 20 examples per property (hypothesis profile quick, unless HYPOTHESIS_PROFILE
+## names another): the loop to run while working, under a minute; make test before you push
+test-fast: $(STAMP)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-quick} $(PY) -m pytest -q -m in_process tests/unit tests/servicer
 
 # tests/broker (and the broker bench) start a real nats-server: Debian's package when installed
 # (.ci/run installs it), else this pinned build, which tests/support/nats_server.py finds in .bin/.

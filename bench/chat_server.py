@@ -53,13 +53,13 @@ def chat_request() -> pb.ChatRequest:
 
 async def echo_frames(chat: ChatServicer, request: pb.ChatRequest) -> list[pb.ChatResponse]:
     """The frames ``Chat`` writes for ``request``, built by the servicer's own backend and frame path."""
-    envelope = validate_chat_request(request, DEFAULT_CHAT_METHODS)
+    envelope, prompt = validate_chat_request(request, DEFAULT_CHAT_METHODS)
     builder = FrameBuilder(envelope, chat.backend.info, UtcClock())
     # ``for_event`` is the servicer's event -> frame step: reusing it keeps every frame byte-for-byte
     # the size Chat writes (ids and timestamps differ in value, not in length).
     return [
         pb.ChatResponse.FromString(builder.for_event(event))
-        async for event in chat.backend.stream(envelope)
+        async for event in chat.backend.stream(envelope, prompt)
         if not isinstance(event, AgentIds)
     ]
 

@@ -12,8 +12,10 @@ Two kinds of server:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import AsyncIterator, Iterator
+import subprocess
+from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ __all__ = [
     "VECTORS_DIR",
     "InProcessServer",
     "ServerAddress",
+    "fewer_examples",
     "free_port",
     "in_process_server",
     "open_fds",
@@ -47,14 +50,96 @@ TESTDATA = REPO_ROOT / "testdata"
 VECTORS_DIR = TESTDATA / "vectors"
 SPEC_EXAMPLES_DIR = TESTDATA / "spec"
 
-# Hypothesis: "standard" (200 examples per property) unless HYPOTHESIS_PROFILE names another, e.g.
+# Hypothesis: "standard" (200 examples per property) unless HYPOTHESIS_PROFILE names another: "quick"
+# (20, what make test-fast runs by default, to stay under a minute) or, e.g.
 #   HYPOTHESIS_PROFILE=thorough .venv/bin/pytest tests/unit
 # for 1000 examples per property (what every run used before the profiles; run it before a release
-# or after touching the codec). Property tests set no max_examples of their own, so the profile decides.
+# or after touching the codec). Property tests set no max_examples of their own, so the profile decides;
+# one whose example costs far more than most (a server round trip, every format) runs a fixed fraction
+# of the profile's (``fewer_examples``), so "thorough" reaches it too.
 _PROPERTY_SETTINGS: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("quick", max_examples=20, **_PROPERTY_SETTINGS)  # make test-fast's default
 settings.register_profile("standard", max_examples=200, **_PROPERTY_SETTINGS)
 settings.register_profile("thorough", max_examples=1000, **_PROPERTY_SETTINGS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "standard"))
+
+
+def fewer_examples(divisor: int) -> settings:
+    """The loaded profile's settings with ``1/divisor`` of its examples, for a property whose example
+    costs ``divisor`` times more than most."""
+    return settings(max_examples=max(1, settings().max_examples // divisor))
+
+
+#: The marks of tests that may start processes (pyproject.toml registers them).
+PROCESS_MARKS = frozenset({"subprocess", "postgres", "nats", "e2e"})
+#: The marks of tests ``make test-fast`` leaves out; it runs the others, marked ``in_process``.
+NOT_FAST_MARKS = PROCESS_MARKS | {"slow"}
+#: The marks of tests by the directory they are in.
+_DIRECTORY_MARKS = {"e2e": "e2e", "broker": "nats"}
+#: Fixtures that start a process: a test that uses one is a ``subprocess`` test.
+_PROCESS_FIXTURES = frozenset({"server_address"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's -m selection reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs beyond this process (``make test-fast`` leaves those out)."""
+    tests = REPO_ROOT / "tests"
+    for item in items:
+        directory = item.path.relative_to(tests).parts[0]
+        if directory in _DIRECTORY_MARKS:
+            item.add_marker(_DIRECTORY_MARKS[directory])
+        if _PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker("subprocess")
+        if not NOT_FAST_MARKS.intersection(mark.name for mark in item.iter_markers()):
+            item.add_marker("in_process")
+
+
+class _ProcessesStarted:
+    """How many processes this test run has started (``subprocess.Popen``, which asyncio's
+    subprocesses use too): a test without a process mark that starts one fails, so the marks that
+    keep ``make test-fast`` in process stay true."""
+
+    count = 0
+
+
+_STARTED_BEFORE = pytest.StashKey[int]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    popen_init = subprocess.Popen.__init__
+
+    @functools.wraps(popen_init)
+    def counted(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+        _ProcessesStarted.count += 1
+        popen_init(self, *args, **kwargs)
+
+    setattr(subprocess.Popen, "__init__", counted)  # noqa: B010  # mypy refuses assigning to a method
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    item.stash[_STARTED_BEFORE] = _ProcessesStarted.count  # before its fixtures, module-scoped ones too
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    started = _ProcessesStarted.count - item.stash.get(_STARTED_BEFORE, _ProcessesStarted.count)
+    if (
+        call.when == "call"
+        and report.passed
+        and started
+        and not PROCESS_MARKS.intersection(mark.name for mark in item.iter_markers())
+    ):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started {started} process(es) but has none of the marks {sorted(PROCESS_MARKS)}: "
+            "mark it (pytestmark, or tests/conftest.py for a directory), so that make test-fast leaves it out"
+        )
+    return report
 
 
 def server_config(**overrides: Any) -> ServerSettings:

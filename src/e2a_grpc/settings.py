@@ -182,8 +182,9 @@ class ServerSettings(BaseSettings):
     chat_max_prompt_bytes: int = Field(
         default=1024 * 1024,
         gt=0,
-        description="Chat: largest prompt, in UTF-8 bytes of its text (or of its content blocks as JSON); a bigger "
-        "one gets a single e2a.error frame prompt_too_large and reaches no backend",
+        description="Chat: largest prompt, in bytes of its content blocks as an ACP agent is sent them (compact "
+        "JSON; a text prompt is one text block); a bigger one gets a single e2a.error frame prompt_too_large and "
+        "reaches no backend",
     )
     chat_max_frames: int = Field(
         default=100_000,

@@ -40,14 +40,19 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 @contextlib.asynccontextmanager
 async def a2a_server(backend: AgentBackend | None = None, **overrides: Any) -> AsyncIterator[A2AServer]:
-    """An A2A server (all three transports) over ``backend`` (default: echo); always stopped."""
+    """An A2A server (all three transports) over ``backend`` (default: echo); always stopped, and the
+    backend closed with it (its agent processes), as ``serve`` closes it: the A2A server alone does not
+    (it shares the backend with the E2A server; closing a backend twice is harmless)."""
     settings = server_config(a2a_port=0, a2a_grpc_port=0, **overrides)
     server = A2AServer(settings, backend or EchoBackend())
     await server.start()
     try:
         yield server
     finally:
-        await server.stop()
+        try:
+            await server.stop()
+        finally:
+            await server.backend.aclose()
 
 
 @contextlib.asynccontextmanager

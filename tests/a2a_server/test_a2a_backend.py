@@ -28,6 +28,8 @@ from tests.a2a_server.conftest import (
 from tests.servicer.test_chat_a2a import Agent, running_agent
 from tests.support.processes import free_port
 
+pytestmark = pytest.mark.subprocess  # the a2a-sdk test agent is a real subprocess
+
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:

@@ -45,6 +45,8 @@ from tests.a2a_server.conftest import (
 )
 from tests.conftest import InProcessServer, in_process_server
 
+pytestmark = pytest.mark.subprocess  # the ACP test agent is a real subprocess
+
 AGENT = Path(__file__).resolve().parents[1] / "support" / "agents" / "acp_agent.py"
 
 

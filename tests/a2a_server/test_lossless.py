@@ -36,6 +36,7 @@ from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.model import DeltaKind, ResponseKind
 from e2a_grpc.protocols import parts as content
 from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS
+from tests.conftest import fewer_examples
 from tests.support.agents.a2a_agent import json_struct
 
 names = st.text(max_size=8)  # valid Unicode: protobuf strings are
@@ -129,7 +130,6 @@ def _builder() -> FrameBuilder:
     return FrameBuilder(envelope, BackendInfo("a2a", "a2a"), UtcClock())
 
 
-@settings(max_examples=200)
 @given(stream_responses)
 def test_an_agents_event_through_a_frame_is_the_same_event(response: StreamResponse) -> None:
     payload = conversion.to_a2a_stream(frame_record(_frame_of(response, _builder())))
@@ -190,7 +190,7 @@ task_sequences = st.tuples(
 
 
 @pytest.mark.asyncio
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(fewer_examples(2), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(task_sequences, st.booleans())
 async def test_a_task_stream_reaches_the_a2a_client_as_sent_but_for_the_ids(
     sequence: tuple[Task, list[Any], TaskStatusUpdateEvent], native: bool
@@ -214,7 +214,7 @@ async def test_a_task_stream_reaches_the_a2a_client_as_sent_but_for_the_ids(
 
 
 @pytest.mark.asyncio
-@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(fewer_examples(4), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(messages, st.booleans())
 async def test_a_message_reply_reaches_the_a2a_client_as_a_message(reply: Message, native: bool) -> None:
     queue = _Captured()
@@ -226,7 +226,6 @@ async def test_a_message_reply_reaches_the_a2a_client_as_a_message(reply: Messag
     assert queue.events == [_readdressed(reply, "server-task", "server-context")]
 
 
-@settings(max_examples=300)
 @given(parts)
 def test_a_part_through_an_acp_block_is_the_same_part(part: Part) -> None:
     wire = json_format.MessageToDict(part)
@@ -243,7 +242,7 @@ deltas = st.builds(
 
 
 @pytest.mark.asyncio
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(fewer_examples(2), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(deltas, min_size=1, max_size=4))
 async def test_a_chunk_is_published_from_its_event_as_from_its_frame(chunks: list[Delta]) -> None:
     """The publisher builds a chunk's artifact update from the backend's event; the frame's record

@@ -27,6 +27,8 @@ from tests.a2a_server.conftest import (
 from tests.a2a_server.test_acp_and_projection import acp_backend, agent_events
 from tests.support.agents.a2a_agent import json_struct
 
+pytestmark = pytest.mark.subprocess  # the ACP test agent is a real subprocess
+
 
 def _question(task: Task) -> tuple[str, dict[str, Any]]:
     message = task.status.message

@@ -33,6 +33,8 @@ from tests.support.postgres import throwaway_cluster
 from tests.support.processes import free_port, running_server_process, wait_until
 from tests.support.webhooks import webhook_receiver
 
+pytestmark = [pytest.mark.postgres, pytest.mark.subprocess]  # PostgreSQL and e2a-grpc serve processes
+
 AGENT = Path(__file__).resolve().parents[1] / "support" / "agents" / "acp_agent.py"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from a2a.types.a2a_pb2 import StreamResponse
 from google.protobuf import json_format
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from e2a_grpc import E2AEnvelope, conversion
@@ -29,7 +29,6 @@ remote_events = st.builds(
 finals = st.sampled_from(["complete", "error", "input_required"])
 
 
-@settings(max_examples=300)
 @given(optional_text, st.lists(deltas | remote_events, max_size=6), json_objects, finals)
 def test_a_frame_s_stream_response_is_what_parse_dict_gives(
     context_id: str | None, events: list[Delta | Passthrough], result: dict[str, object], final: str

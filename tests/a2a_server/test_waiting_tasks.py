@@ -11,7 +11,8 @@ import pytest
 from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Role, SubscribeToTaskRequest, TaskState
 from google.protobuf import json_format
 
-from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Event, InputRequired, prompt_text
+from e2a_grpc.chat.events import AgentIds, BackendInfo, Complete, Delta, Event, InputRequired
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.model import DeltaKind, E2AEnvelope, WaitReason
 from tests.a2a_server.conftest import (
     a2a_client,
@@ -46,8 +47,10 @@ class AskingBackend:
     async def cancel_task(self, task_id: str) -> None:
         self.cancelled.append(task_id)
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
-        text = prompt_text(envelope)
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
+        text = prompt.text
         self.prompts.append(text)
         self.sessions.append(envelope.session_id)
         self.task_ids.append(envelope.task_id)

@@ -20,6 +20,7 @@ import pytest_asyncio
 from e2a_grpc.broker import frame_messages, frame_publisher, stream_reader
 from e2a_grpc.broker.frame_messages import NOT_PUBLISHED_DELTA
 from e2a_grpc.chat.events import Complete, Delta, Event, TurnsNeverWait
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse
 from e2a_grpc.protocols import cloudevent_formats, cloudevents
@@ -127,8 +128,10 @@ async def test_a_slow_subscriber_holds_back_neither_chat_nor_the_publisher(
 async def test_a_frame_over_the_brokers_max_payload_has_a_stand_in_and_holds_back_no_later_frame(
     broker: NatsServer, server: InProcessServer, channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Within the prompt limit, but a frame echoing it (each '"' escaped) is over NATS's 1 MiB default.
-    too_big = E2AEnvelope(method="chat.send", request_id="too-big", is_stream=True, params={"text": '"' * 600_000})
+    # Just within the 1 MiB prompt limit (the text block the agent is sent, each '"' escaped), but a frame
+    # echoing it, with its own fields around the text, is over NATS's 1 MiB default.
+    quotes = (1024 * 1024 - len('[{"type":"text","text":""}]')) // 2
+    too_big = E2AEnvelope(method="chat.send", request_id="too-big", is_stream=True, params={"text": '"' * quotes})
     sent = [json.loads(frame) for frame in await _chat(channel, too_big)]
     assert len(sent) == 2
     after = await _chat(channel, _request("after-too-big", 5))
@@ -210,7 +213,9 @@ class PhasedBackend(TurnsNeverWait):
         self.phase_done = [asyncio.Event() for _ in range(phases)]
         self.go = [asyncio.Event() for _ in range(phases)]
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         for phase, words in enumerate(self.words):
             await self.go[phase].wait()
             for word in words:

@@ -17,6 +17,7 @@ from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc.broker import frame_publisher, stream_reader
 from e2a_grpc.chat.events import Event
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.grpc import chat_servicer
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.settings import ServerSettings
@@ -213,11 +214,13 @@ class _CallTasks(ControlledBackend):
         super().__init__(before=before)
         self.tasks: list[asyncio.Task[Any]] = []
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         task = asyncio.current_task()
         assert task is not None
         self.tasks.append(task)
-        async for event in super().stream(envelope):
+        async for event in super().stream(envelope, prompt):
             yield event
 
 

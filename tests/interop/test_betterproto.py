@@ -40,6 +40,8 @@ from tests.support import vectors
 from tests.support.vectors import RFC3339_UTC
 from tests.support.wellformed import envelope_well_typed, response_well_typed
 
+pytestmark = pytest.mark.subprocess  # the betterproto compiler runs as a process
+
 
 @pytest.fixture(scope="session")
 def bp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:

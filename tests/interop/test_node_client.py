@@ -32,6 +32,8 @@ from e2a.v1 import conversion_service_pb2 as cs
 from e2a.v1 import conversion_service_pb2_grpc as cs_grpc
 from e2a.v1 import e2a_pb2
 
+pytestmark = pytest.mark.subprocess  # Node.js runs the TypeScript client
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = REPO_ROOT / "clients" / "ts"
 NODE_CLIENT = CLIENT_DIR / "conversion_client.mjs"

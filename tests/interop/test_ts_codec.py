@@ -23,6 +23,8 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.errors import E2AFieldError
 from tests.interop.test_node_client import _ensure_node_modules
 
+pytestmark = pytest.mark.subprocess  # Node.js runs the TypeScript codec
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = REPO_ROOT / "clients" / "ts"
 TESTEE = CLIENT_DIR / "conformance_testee.mjs"

@@ -31,6 +31,7 @@ from e2a_grpc.backends.a2a import A2ABackend
 from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.invariants import StreamChecker, StreamInvariantError
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.client.chat import chat
 from e2a_grpc.client.conversion import ConversionClient
 from e2a_grpc.conversion import to_a2a_stream
@@ -45,6 +46,8 @@ from tests.support.processes import (
     running_server_process,
     wait_until,
 )
+
+pytestmark = pytest.mark.subprocess  # a real a2a-sdk agent and e2a-grpc serve processes
 
 #: The budget for stopping the agent's work after a client cancel or deadline.
 CANCEL_BUDGET_SECONDS = 1.0
@@ -410,7 +413,7 @@ def test_the_backend_leaves_no_task_or_connection_behind(agent: Agent) -> None:
 
         async def consume() -> None:
             count = 0
-            async for _ in backend.stream(envelope):
+            async for _ in backend.stream(envelope, read_prompt(envelope)):
                 count += 1
                 if count == 3:
                     received.set()
@@ -452,7 +455,8 @@ def test_serve_explains_a_missing_url_or_a2a_sdk() -> None:
 
 
 async def _turn(backend: A2ABackend, text: str) -> list[Any]:
-    return [event async for event in backend.stream(_envelope(text))]
+    envelope = _envelope(text)
+    return [event async for event in backend.stream(envelope, read_prompt(envelope))]
 
 
 @pytest.mark.asyncio

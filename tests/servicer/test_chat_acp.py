@@ -29,6 +29,7 @@ from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc.backends.acp import AcpBackend
 from e2a_grpc.chat.events import BackendError, Delta, Event
 from e2a_grpc.chat.invariants import StreamChecker
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.client.chat import chat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode
 from tests.support.acp_servers import (
@@ -46,7 +47,10 @@ from tests.support.acp_servers import (
 )
 from tests.support.processes import wait_until
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
+pytestmark = [
+    pytest.mark.subprocess,  # e2a-grpc serve and ACP agent processes
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -319,7 +323,7 @@ def test_cancel_ends_a_wrapped_agent_and_its_wrapper(tmp_path: Path) -> None:
 async def _events_until_error(backend: AcpBackend, request: E2AEnvelope) -> tuple[list[Event], BackendError]:
     events: list[Event] = []
     with pytest.raises(BackendError) as failure:
-        async for event in backend.stream(request):
+        async for event in backend.stream(request, read_prompt(request)):
             events.append(event)
     return events, failure.value
 

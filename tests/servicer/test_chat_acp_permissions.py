@@ -27,6 +27,7 @@ from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc.backends.acp import AcpBackend
 from e2a_grpc.chat.events import AgentIds, BackendError, Event, InputRequired
 from e2a_grpc.chat.invariants import StreamChecker
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.model import E2AResponse, ErrorCode, WaitReason
 from e2a_grpc.settings import ServerSettings
 from tests.support.acp_servers import (
@@ -43,7 +44,10 @@ from tests.support.acp_servers import (
 from tests.support.processes import wait_until
 from tests.support.waiting import within
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc")
+pytestmark = [
+    pytest.mark.subprocess,  # e2a-grpc serve and ACP agent processes
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc"),
+]
 
 CANCELLED = {"outcome": "cancelled"}
 WRITE_OPTIONS = [
@@ -347,7 +351,8 @@ def test_fixed_policies_answer_without_asking(tmp_path: Path, policy: str, said:
 
 async def _until_question(backend: AcpBackend, session: str, text: str) -> tuple[list[Event], InputRequired]:
     events: list[Event] = []
-    async for event in backend.stream(envelope(text, session)):
+    request = envelope(text, session)
+    async for event in backend.stream(request, read_prompt(request)):
         events.append(event)
     final = events[-1]
     assert isinstance(final, InputRequired)
@@ -369,7 +374,8 @@ async def test_cancel_task_cancels_the_waiting_turn(tmp_path: Path) -> None:
         assert [record["outcome"] for record in records if record["event"] == "permission"] == [CANCELLED]
         assert {"cancel", "turn_end"} <= {record["event"] for record in records}
         with pytest.raises(BackendError) as refused:
-            async for _ in backend.stream(envelope("allow", session, task_id=ids.task_id)):
+            answer = envelope("allow", session, task_id=ids.task_id)
+            async for _ in backend.stream(answer, read_prompt(answer)):
                 pass
         assert refused.value.code == ErrorCode.NO_QUESTION_PENDING
         await within(backend.cancel_task(ids.task_id))  # a task that no longer waits: nothing to do

@@ -18,7 +18,7 @@ from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.chat.events import Delta
-from e2a_grpc.chat.requests import prompt_size_bytes
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.client.chat import achat
 from e2a_grpc.grpc import chat_servicer
 from e2a_grpc.model import ErrorCode
@@ -50,12 +50,19 @@ def _assert_limit_error(frame: E2AResponse, code: ErrorCode, details: dict[str, 
 # --- prompt size ------------------------------------------------------------------------------------
 
 
+#: A text prompt reaches an agent as one text block: the limit counts these bytes around its text.
+TEXT_BLOCK_BYTES = len('[{"type":"text","text":""}]')
+
+
 @pytest.mark.asyncio
 async def test_a_prompt_over_the_limit_gets_one_error_frame_and_reaches_no_backend() -> None:
     backend = ControlledBackend()
     # 51 characters but 102 UTF-8 bytes: the limit is on bytes.
-    (final,) = await _frames(_envelope("é" * 51), backend, chat_max_prompt_bytes=100)
-    _assert_limit_error(final, ErrorCode.PROMPT_TOO_LARGE, {"prompt_bytes": 102, "max_prompt_bytes": 100})
+    limit = TEXT_BLOCK_BYTES + 100
+    (final,) = await _frames(_envelope("é" * 51), backend, chat_max_prompt_bytes=limit)
+    _assert_limit_error(
+        final, ErrorCode.PROMPT_TOO_LARGE, {"prompt_bytes": TEXT_BLOCK_BYTES + 102, "max_prompt_bytes": limit}
+    )
     assert final.request_id == "req-limit" and final.sequence == 0
     assert backend.turns == []
 
@@ -63,16 +70,20 @@ async def test_a_prompt_over_the_limit_gets_one_error_frame_and_reaches_no_backe
 @pytest.mark.asyncio
 async def test_a_prompt_at_the_limit_is_answered() -> None:
     text = "é" * 50  # 100 bytes
-    frames = await _frames(_envelope(text), chat_max_prompt_bytes=100)
+    frames = await _frames(_envelope(text), chat_max_prompt_bytes=TEXT_BLOCK_BYTES + 100)
     assert frames[-1].body == {"result": {"content": text}}
 
 
-def test_the_prompt_is_measured_as_the_agent_gets_it() -> None:
-    blocks = [{"type": "text", "text": "hé"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}]
-    as_json = '[{"type":"text","text":"hé"},{"type":"image","data":"AAAA","mimeType":"image/png"}]'
+def test_the_prompt_is_measured_as_the_acp_agent_is_sent_it() -> None:
+    # The E2A spelling of a key (mime_type) reaches the agent in ACP's camelCase, as orjson writes it.
+    blocks = [{"type": "text", "text": "hé"}, {"type": "image", "data": "AAAA", "mime_type": "image/png"}]
+    sent = '[{"type":"text","text":"hé"},{"type":"image","data":"AAAA","mimeType":"image/png"}]'
     envelope = E2AEnvelope(method="session/prompt", params={"content_blocks": blocks})
-    assert prompt_size_bytes(envelope) == len(as_json.encode())  # images count: the ACP agent gets them
-    assert prompt_size_bytes(_envelope("hé")) == 3
+    assert read_prompt(envelope).size_bytes == len(sent.encode())  # images count: the ACP agent gets them
+    assert read_prompt(_envelope("hé")).size_bytes == len('[{"type":"text","text":"hé"}]'.encode())
+    # A float as orjson writes it (the json module would write 1e-06).
+    with_float = E2AEnvelope(params={"prompt": [{"type": "text", "text": "x", "_meta": {"w": 1e-6}}]})
+    assert read_prompt(with_float).size_bytes == len('[{"type":"text","text":"x","_meta":{"w":1e-6}}]')
 
 
 # --- frames per stream ------------------------------------------------------------------------------
@@ -158,7 +169,7 @@ async def test_the_time_limit_ends_a_stream_whose_client_stopped_reading(monkeyp
 async def test_the_echo_backend_holds_one_piece_of_a_big_prompt_not_all_of_them() -> None:
     text = "word " * (1024 * 1024 // 5)  # 1 MiB: 209,715 pieces
     envelope = _envelope(text)
-    stream = EchoBackend().stream(envelope)
+    stream = EchoBackend().stream(envelope, read_prompt(envelope))
     tracemalloc.start()
     try:
         first = await anext(stream)

@@ -303,6 +303,7 @@ def _a2a_verdicts(lines: list[str]) -> list[str]:
     ).stdout.splitlines()
 
 
+@pytest.mark.subprocess  # the a2a-sdk validator runs as a process
 @in_module_loop
 async def test_to_a2a_stream_output_is_accepted_by_the_a2a_sdk(stub: pb_grpc.ConversionServiceAsyncStub) -> None:
     outputs = []
@@ -319,6 +320,7 @@ async def test_to_a2a_stream_output_is_accepted_by_the_a2a_sdk(stub: pb_grpc.Con
     assert verdicts == ["ok"] * len(outputs), list(zip(outputs, verdicts, strict=True))
 
 
+@pytest.mark.subprocess
 def test_the_a2a_validator_rejects_invalid_events() -> None:
     bad = [
         {"artifactUpdate": {"taskId": "t"}},

@@ -39,6 +39,7 @@ async def _churn(calls: InFlightCalls, stop: asyncio.Event) -> None:
             await asyncio.sleep(0.0005)
 
 
+@pytest.mark.slow  # each waits for its deadline under churn: 1-5 s of real time
 @pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
 @pytest.mark.parametrize("wait", ["quiet", "idle"])
 def test_a_wait_under_continuous_churn_ends_at_its_deadline(event_loop: str, wait: str) -> None:

@@ -436,6 +436,7 @@ def test_the_seeds_are_valid_requests() -> None:
     assert len(ENVELOPE_SEEDS) > 50 and len(RESPONSE_SEEDS) > 50
 
 
+@pytest.mark.slow  # 2,000 cases through every RPC (make fuzz runs 20,000)
 @in_module_loop
 async def test_saved_regressions_and_generated_cases(channel: grpc.aio.Channel) -> None:
     failures: list[str] = []

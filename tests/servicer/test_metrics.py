@@ -110,12 +110,12 @@ async def test_backend_errors_and_limits_are_counted() -> None:
     backend = ControlledBackend(before=(), after=(), error=BackendError(ErrorCode.AGENT_UNAVAILABLE, "agent down"))
     backend.release.set()
     async with (
-        in_process_server(backend, metrics_port=0, chat_max_prompt_bytes=8) as server,
+        in_process_server(backend, metrics_port=0, chat_max_prompt_bytes=40) as server,
         grpc.aio.insecure_channel(server.address) as channel,
     ):
         chat = chat_grpc.AgentServiceStub(channel)
         failed = [frame async for frame in chat.Chat(_chat_request("short"), timeout=10)]
-        too_large = [frame async for frame in chat.Chat(_chat_request("a prompt over eight bytes"), timeout=10)]
+        too_large = [frame async for frame in chat.Chat(_chat_request("a prompt of more than forty bytes"), timeout=10)]
         samples = await _scrape(server)
     assert [frame.response.response_kind for frame in failed + too_large] == ["e2a.error", "e2a.error"]
     backend_errors = frozenset({("code", str(ErrorCode.AGENT_UNAVAILABLE))})

@@ -1,6 +1,6 @@
 """Fake Chat backends for in-process servicer tests, driven by ``asyncio.Event`` objects the test holds.
 
-They implement the backend interface of ``e2a_grpc.chat.events`` (``info``, ``stream(envelope)``,
+They implement the backend interface of ``e2a_grpc.chat.events`` (``info``, ``stream(envelope, prompt)``,
 ``aclose()``), so a test can wait for "the backend is now waiting", then cancel, let a deadline
 pass or shut the server down, and wait for "the backend stopped": no sleeps.
 """
@@ -22,8 +22,8 @@ from e2a_grpc.chat.events import (
     Event,
     InputRequired,
     TurnsNeverWait,
-    prompt_text,
 )
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode
 
 FAKE_INFO = BackendInfo(name="fake", source_protocol="e2a", details={"fake": True})
@@ -66,7 +66,9 @@ class ControlledBackend(TurnsNeverWait):
         self.turns: list[Turn] = []
         self._changed = asyncio.Condition()
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         turn = Turn(envelope)
         self.turns.append(turn)
         try:
@@ -124,7 +126,9 @@ class FloodBackend(TurnsNeverWait):
         self.first_written = asyncio.Event()
         self.all_written = asyncio.Event()
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         for _ in range(self.limit):
             yield Delta(DeltaKind.TEXT, self.delta)
             self.written += 1
@@ -158,7 +162,9 @@ class EndlessBackend(TurnsNeverWait):
         self.cancelled = asyncio.Event()
         self.stopped = asyncio.Event()
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         try:
             while self.deltas is None or self.yielded < self.deltas:
                 self.yielded += 1
@@ -193,7 +199,9 @@ class PushBackend(TurnsNeverWait):
         self.closed = asyncio.Event()
         self._changed = asyncio.Condition()
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         self.inbox = EventInbox(self.max_coalesced_bytes)
         self.started.set()
         try:
@@ -256,7 +264,9 @@ class AskingBackend:
         self._waiting: dict[tuple[str | None, str], _Asking] = {}
         self._tasks = 0
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         if envelope.task_id is None:
             self._tasks += 1
             task = _Asking(f"task-{self._tasks}")
@@ -268,7 +278,7 @@ class AskingBackend:
                 raise BackendError(ErrorCode.NO_QUESTION_PENDING, f"no question waits on task {envelope.task_id}")
             task = waiting
             try:
-                answer = self._answer(self.questions[task.question], envelope)
+                answer = self._answer(self.questions[task.question], envelope, prompt)
             except BackendError:
                 self._waiting[envelope.session_id, task.task_id] = task
                 raise
@@ -284,10 +294,10 @@ class AskingBackend:
         yield Complete({"content": content})
 
     @staticmethod
-    def _answer(question: InputRequired, envelope: E2AEnvelope) -> str:
+    def _answer(question: InputRequired, envelope: E2AEnvelope, prompt: Prompt) -> str:
         if not question.options:
-            return prompt_text(envelope)
-        answer = answer_of(envelope, question.options)
+            return prompt.text
+        answer = answer_of(envelope, prompt, question.options)
         if answer is None:
             raise BackendError(ErrorCode.INVALID_ANSWER, "the answer names none of the options")
         return answer.option_id or CANCEL_WORD

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from e2a_grpc.chat.answers import Answer, answer_of
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.model import E2AEnvelope
 from e2a_grpc.protocols import parts
 
@@ -17,7 +18,8 @@ OPTIONS = [
 
 
 def _answer(params: dict[str, Any]) -> Answer | None:
-    return answer_of(E2AEnvelope(method="chat.send", params=params), OPTIONS)
+    envelope = E2AEnvelope(method="chat.send", params=params)
+    return answer_of(envelope, read_prompt(envelope), OPTIONS)
 
 
 @pytest.mark.parametrize(

@@ -13,14 +13,15 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from e2a_grpc import _canonical, jsontext
 from tests.support.canonical_json import is_canonical, portable_build
 from tests.support.strategies import json_objects, json_values
 
-PROPERTY = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The portable variant of the C module is built with cc (tests/support/canonical_json.py).
+pytestmark = pytest.mark.subprocess
 
 
 def agree(text: str) -> None:
@@ -55,20 +56,17 @@ _JSON_ALPHABET = '{}[]",:0123456789.eE+-truefalsn \\/u\n\tab\x00\x1f\x7fé\u2028
 _EDITS = st.tuples(st.integers(min_value=0, max_value=10_000), st.sampled_from(_JSON_ALPHABET))
 
 
-@PROPERTY
 @given(json_objects)
 def test_what_jsontext_writes_is_canonical_unless_orjson_reads_it_otherwise(value: dict[str, Any]) -> None:
     # Big integers, lone surrogates and deep nesting are written, but orjson reads them otherwise.
     agree(jsontext.dumps(value))
 
 
-@PROPERTY
 @given(json_objects, st.sampled_from([{}, {"indent": 1}, {"ensure_ascii": True}, {"separators": (",", ":")}]))
 def test_other_writers(value: dict[str, Any], options: dict[str, Any]) -> None:
     agree(json.dumps(value, **options))
 
 
-@PROPERTY
 @given(json_objects, st.lists(_EDITS, min_size=1, max_size=3), st.booleans())
 @example({"a": 1}, [(5, ",")], False)
 @example({"a": "x"}, [(6, "\\")], True)
@@ -80,7 +78,6 @@ def test_mangled_texts(value: dict[str, Any], edits: list[tuple[int, str]], inse
     agree(text)
 
 
-@PROPERTY
 @given(json_values)
 def test_any_value_in_an_object(value: Any) -> None:
     agree(written(value))

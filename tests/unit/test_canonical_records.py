@@ -12,18 +12,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from e2a_grpc import E2AAuth, E2AEnvelope, E2AProvenance, E2AResponse, jsontext
 from e2a_grpc.model import legacy, records
 from e2a_grpc.model.fields import Kind
+from tests.conftest import fewer_examples
 from tests.support.outcomes import outcome
 from tests.support.strategies import canonical_envelopes, canonical_responses, json_values
 
-PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-#: For the tests run once per legacy field (and value).
-FEW = settings(PROPERTY, max_examples=10)
+#: For the tests run once per legacy field (and value): dozens of them, so a twentieth of the profile's examples each.
+FEW = fewer_examples(20)
 
 RecordType = type[E2AEnvelope] | type[E2AResponse]
 
@@ -81,7 +81,6 @@ def _mangled(draw: st.DrawFn, record_type: RecordType, data: dict[str, Any]) -> 
     return {**data, key: {**nested, inner: draw(json_values)}}
 
 
-@PROPERTY
 @given(record_dicts())
 def test_every_dict_to_dict_writes_is_read_in_canonical_form(case: tuple[RecordType, dict[str, Any]]) -> None:
     record_type, data = case
@@ -123,13 +122,11 @@ def test_each_field_with_any_type_of_value_reads_as_the_readers_do(record_type: 
                     _reads_as_the_readers_do(record_type, {**default, name: {**nested[name], inner: value}})
 
 
-@PROPERTY
 @given(record_dicts().flatmap(lambda case: st.tuples(st.just(case[0]), _mangled(*case))))
 def test_the_canonical_reader_reads_as_the_readers_do(case: tuple[RecordType, dict[str, Any]]) -> None:
     _reads_as_the_readers_do(*case)
 
 
-@PROPERTY
 @given(record_dicts().flatmap(lambda case: st.tuples(st.just(case[0]), _mangled(*case))))
 def test_from_json_of_any_changed_text_is_from_dict(case: tuple[RecordType, dict[str, Any]]) -> None:
     record_type, data = case

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
-from hypothesis import given, settings
+from hypothesis import given
 
 from e2a.cloudevents.v1 import cloudevents_pb2
 from e2a.v1 import conversion_service_pb2
@@ -19,6 +19,7 @@ from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse
 from e2a_grpc.protocols import cloudevent_formats as formats
 from e2a_grpc.protocols import cloudevents as ce
+from tests.conftest import fewer_examples
 from tests.support import strategies
 from tests.support.cloudevent_records import conformance_records
 
@@ -69,14 +70,14 @@ def test_every_conformance_record_round_trips(form: str) -> None:
         _assert_round_trip(record, FORMATS[form])
 
 
-@settings(max_examples=60)
+@fewer_examples(3)  # each example goes through every format
 @given(document=strategies.canonical_envelopes)
 def test_generated_envelopes_round_trip(document: dict[str, Any]) -> None:
     for through in FORMATS.values():
         _assert_round_trip(E2AEnvelope.from_dict(document), through)
 
 
-@settings(max_examples=60)
+@fewer_examples(3)
 @given(document=strategies.canonical_responses)
 def test_generated_responses_round_trip(document: dict[str, Any]) -> None:
     for through in FORMATS.values():

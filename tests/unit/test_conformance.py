@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.subprocess  # the testees and build_cases.py run as processes
+
 CONFORMANCE = REPO_ROOT / "conformance"
 PYTHON_TESTEE = CONFORMANCE / "testees" / "python_testee.py"
 

@@ -11,14 +11,12 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from e2a_grpc import E2AValueError, _canonical, jsontext
 from tests.support.canonical_json import MAX_LEVELS, floats_finite
 from tests.support.strategies import any_text, json_scalars
-
-PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 class Number(float, enum.Enum):
@@ -41,7 +39,6 @@ values = st.recursive(
 )
 
 
-@PROPERTY
 @given(values)
 def test_the_walk_answers_as_its_definition(value: Any) -> None:
     assert _canonical.floats_finite(value) is floats_finite(value)

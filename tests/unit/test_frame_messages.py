@@ -9,7 +9,7 @@ import string
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from nats.aio.client import _HEADER_VALUE_NEWLINES  # what nats-py's publish does to each header value
 
@@ -128,7 +128,6 @@ def _outcome(build: Any, frame: bytes, random_id: bool) -> Any:
         return type(exc), exc.field
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     streams=st.lists(shared_fields(), min_size=1, max_size=3),
     frames=st.lists(st.tuples(st.integers(0, 2), own_fields()), min_size=1, max_size=8),

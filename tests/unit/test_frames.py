@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from e2a.v1 import agent_service_pb2 as pb
@@ -63,7 +63,6 @@ def _parsed(frame: bytes) -> E2AResponse:
     return E2AResponse.from_proto(message.response)
 
 
-@settings(max_examples=300)
 @given(envelopes, backends, st.lists(events, max_size=8), finals)
 def test_each_frame_is_its_chat_response_serialized_and_says_what_the_event_says(
     envelope: E2AEnvelope, backend: BackendInfo, stream: list[Event], final: tuple[Any, ...]

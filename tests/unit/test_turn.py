@@ -14,6 +14,7 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.invariants import StreamChecker
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
 from e2a_grpc.model import DeltaKind, ErrorCode
 
@@ -47,7 +48,7 @@ async def _run(
     assert task is not None
     turn, output = Turn(task), Frames()
     frames = FrameBuilder(envelope, BackendInfo("script", "e2a"), UtcClock())
-    await run_turn(turn, envelope, _script(*items), frames, output, limits)
+    await run_turn(turn, read_prompt(envelope), _script(*items), frames, output, limits)
     checker = StreamChecker(envelope)
     for frame, kind in output.written:
         assert kind == frame.response_kind
@@ -116,7 +117,7 @@ async def _turn_stuck_after(*events: Event, output: Frames | None = None) -> tup
 
     async def turn_task() -> None:
         frames = FrameBuilder(ENVELOPE, BackendInfo("script", "e2a"), UtcClock())
-        await run_turn(turn, ENVELOPE, stuck(), frames, output, LIMITS)
+        await run_turn(turn, read_prompt(ENVELOPE), stuck(), frames, output, LIMITS)
 
     task = asyncio.create_task(turn_task())
     turn = Turn(task)

@@ -57,7 +57,7 @@ from e2a_grpc import conversion
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.chat.events import AgentBackend, BackendError, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
-from e2a_grpc.chat.requests import prompt_size_bytes
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus, SourceProtocol
@@ -194,7 +194,7 @@ class BackendExecutor(AgentExecutor):
         """The message's ``prompt_blocks``; refuse a message that cannot be a prompt (``E2AFieldError``),
         or a prompt bigger than Chat takes (``chat_max_prompt_bytes``)."""
         blocks = prompt_blocks(message)
-        size = prompt_size_bytes(E2AEnvelope(params={"content_blocks": blocks}))
+        size = read_prompt(E2AEnvelope(params={"content_blocks": blocks})).size_bytes
         limit = self._limits.max_prompt_bytes
         if size > limit:
             raise a2a_error(
@@ -273,11 +273,12 @@ class BackendExecutor(AgentExecutor):
         assert current is not None
         turn = Turn(current)
         turn.limit_time(self._limits)  # no stall grace: a write is an enqueue, which a client's pace does not hold
-        events = self.backend.stream(envelope, incremental=incremental)
+        prompt = read_prompt(envelope)  # check_prompt read the same message's prompt: it is usable
+        events = self.backend.stream(envelope, prompt, incremental=incremental)
         try:
             # Frames carry the agent's own task id (as Chat's do), from which the publisher learns the
             # task a waiting turn continues; every event it publishes names this server's task.
-            await run_turn(turn, envelope, events, frames, publisher, self._limits)
+            await run_turn(turn, prompt, events, frames, publisher, self._limits)
         finally:
             turn.cancel_timers()
             await events.aclose()

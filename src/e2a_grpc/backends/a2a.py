@@ -42,8 +42,8 @@ from e2a_grpc.chat.events import (
     Event,
     InputRequired,
     Passthrough,
-    prompt_text,
 )
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AFileRef, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols import parts as content
@@ -105,26 +105,18 @@ _FAILED_STATES = {
 }
 
 
-def message_parts(envelope: E2AEnvelope) -> list[Part]:
-    """The parts of the user's message: the prompt's content blocks, each as its A2A part (a part that
-    came from A2A comes back as it was: ``protocols.parts``), else the text; then the files."""
+def message_parts(envelope: E2AEnvelope, prompt: Prompt) -> list[Part]:
+    """The parts of the user's message: the prompt's content blocks (``prompt``), each as its A2A part
+    (a part that came from A2A comes back as it was: ``protocols.parts``); then the files."""
     parts: list[Part] = []
-    for key in ("prompt", "content_blocks"):
-        blocks = envelope.params.get(key)
-        if isinstance(blocks, list) and blocks:
-            for index, block in enumerate(blocks):
-                path = f"envelope.params.{key}[{index}]"
-                try:
-                    parts.append(json_format.ParseDict(content.a2a_part(block, path), Part()))
-                except E2AFieldError as exc:
-                    raise BackendError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
-                except json_format.ParseError as exc:
-                    raise BackendError(ErrorCode.INVALID_REQUEST, f"{path}: not an A2A part: {exc}") from exc
-            break
-    else:
-        text = prompt_text(envelope)
-        if text:
-            parts.append(Part(text=text))
+    for index, block in enumerate(prompt.blocks):
+        path = f"envelope.params.{prompt.key}[{index}]"
+        try:
+            parts.append(json_format.ParseDict(content.a2a_part(block, path), Part()))
+        except E2AFieldError as exc:
+            raise BackendError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+        except json_format.ParseError as exc:
+            raise BackendError(ErrorCode.INVALID_REQUEST, f"{path}: not an A2A part: {exc}") from exc
     for key in ("files", "attachments"):
         refs = envelope.params.get(key)
         if not isinstance(refs, list):
@@ -140,12 +132,12 @@ def message_parts(envelope: E2AEnvelope) -> list[Part]:
     return parts
 
 
-def send_message_request(envelope: E2AEnvelope) -> SendMessageRequest:
+def send_message_request(envelope: E2AEnvelope, prompt: Prompt) -> SendMessageRequest:
     """The A2A SendMessage for an envelope: the user's content and files as one user message."""
     message = Message(
         message_id=envelope.message_id or str(uuid.uuid4()),
         role=Role.ROLE_USER,
-        parts=message_parts(envelope),
+        parts=message_parts(envelope, prompt),
         # A2A groups turns by contextId; a gateway session is the same idea.
         context_id=envelope.context_id or envelope.session_id,
         # Set to continue an existing A2A task: one waiting for input (an ``e2a.input_required`` frame's task_id).
@@ -308,12 +300,14 @@ class A2ABackend:
                     raise BackendError(ErrorCode.A2A_UNSUPPORTED_AGENT, f"A2A agent at {self._url}: {exc}") from exc
             return self._clients[streaming]
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         self._streams += 1
         self._idle.clear()
         turn = _Turn()
         try:
-            request = send_message_request(envelope)
+            request = send_message_request(envelope, prompt)
             # A caller that waits for the answer alone gets it as a blocking send, the agent's task as
             # it ended (or a Message): what the agent does to stream its progress is not paid for.
             client = await self._connect(streaming=incremental)

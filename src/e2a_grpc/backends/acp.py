@@ -44,11 +44,20 @@ from e2a_grpc.backends.acp_agent import (
 from e2a_grpc.backends.acp_permissions import CANCELLED, outcome_of, policy_outcome
 from e2a_grpc.chat.answers import answer_of
 from e2a_grpc.chat.coalesce import EventInbox
-from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Event, InputRequired
+from e2a_grpc.chat.events import (
+    AgentIds,
+    BackendError,
+    BackendInfo,
+    Complete,
+    Event,
+    InputRequired,
+)
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.timers import TURN_TIMERS
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, ErrorCode, SourceProtocol
-from e2a_grpc.protocols.acp import envelope_to_acp_jsonrpc_call, wire_request
+from e2a_grpc.protocols import jsonrpc
+from e2a_grpc.protocols.acp import PROMPT_KEY, prompt_request_params, wire_request
 from e2a_grpc.settings import BackendName, PermissionAnswer, PermissionPolicy, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -149,16 +158,18 @@ class AcpBackend:
         self._closing: set[asyncio.Task[None]] = set()
         self._closed = False
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
         # A call with a task_id answers a question (its prompt goes nowhere); the others are prompts.
-        prompt = prompt_params(envelope) if envelope.task_id is None else None
+        params = prompt_params(envelope, prompt) if envelope.task_id is None else None
         if envelope.task_id is not None and envelope.session_id not in self._sessions:
             raise _no_question(envelope.task_id, _nothing_waits(envelope.session_id))
         if envelope.session_id is None:
-            assert prompt is not None
+            assert params is not None
             agent, session_id = await self._start_agent(self._session_cwd(envelope.params))
             try:
-                own_turn = self._start_turn(agent, session_id, prompt, None)
+                own_turn = self._start_turn(agent, session_id, params, None)
                 async for event in self._follow(agent, own_turn, None):
                     yield event
             finally:
@@ -166,10 +177,10 @@ class AcpBackend:
             return
         session = await self._pooled_session(envelope.session_id)
         async with session.lock:
-            turn = await self._continued_turn(session, envelope)
+            turn = await self._continued_turn(session, envelope, prompt)
             if turn is None:
-                assert prompt is not None  # a call with a task_id continues a turn, or is refused
-                turn = await self._new_turn(session, envelope, prompt)
+                assert params is not None  # a call with a task_id continues a turn, or is refused
+                turn = await self._new_turn(session, envelope, params)
             assert session.agent is not None  # a session's turn runs on its agent
             async for event in self._follow(session.agent, turn, session):
                 yield event
@@ -234,7 +245,7 @@ class AcpBackend:
                 await self._end_turn(agent, turn)
         yield Complete({"content": turn.text_until(len(turn.text)), "stop_reason": result.get("stopReason")})
 
-    async def _continued_turn(self, session: _Session, envelope: E2AEnvelope) -> Turn | None:
+    async def _continued_turn(self, session: _Session, envelope: E2AEnvelope, prompt: Prompt) -> Turn | None:
         """The turn a call on ``session`` goes on with: the one whose question it answers, answered.
         None: the call sends a new prompt. Raises for a call that names no waiting question while one
         waits, an answer that names none of its options, or a ``task_id`` when no question waits."""
@@ -263,7 +274,7 @@ class AcpBackend:
                 details,
             )
         if not turn.response.done():  # else: the agent left; the call gets the rest of the turn, and its end
-            answer = answer_of(envelope, question.asked.options)
+            answer = answer_of(envelope, prompt, question.asked.options)
             if answer is None:
                 ids = ", ".join(option["option_id"] for option in question.asked.options)
                 raise BackendError(
@@ -471,16 +482,21 @@ def _question_of(question: Question) -> dict[str, Any]:
     return body
 
 
-def prompt_params(envelope: E2AEnvelope) -> dict[str, Any]:
-    """The wire ``session/prompt`` params for an envelope, without the ACP ``sessionId`` (set per agent).
+def prompt_params(envelope: E2AEnvelope, prompt: Prompt) -> dict[str, Any]:
+    """The wire ``session/prompt`` params for an envelope whose prompt is ``prompt``, without the ACP
+    ``sessionId`` (set per agent).
 
     The envelope's method is whatever Chat accepted (``chat.send`` or ``session/prompt``), so it is
-    mapped to ``session/prompt``; the placeholder session id only satisfies the converter.
+    mapped to ``session/prompt``; the placeholder session id only satisfies the converter. The params
+    go without their ``prompt``, which ``prompt`` holds: the reference merge leaves params that have
+    one as they are, with no session id (so the converter refused every such call) and no ``acp_meta``.
     """
-    placeholder = replace(envelope, method=SESSION_PROMPT, session_id=envelope.session_id or "-")
+    params = {key: value for key, value in envelope.params.items() if key != PROMPT_KEY}
+    placeholder = replace(envelope, method=SESSION_PROMPT, session_id=envelope.session_id or "-", params=params)
     try:
-        call = wire_request(envelope_to_acp_jsonrpc_call(placeholder))
+        merged = prompt_request_params(placeholder, prompt.blocks or None)
+        call = wire_request(jsonrpc.request(placeholder.jsonrpc_id, SESSION_PROMPT, merged))
     except E2AFieldError as exc:
         raise BackendError(ErrorCode.INVALID_PROMPT, str(exc)) from None
-    params: dict[str, Any] = call["params"]
-    return params
+    wire: dict[str, Any] = call["params"]
+    return wire

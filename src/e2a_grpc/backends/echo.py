@@ -10,7 +10,8 @@ import asyncio
 import re
 from collections.abc import AsyncGenerator, Iterator
 
-from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Event, TurnsNeverWait, prompt_text
+from e2a_grpc.chat.events import BackendInfo, Complete, Delta, Event, TurnsNeverWait
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.model import DeltaKind, E2AEnvelope, SourceProtocol
 from e2a_grpc.settings import BackendName
 
@@ -50,8 +51,10 @@ class EchoBackend(TurnsNeverWait):
         self.info = BackendInfo(name=BackendName.ECHO, source_protocol=SourceProtocol.E2A)
         self._delay = delay_seconds
 
-    async def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
-        text = prompt_text(envelope)
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
+        text = prompt.text
         delay = self._delay
         text_kind = DeltaKind.TEXT  # looked up once: an enum member is a slow attribute in Python 3.11
         for pieces in piece_windows(text):

@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, WaitReason
 
 
@@ -117,8 +118,11 @@ class TurnsNeverWait:
 class AgentBackend(Protocol):
     info: BackendInfo
 
-    def stream(self, envelope: E2AEnvelope, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
+    def stream(self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True) -> AsyncGenerator[Event, None]:
         """Events for one request, ending with ``Complete`` or ``InputRequired`` (or raising ``BackendError``).
+
+        ``prompt`` is the envelope's, as the caller read it (``chat.prompt.read_prompt``): the one
+        every backend sends, read once per request.
 
         ``incremental`` false: the caller waits for the answer, not its progress (an A2A blocking
         send), so a backend that calls a remote agent may ask it for the answer alone; the events
@@ -134,21 +138,3 @@ class AgentBackend(Protocol):
     async def aclose(self) -> None:
         """Release everything the backend keeps between requests (server shutdown)."""
         ...
-
-
-def prompt_text(envelope: E2AEnvelope) -> str:
-    """The user's text: text blocks of ``prompt`` / ``content_blocks``, else ``text`` / ``content`` / ``query``."""
-    params = envelope.params
-    for key in ("prompt", "content_blocks"):
-        blocks = params.get(key)
-        if isinstance(blocks, list) and blocks:
-            return "".join(
-                block["text"]
-                for block in blocks
-                if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-            )
-    for key in ("text", "content", "query"):
-        value = params.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""

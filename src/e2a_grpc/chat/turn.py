@@ -30,10 +30,10 @@ from typing import Any, Protocol
 
 from e2a_grpc.chat.events import AgentIds, BackendError, Complete, Delta, Event, InputRequired
 from e2a_grpc.chat.frames import FrameBuilder
-from e2a_grpc.chat.requests import prompt_size_bytes
+from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.timers import TURN_TIMERS, OffLoopTimer
 from e2a_grpc.errors import E2AFieldError
-from e2a_grpc.model import E2AEnvelope, ErrorCode
+from e2a_grpc.model import ErrorCode
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class Turn:
 
 async def run_turn(
     turn: Turn,
-    envelope: E2AEnvelope,
+    prompt: Prompt,
     events: AsyncIterator[Event],
     frames: FrameBuilder,
     output: FrameOutput,
@@ -149,7 +149,7 @@ async def run_turn(
     ``TurnStalled`` (see ``Turn``).
     """
     try:
-        prompt_bytes = prompt_size_bytes(envelope)
+        prompt_bytes = prompt.size_bytes
         if prompt_bytes > limits.max_prompt_bytes:
             raise _LimitReached(
                 ErrorCode.PROMPT_TOO_LARGE,

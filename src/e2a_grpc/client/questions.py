@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from e2a_grpc.chat.answers import CANCEL_WORD, answer_of
+from e2a_grpc.chat.prompt import read_prompt
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ResponseKind
 
 
@@ -81,7 +82,8 @@ class Question:
         if stripped.isdecimal() and 1 <= int(stripped) <= len(self.options):
             chosen: str | None = self.options[int(stripped) - 1]["option_id"]
         else:
-            answer = answer_of(E2AEnvelope(params={"text": typed}), self.options)
+            typed_answer = E2AEnvelope(params={"text": typed})
+            answer = answer_of(typed_answer, read_prompt(typed_answer), self.options)
             if answer is None:
                 return None
             chosen = answer.option_id

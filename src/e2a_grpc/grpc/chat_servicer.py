@@ -145,7 +145,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes],
     ) -> None:
         try:
-            envelope = validate_chat_request(request, self._methods)
+            envelope, prompt = validate_chat_request(request, self._methods)
         except E2AFieldError as exc:
             await context.abort_with_status(status_for(exc))
         if self._shutting_down:
@@ -158,13 +158,13 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         turn.limit_time(self._limits, STALLED_WRITE_GRACE_SECONDS)
         output = _CallOutput(context, self._metrics, self._frame_sink, frames.request_id)
         # Not started yet: the backend runs no code before the first event is asked for.
-        events = self.backend.stream(envelope)
+        events = self.backend.stream(envelope, prompt)
         if self._metrics is not None:
             self._metrics.chat_streams_in_flight.inc()
         try:
             try:
                 with self._backend_turn(frames, turn):
-                    await run_turn(turn, envelope, events, frames, output, self._limits)
+                    await run_turn(turn, prompt, events, frames, output, self._limits)
             finally:
                 if self._metrics is not None:
                     self._metrics.chat_streams_in_flight.dec()

@@ -10,7 +10,7 @@ dialect (``wire_request``, ``camel_keys``) gives the camelCase ACP that real age
 from __future__ import annotations
 
 import functools
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from typing import Any
 
 from e2a_grpc.errors import E2ATypeError, E2AValueError, type_name
@@ -73,6 +73,10 @@ def envelope_from_acp_jsonrpc(
 
 #: The key of the prompt in ``session/prompt`` params.
 PROMPT_KEY = "prompt"
+#: The E2A key of a prompt's content blocks, when ``prompt`` is not set.
+CONTENT_BLOCKS_KEY = "content_blocks"
+#: The keys of a prompt's text, when it has no content blocks: the first one set is the text.
+PROMPT_TEXT_KEYS = ("text", "content", "query")
 #: The envelope method whose ACP call takes its JSON-RPC method from ``ext_method``.
 EXT_METHOD = "ext"
 
@@ -84,24 +88,57 @@ def params_unchanged(method: str | None, keys: Container[str]) -> bool:
     return method != ACP_SESSION_PROMPT or PROMPT_KEY in keys
 
 
+def prompt_source(params: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """Which key of ``params`` holds the prompt, and its value (spec section 7): the one rule of what a
+    request's prompt is, for the ACP call, Chat's validation, every Chat backend and the prompt size.
+
+    ``prompt`` whatever it holds; else ``content_blocks`` when a non-empty list; else the first of
+    ``text`` / ``content`` / ``query`` that is set (not empty, null, 0 or false), whatever it holds.
+    ``None`` when params carry none of them.
+    """
+    if PROMPT_KEY in params:
+        return PROMPT_KEY, params[PROMPT_KEY]
+    blocks = params.get(CONTENT_BLOCKS_KEY)
+    if isinstance(blocks, list) and blocks:
+        return CONTENT_BLOCKS_KEY, blocks
+    for key in PROMPT_TEXT_KEYS:
+        value = params.get(key)
+        if value:
+            return key, value
+    return None
+
+
+def prompt_of(key: str, value: Any) -> Any:
+    """The ``session/prompt`` prompt for a ``prompt_source``: ``prompt`` as it is, a copy of the
+    ``content_blocks``, or a text block of a string text; ``None`` for a text that is not a string."""
+    if key == PROMPT_KEY:
+        return value
+    if key == CONTENT_BLOCKS_KEY:
+        return list(value)
+    return [{"type": "text", "text": value}] if isinstance(value, str) else None
+
+
 def merge_params_to_acp_prompt(envelope: E2AEnvelope, *, as_session_prompt: bool = False) -> dict[str, Any]:
     """The ACP ``session/prompt`` params for an envelope (spec section 7); ``envelope`` is not changed.
 
     Only for ``method == "session/prompt"`` (or any method with ``as_session_prompt``: a gateway
-    method sent as session/prompt): fill ``prompt`` from ``content_blocks`` or the first
-    non-empty of ``text`` / ``content`` / ``query`` unless ``prompt`` is there, add ``session_id``
-    and merge ``acp_meta`` into ``_meta``. Any other method gets a shallow copy of ``params``.
+    method sent as session/prompt): fill ``prompt`` by ``prompt_source`` / ``prompt_of`` unless
+    ``prompt`` is there, add ``session_id`` and merge ``acp_meta`` into ``_meta``. Any other method
+    gets a shallow copy of ``params``.
     """
+    if params_unchanged(ACP_SESSION_PROMPT if as_session_prompt else envelope.method, envelope.params):
+        return dict(envelope.params)
+    source = prompt_source(envelope.params)
+    return prompt_request_params(envelope, None if source is None else prompt_of(*source))
+
+
+def prompt_request_params(envelope: E2AEnvelope, prompt: Any) -> dict[str, Any]:
+    """The ``session/prompt`` params of ``merge_params_to_acp_prompt`` for params that need a prompt,
+    with the envelope's prompt read already (``prompt_of``; ``None``: it has none), as a Chat call
+    reads it once."""
     params = dict(envelope.params)
-    if params_unchanged(ACP_SESSION_PROMPT if as_session_prompt else envelope.method, params):
-        return params
-    blocks = params.get("content_blocks")
-    if isinstance(blocks, list) and blocks:
-        params[PROMPT_KEY] = list(blocks)
-    else:
-        text = params.get("text") or params.get("content") or params.get("query")
-        if isinstance(text, str) and text:
-            params[PROMPT_KEY] = [{"type": "text", "text": text}]
+    if prompt is not None:
+        params[PROMPT_KEY] = prompt
     if envelope.session_id and "session_id" not in params:
         params["session_id"] = envelope.session_id
     if envelope.acp_meta:
@@ -214,9 +251,15 @@ def camel_keys(values: dict[str, Any]) -> dict[str, Any]:
     return {_camel(key): value for key, value in values.items()}
 
 
-def _wire_content_block(block: Any, index: int) -> dict[str, Any]:
+def wire_prompt(blocks: list[Any], field: str) -> list[dict[str, Any]]:
+    """A prompt's content blocks as an ACP agent takes them (camelCase keys), or an error naming the
+    block (under ``field``) that is not an object with a string ``type``."""
+    return [_wire_content_block(block, field, index) for index, block in enumerate(blocks)]
+
+
+def _wire_content_block(block: Any, field: str, index: int) -> dict[str, Any]:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-        raise E2ATypeError(f"params.prompt[{index}]", "an ACP content block is an object with a string 'type'")
+        raise E2ATypeError(f"{field}[{index}]", "an ACP content block is an object with a string 'type'")
     out = camel_keys(block)
     if isinstance(out.get("resource"), dict):
         out["resource"] = camel_keys(out["resource"])
@@ -238,7 +281,7 @@ def _wire_call(rpc_id: JsonRpcIdValue, method: str | None, params: dict[str, Any
         prompt = params.get("prompt")
         if not isinstance(prompt, list) or not prompt:
             raise E2AValueError("params", "ACP session/prompt needs a prompt: give prompt, content_blocks or text")
-        params["prompt"] = [_wire_content_block(block, index) for index, block in enumerate(prompt)]
+        params["prompt"] = wire_prompt(prompt, "params.prompt")
         params = {key: params[key] for key in _PROMPT_REQUEST_KEYS if key in params}
     if rpc_id is None:
         return jsonrpc.notification(method, params)
