@@ -62,20 +62,33 @@ def _driver_outage_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+#: SQLSTATE classes of an unavailable server: 08 connection exception, 53 insufficient resources (too
+#: many connections), 57 operator intervention (shutting down, starting up, restarted).
+_OUTAGE_SQLSTATE_CLASSES = ("08", "53", "57")
+
+
 def is_outage(error: BaseException) -> bool:
     """Whether a driver error says the database is unavailable (not that a statement or the data is wrong).
 
-    SQLAlchemy wraps most asyncpg errors in a plain ``DBAPIError`` (its ``orig`` the asyncpg error);
-    those that are not about the connection (a constraint, a bad statement) are not an outage.
+    SQLAlchemy wraps asyncpg's errors in a ``DBAPIError`` whose ``orig`` is its adapter's error (with
+    the ``sqlstate``), caused by asyncpg's own; a plain ``DBAPIError`` may be an outage or not (a
+    constraint, a bad statement): its ``sqlstate`` or the asyncpg error says which.
     """
     from sqlalchemy import exc
 
-    if isinstance(error, exc.DBAPIError) and not isinstance(error, exc.OperationalError | exc.InterfaceError):
-        if error.connection_invalidated:
+    if not isinstance(error, exc.DBAPIError) or isinstance(error, exc.OperationalError | exc.InterfaceError):
+        return isinstance(error, _driver_outage_errors())
+    if error.connection_invalidated:
+        return True
+    cause: BaseException | None = error.orig
+    while cause is not None:
+        sqlstate = getattr(cause, "sqlstate", None)
+        if (isinstance(sqlstate, str) and sqlstate.startswith(_OUTAGE_SQLSTATE_CLASSES)) or isinstance(
+            cause, _driver_outage_errors()
+        ):
             return True
-        cause = error.orig
-        return cause is not None and isinstance(cause, _driver_outage_errors())
-    return isinstance(error, _driver_outage_errors())
+        cause = cause.__cause__
+    return False
 
 
 def driver_text(error: BaseException) -> str:
