@@ -70,6 +70,11 @@ class FrontDoorError(StrEnum):
     VERSION_UNSUPPORTED = "version_unsupported"
     #: The task store's database does not answer (``store_outage``): retry.
     TASK_STORE_UNAVAILABLE = "task_store_unavailable"
+    #: A task failed by the sweeper (``leases``): its turn ended without a final state, as the task
+    #: store failed during it (the code in the failed task's ``metadata.e2a_error``).
+    TURN_LOST = "turn_lost"
+    #: A task failed by the sweeper (``leases``): the server instance running it stopped renewing its lease.
+    INSTANCE_GONE = "instance_gone"
 
 
 class TaskStoreUnavailableError(A2AError):

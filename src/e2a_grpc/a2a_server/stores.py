@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from a2a.server.cluster import TaskEventStream, VersionedTaskStore
+from a2a.server.cluster.task_store import LegacyTaskStoreAdapter
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import (
     InMemoryPushNotificationConfigStore,
@@ -43,6 +44,8 @@ from e2a_grpc.settings import ServerSettings
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
+    from e2a_grpc.a2a_server.leases import InstanceLeases
+
 log = logging.getLogger(__name__)
 
 _PAGE_SIZE = 100  # the largest page A2A's ListTasks allows
@@ -51,13 +54,19 @@ _PAGE_SIZE = 100  # the largest page A2A's ListTasks allows
 @dataclass
 class TaskStorage:
     """The task store of a server, the event stream instances share (PostgreSQL only), the push
-    notification configs (when offered), and, for a database, its engine (to dispose) and health."""
+    notification configs (when offered), and, for a database, its engine (to dispose), its health and
+    this instance's lease (``leases``)."""
 
     store: TaskStore | VersionedTaskStore
     event_stream: TaskEventStream | None = None
     engine: AsyncEngine | None = None
     push_configs: PushNotificationConfigStore | None = None
     health: StoreHealth | None = None
+    leases: InstanceLeases | None = None
+
+    def versioned_store(self) -> VersionedTaskStore:
+        """The store as a ``VersionedTaskStore`` (an unversioned one through the SDK's adapter)."""
+        return self.store if isinstance(self.store, VersionedTaskStore) else LegacyTaskStoreAdapter(self.store)
 
     async def aclose(self) -> None:
         if self.engine is not None:
@@ -79,6 +88,7 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
             engine=engine,
             push_configs=await _database_push_configs(settings, engine, health),
             health=health,
+            leases=await _leases(settings, engine, health),
         )
     if settings.a2a_postgres_url:
         from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
@@ -96,6 +106,7 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
             engine=engine,
             push_configs=await _database_push_configs(settings, engine, health),
             health=health,
+            leases=await _leases(settings, engine, health),
         )
     push_configs = InMemoryPushNotificationConfigStore() if settings.a2a_push_notifications else None
     return TaskStorage(InMemoryTaskStore(), push_configs=push_configs)
@@ -112,6 +123,15 @@ async def _database_push_configs(
     configs = DatabasePushNotificationConfigStore(engine)
     await configs.initialize()
     return GuardedPushConfigStore(configs, health)
+
+
+async def _leases(settings: ServerSettings, engine: AsyncEngine, health: StoreHealth) -> InstanceLeases:
+    """This instance's lease in the database, its tables created if missing."""
+    from e2a_grpc.a2a_server.leases import InstanceLeases
+
+    leases = InstanceLeases(engine, health, settings.a2a_lease_seconds)
+    await leases.initialize()
+    return leases
 
 
 async def delete_ended_tasks(
