@@ -14,10 +14,11 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+import asyncpg.exceptions
 import grpc
 import httpx
 import pytest
-from a2a.client import A2AClientError, Client
+from a2a.client import A2AClientError
 from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
@@ -31,6 +32,7 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER, TransportProtocol
+from sqlalchemy import exc as sqlalchemy_exc
 
 from e2a_grpc.a2a_server.errors import (
     TASK_STORE_UNAVAILABLE_CODE,
@@ -39,6 +41,7 @@ from e2a_grpc.a2a_server.errors import (
 )
 from e2a_grpc.a2a_server.leases import RUNNING_STATES
 from e2a_grpc.a2a_server.server import A2AServer
+from e2a_grpc.a2a_server.store_outage import StoreHealth, is_outage
 from e2a_grpc.settings import A2A_REST_PATH
 from tests.a2a_server.conftest import a2a_client, a2a_server, send_request, stream_events, task_of, user_message
 from tests.support.log_records import LogRecords, log_records
@@ -241,3 +244,73 @@ async def test_a_restart_under_load_answers_every_call_and_leaves_no_task_workin
     levels = [level for level, _ in outage_lines(records)]
     assert levels.count(logging.WARNING) == levels.count(logging.INFO) >= 1  # each outage logged once, and its end
     assert outage_problems(records) == []
+
+
+class _AdaptedDriverError(Exception):
+    """What SQLAlchemy's asyncpg adapter puts in ``DBAPIError.orig``: an error with the SQLSTATE."""
+
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(f"sqlstate {sqlstate}")
+        self.sqlstate = sqlstate
+
+
+def _wrapped(orig: BaseException) -> sqlalchemy_exc.DBAPIError:
+    return sqlalchemy_exc.DBAPIError("SELECT 1", {}, orig)
+
+
+def _caused_by(cause: BaseException) -> BaseException:
+    adapted = Exception("adapted")
+    adapted.__cause__ = cause
+    return adapted
+
+
+@pytest.mark.parametrize(
+    ("error", "outage"),
+    [
+        (ConnectionRefusedError(111, "Connection refused"), True),
+        (sqlalchemy_exc.OperationalError("SELECT 1", {}, Exception("database is locked")), True),
+        (sqlalchemy_exc.InterfaceError("SELECT 1", {}, Exception("cannot switch to state 15")), True),
+        (sqlalchemy_exc.TimeoutError("QueuePool limit reached"), True),
+        (_wrapped(_AdaptedDriverError("57P01")), True),  # terminating connection due to administrator command
+        (_wrapped(_AdaptedDriverError("57P03")), True),  # the database system is starting up
+        (_wrapped(_AdaptedDriverError("08006")), True),  # connection failure
+        (_wrapped(_caused_by(asyncpg.exceptions.ConnectionDoesNotExistError("closed mid-operation"))), True),
+        (_wrapped(_AdaptedDriverError("23505")), False),  # a unique violation: the data, not the database
+        (sqlalchemy_exc.IntegrityError("INSERT", {}, Exception("duplicate key")), False),
+        (sqlalchemy_exc.ProgrammingError("SELEC", {}, _AdaptedDriverError("42601")), False),
+        (ValueError("a bug"), False),
+    ],
+)
+def test_which_driver_errors_are_an_outage(error: BaseException, outage: bool) -> None:
+    assert is_outage(error) is outage
+
+
+@pytest.mark.asyncio
+async def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends() -> None:
+    health, recoveries = StoreHealth(), []
+    health.on_recovery(lambda: recoveries.append(True))
+
+    async def refused() -> None:
+        raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
+
+    async def works() -> int:
+        return 1
+
+    with log_records() as records:
+        for _ in range(5):
+            with pytest.raises(TaskStoreUnavailableError) as raised:
+                await health.guard(refused())
+            assert raised.value.__cause__ is None and raised.value.data == DATA  # no driver text for the client
+        assert not health.available
+        with pytest.raises(ValueError, match="a bug"):  # not an outage: as it was
+            await health.guard(_raise(ValueError("a bug")))
+        assert [await health.guard(works()) for _ in range(3)] == [1, 1, 1]
+    lines = outage_lines(records)
+    assert [level for level, _ in lines] == [logging.WARNING, logging.INFO]
+    assert "Connect call failed ('127.0.0.1', 5432)" in lines[0][1]  # the driver's text, once
+    assert "5 calls failed meanwhile" in lines[1][1]
+    assert health.available and recoveries == [True]
+
+
+async def _raise(error: Exception) -> None:
+    raise error
