@@ -82,10 +82,6 @@ class TaskStoreUnavailableError(A2AError):
 
     message = "task store unavailable; retry"
 
-    # The SDK's clients build an error from its class with (message, data=...): same signature.
-    def __init__(self, message: str | None = None, data: dict[str, Any] | None = None) -> None:
-        super().__init__(message, data or {"reason": str(FrontDoorError.TASK_STORE_UNAVAILABLE), "retryable": True})
-
 
 #: JSON-RPC 2.0 leaves -32000 to -32099 to servers; A2A's own errors take -32001 to -32009.
 TASK_STORE_UNAVAILABLE_CODE = -32000
@@ -130,6 +126,8 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     FrontDoorError.VERSION_UNSUPPORTED: (VersionNotSupportedError, False),
     # A2A has no "unavailable" error: the reason and ``retryable`` say what InternalError cannot.
     FrontDoorError.CAPACITY_EXHAUSTED: (InternalError, True),
+    # Any request that needs the database, at any point (this server's error: see the module's docstring).
+    FrontDoorError.TASK_STORE_UNAVAILABLE: (TaskStoreUnavailableError, True),
 }
 
 
@@ -138,6 +136,11 @@ def a2a_error(code: ErrorCode | FrontDoorError, message: str, **details: Any) ->
     error_class, retryable = A2A_ERRORS[code]
     # A2A JSON names its keys in camelCase, the data of an error too (``max_prompt_bytes`` -> ``maxPromptBytes``).
     return error_class(message=message, data={"reason": str(code), "retryable": retryable, **camel_keys(details)})
+
+
+def task_store_unavailable() -> A2AError:
+    """The error of a request that met a task store outage (``store_outage``): the same for every one."""
+    return a2a_error(FrontDoorError.TASK_STORE_UNAVAILABLE, TaskStoreUnavailableError.message)
 
 
 def json_rpc_code(code: ErrorCode | FrontDoorError) -> int:

@@ -31,7 +31,7 @@ from a2a.server.events import Event
 from a2a.server.tasks import PushNotificationConfigStore, TaskStore
 from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig
 
-from e2a_grpc.a2a_server.errors import TaskStoreUnavailableError
+from e2a_grpc.a2a_server.errors import TaskStoreUnavailableError, task_store_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class StoreHealth:
             result = await call
         except Exception as error:
             if self.outage(error):
-                raise TaskStoreUnavailableError from None
+                raise task_store_unavailable() from None
             raise
         self.worked()
         return result
@@ -240,7 +240,7 @@ class GuardedEventStream(TaskEventStream):
                     return
                 except Exception as error:
                     if self._health.outage(error):
-                        raise TaskStoreUnavailableError from None
+                        raise task_store_unavailable() from None
                     raise
                 self._health.worked()
                 yield event
