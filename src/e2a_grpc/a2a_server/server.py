@@ -35,7 +35,7 @@ from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
 from e2a_grpc.a2a_server.http_binding import HttpBinding
 from e2a_grpc.a2a_server.http_connections import ConnectionLimits, guarded_protocol
 from e2a_grpc.a2a_server.push_delivery import push_notifications
-from e2a_grpc.a2a_server.store_outage import quiet_sdk_outage_tracebacks
+from e2a_grpc.a2a_server.store_outage import quiet_sdk_outage_lines
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
 from e2a_grpc.chat.events import AgentBackend
@@ -134,7 +134,7 @@ class A2AServer:
         self._http_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        quiet_sdk_outage_tracebacks()
+        quiet_sdk_outage_lines()
         self.storage = await open_storage(self.settings)
         self.handler = FrontDoorRequestHandler(
             self.executor,

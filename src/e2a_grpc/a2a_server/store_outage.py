@@ -9,9 +9,10 @@ sweeper. Other errors (a concurrent modification, a bug) pass through unchanged.
 
 The raw driver text goes to the log once per outage: one WARNING when a call first fails, one INFO
 with the outage's length and the number of failed calls when a call works again (``StoreHealth``,
-whose ``available`` is the signal a readiness check can read). The SDK's own ``logger.exception``
-lines for a ``TaskStoreUnavailableError`` (its task producer and consumer log every failure with a
-traceback) are dropped by ``QuietStoreOutages``: they would repeat, per task, what the WARNING said.
+whose ``available`` is the signal a readiness check can read). The SDK's own lines about a
+``TaskStoreUnavailableError`` are dropped by ``QuietStoreOutages``: they would repeat, per task or per
+call, what the WARNING said (its task producer and consumer log every failure with a traceback; its
+JSON-RPC and HTTP+JSON routes log every A2A error they answer with at WARNING).
 """
 
 from __future__ import annotations
@@ -38,8 +39,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: The a2a-sdk loggers that log a failed task's exception with its traceback (``active_task``: the
-#: producer, the consumer, an agent's failed cancel; ``event_queue_v2``: a failed event dispatch).
-SDK_TRACEBACK_LOGGERS = ("a2a.server.agent_execution.active_task", "a2a.server.events.event_queue_v2")
+#: producer, the consumer, an agent's failed cancel; ``event_queue_v2``: a failed event dispatch), and
+#: those that log each A2A error a request is answered with (its message among the record's args).
+SDK_OUTAGE_LOGGERS = (
+    "a2a.server.agent_execution.active_task",
+    "a2a.server.events.event_queue_v2",
+    "a2a.server.routes.jsonrpc_dispatcher",
+    "a2a.utils.error_handlers",
+)
 
 
 @functools.cache
@@ -156,15 +163,18 @@ class QuietStoreOutages(logging.Filter):
     """Drops the SDK's log records of a ``TaskStoreUnavailableError`` (``StoreHealth`` logs the outage)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info is not None and isinstance(record.exc_info[1], TaskStoreUnavailableError))
+        if record.exc_info is not None and isinstance(record.exc_info[1], TaskStoreUnavailableError):
+            return False
+        args = record.args if isinstance(record.args, tuple) else ()
+        return TaskStoreUnavailableError.message not in args
 
 
 _QUIET = QuietStoreOutages()
 
 
-def quiet_sdk_outage_tracebacks() -> None:
-    """Install ``QuietStoreOutages`` on the SDK loggers that log failed tasks (once)."""
-    for name in SDK_TRACEBACK_LOGGERS:
+def quiet_sdk_outage_lines() -> None:
+    """Install ``QuietStoreOutages`` on the SDK loggers of ``SDK_OUTAGE_LOGGERS`` (once)."""
+    for name in SDK_OUTAGE_LOGGERS:
         logger = logging.getLogger(name)
         if _QUIET not in logger.filters:
             logger.addFilter(_QUIET)
