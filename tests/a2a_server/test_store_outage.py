@@ -177,10 +177,19 @@ async def test_the_error_on_the_wire_is_json_rpc_minus_32000_and_http_503_with_i
                 f"{base}/", json={"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "some-task"}}
             )
             rest = await http.get(f"{base}{A2A_REST_PATH}/tasks/some-task")
+            legacy = await http.post(  # A2A 0.3: an empty A2A-Version is read as none
+                f"{base}/",
+                json={"jsonrpc": "2.0", "id": 8, "method": "tasks/get", "params": {"id": "some-task"}},
+                headers={VERSION_HEADER: ""},
+            )
     assert rpc.status_code == 200  # JSON-RPC errors travel in a 200 response, as the SDK's do
     error = rpc.json()["error"]
     assert (error["code"], error["message"]) == (TASK_STORE_UNAVAILABLE_CODE, MESSAGE)
     assert [(info["reason"], info["metadata"]) for info in error["data"]] == [(TASK_STORE_UNAVAILABLE_REASON, DATA)]
+    # a2a-sdk 1.3 answers an A2A 0.3 client an error 0.3 does not define as -32603 (its only generic
+    # code); the message and data are the same.
+    legacy_error = legacy.json()["error"]
+    assert (legacy_error["code"], legacy_error["message"], legacy_error["data"]) == (-32603, MESSAGE, DATA)
     assert rest.status_code == 503
     body = rest.json()["error"]
     assert (body["code"], body["status"], body["message"]) == (503, "UNAVAILABLE", MESSAGE)
