@@ -28,10 +28,12 @@ from a2a.types.a2a_pb2 import (
     ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     SubscribeToTaskRequest,
+    Task,
     TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER, TransportProtocol
+from google.protobuf import json_format
 from sqlalchemy import exc as sqlalchemy_exc
 
 from e2a_grpc.a2a_server.errors import (
@@ -44,6 +46,7 @@ from e2a_grpc.a2a_server.server import A2AServer
 from e2a_grpc.a2a_server.store_outage import StoreHealth, is_outage
 from e2a_grpc.settings import A2A_REST_PATH
 from tests.a2a_server.conftest import a2a_client, a2a_server, send_request, stream_events, task_of, user_message
+from tests.support.fakes import ControlledBackend
 from tests.support.log_records import LogRecords, log_records
 from tests.support.postgres import Cluster, throwaway_cluster
 
@@ -325,3 +328,36 @@ async def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends() -
 
 async def _raise(error: Exception) -> None:
     raise error
+
+
+@pytest.mark.asyncio
+async def test_a_stream_whose_turn_outlives_the_database_ends_with_the_error_and_its_task_is_failed_after(
+    cluster: Cluster, transport: str
+) -> None:
+    backend = ControlledBackend(before=("first ",), after=("last",))
+    with log_records() as records:
+        async with a2a_server(backend, a2a_postgres_url=cluster.url) as server, a2a_client(server, transport) as client:
+            stream = client.send_message(send_request(user_message("outlive")))
+            task_id = ""
+            async for event in stream:  # the task, working, and the first chunk
+                task_id = task_id or event.task.id or event.status_update.task_id or event.artifact_update.task_id
+                if event.HasField("artifact_update"):
+                    break
+            await backend.waiting_turns(1)
+            with database_stopped(cluster):
+                backend.release.set()  # the turn's last chunk and its end meet a stopped database
+                error = await call_outcome(anext(stream))
+                assert error is not None, "the stream went on with the database stopped"
+                assert_store_unavailable(error, transport)
+            assert server.orphan_sweeper is not None
+            await server.orphan_sweeper.sweep()
+            async with a2a_client(server, transport, streaming=False) as reader:
+                task = await reader.get_task(GetTaskRequest(id=task_id))
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    # Written by the SDK when its write worked, else by the sweeper, with the reason.
+    assert _error_code(task) in (None, "turn_lost")
+    assert outage_problems(records) == []
+
+
+def _error_code(task: Task) -> object:
+    return json_format.MessageToDict(task.metadata).get("e2a_error", {}).get("code")

@@ -11,8 +11,8 @@ The raw driver text goes to the log once per outage: one WARNING when a call fir
 with the outage's length and the number of failed calls when a call works again (``StoreHealth``,
 whose ``available`` is the signal a readiness check can read). The SDK's own lines about a
 ``TaskStoreUnavailableError`` are dropped by ``QuietStoreOutages``: they would repeat, per task or per
-call, what the WARNING said (its task producer and consumer log every failure with a traceback; its
-JSON-RPC and HTTP+JSON routes log every A2A error they answer with at WARNING).
+call, what the WARNING said (its task producer and consumer, and its HTTP+JSON streams, log every
+failure with a traceback; its JSON-RPC and HTTP+JSON routes log every A2A error they answer with).
 """
 
 from __future__ import annotations
@@ -39,11 +39,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: The a2a-sdk loggers that log a failed task's exception with its traceback (``active_task``: the
-#: producer, the consumer, an agent's failed cancel; ``event_queue_v2``: a failed event dispatch), and
-#: those that log each A2A error a request is answered with (its message among the record's args).
+#: producer, the consumer, an agent's failed cancel; ``event_queue_v2``: a failed event dispatch;
+#: ``rest_dispatcher``: any error ending an HTTP+JSON stream), and those that log each A2A error a
+#: request is answered with (its message among the record's args).
 SDK_OUTAGE_LOGGERS = (
     "a2a.server.agent_execution.active_task",
     "a2a.server.events.event_queue_v2",
+    "a2a.server.routes.rest_dispatcher",
     "a2a.server.routes.jsonrpc_dispatcher",
     "a2a.utils.error_handlers",
 )
