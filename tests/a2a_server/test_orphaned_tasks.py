@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from a2a.server.cluster import VersionedTaskStore
 from a2a.server.cluster.version import TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import GetTaskRequest, Task, TaskState, TaskStatus
@@ -45,13 +46,15 @@ def cluster() -> Iterator[Cluster]:
 
 @contextlib.asynccontextmanager
 async def database_server(
-    store: str, cluster: Cluster, tmp_path: Path, backend: AgentBackend | None = None
+    store: str, cluster: Cluster, tmp_path: Path, backend: AgentBackend | None = None, lease_seconds: float = 600
 ) -> AsyncIterator[A2AServer]:
-    """An in-process server on ``store``; its own sweeps wait (the test sweeps when it wants)."""
+    """An in-process server on ``store``, its own sweeps every half lease (a test sweeps when it wants)."""
     database = (
         {"a2a_sqlite_path": tmp_path / "tasks.sqlite"} if store == "sqlite" else {"a2a_postgres_url": cluster.url}
     )
-    async with a2a_server(backend, **database, a2a_lease_seconds=600, a2a_sweep_interval_seconds=300) as server:
+    async with a2a_server(
+        backend, **database, a2a_lease_seconds=lease_seconds, a2a_sweep_interval_seconds=lease_seconds / 2
+    ) as server:
         yield server
 
 
@@ -161,6 +164,37 @@ async def test_a_killed_instances_turn_is_failed_by_another_once_its_lease_expir
                 live = await client.get_task(GetTaskRequest(id=running[1].id))
     assert killed.status.state == TaskState.TASK_STATE_FAILED and _error_code(killed) == "instance_gone"
     assert live.status.state == TaskState.TASK_STATE_WORKING
+
+
+@pytest.mark.asyncio
+async def test_after_an_outage_the_other_instances_get_a_whole_lease_to_renew_theirs(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    async with database_server("postgresql", cluster, tmp_path, lease_seconds=LEASE_SECONDS) as server:
+        storage, sweeper = server.storage, server.orphan_sweeper
+        assert storage is not None and storage.engine is not None and storage.health is not None
+        assert sweeper is not None
+        expired = InstanceLeases(storage.engine, StoreHealth(), lease_seconds=1)
+        await expired.renew(time.time() - 10)
+        task = _task(TaskState.TASK_STATE_WORKING)
+        await storage.versioned_store().save(
+            task, event=None, prev=None, prev_version=TaskVersion.MISSING, context=ServerCallContext()
+        )
+        await expired.record_owner(task.id)
+        # The database was down and answers again: every lease may have expired meanwhile.
+        assert storage.health.outage(ConnectionRefusedError(111, "Connection refused"))
+        storage.health.worked()
+        await sweeper.sweep()
+        assert await _state(storage.versioned_store(), task.id) == TaskState.TASK_STATE_WORKING
+        await asyncio.sleep(LEASE_SECONDS)  # a lease of a working database: the live ones renewed theirs
+        await sweeper.sweep()  # (or the server's own sweep did, every half lease)
+        assert await _state(storage.versioned_store(), task.id) == TaskState.TASK_STATE_FAILED
+
+
+async def _state(tasks: VersionedTaskStore, task_id: str) -> TaskState:
+    stored = await tasks.get(task_id, ServerCallContext())
+    assert stored is not None
+    return stored.task.status.state
 
 
 def test_a_lease_must_outlast_two_sweeps() -> None:

@@ -15,9 +15,11 @@ SQLite file, which one process owns: the same rules hold), this module finds and
   was killed, hangs, or cannot reach the database). A live instance's tasks are never touched by another.
 - Every sweep interval, ``OrphanedTaskSweeper`` renews the lease, then reads the owner rows of this
   instance's tasks that the SDK's registry no longer holds (their turn is over) and of the tasks of gone
-  instances. Each such task still SUBMITTED or WORKING is marked FAILED, its status message saying why
-  and ``metadata.e2a_error.code`` ``turn_lost`` or ``instance_gone``; the owner rows of tasks ended,
-  waiting for input or deleted are dropped, and so are the leases of gone instances left with none.
+  instances (not within a lease of the database coming back from an outage: every instance's lease
+  may have expired in it, and the live ones need a lease's time to renew theirs). Each such task still
+  SUBMITTED or WORKING is marked FAILED, its status message saying why and ``metadata.e2a_error.code``
+  ``turn_lost`` or ``instance_gone``; the owner rows of tasks ended, waiting for input or deleted are
+  dropped, and so are the leases of gone instances left with none.
 
 A turn that fails while the database is down is thus marked at the first sweep once the database
 answers again: the sweeper is woken when a call works again (``StoreHealth.on_recovery``).
@@ -69,7 +71,7 @@ TASK_OWNERS = Table(
 #: The states of a task whose turn runs (or is about to): failed when nobody runs it any more.
 RUNNING_STATES = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
 
-#: Owner rows read per sweep (the rest at the next one).
+#: Owner rows of gone instances read per sweep (the rest at the next one).
 SWEEP_BATCH = 500
 
 _WHY = {
@@ -127,18 +129,22 @@ class InstanceLeases:
         statement = self._upsert(TASK_OWNERS, "task_id", task_id=task_id, instance_id=self.instance_id)
         await self._health.guard(self._execute(statement))
 
-    async def sweepable(self, now: float) -> list[tuple[str, str]]:
-        """(task id, owner) of this instance's tasks and of gone instances' tasks, at most ``SWEEP_BATCH``."""
-        live_owner = INSTANCES.c.instance_id == TASK_OWNERS.c.instance_id
+    async def own(self) -> list[tuple[str, str]]:
+        """(task id, owner) of every task this instance owns (the turns it runs, the tasks waiting here)."""
+        statement = select(TASK_OWNERS.c.task_id, TASK_OWNERS.c.instance_id).where(
+            TASK_OWNERS.c.instance_id == self.instance_id
+        )
+        result = await self._health.guard(self._execute(statement))
+        return [(row.task_id, row.instance_id) for row in result]
+
+    async def of_gone_instances(self, now: float) -> list[tuple[str, str]]:
+        """(task id, owner) of tasks whose owner's lease expired or is missing, at most ``SWEEP_BATCH``."""
         statement = (
             select(TASK_OWNERS.c.task_id, TASK_OWNERS.c.instance_id)
-            .select_from(TASK_OWNERS.outerjoin(INSTANCES, live_owner))
+            .select_from(TASK_OWNERS.outerjoin(INSTANCES, INSTANCES.c.instance_id == TASK_OWNERS.c.instance_id))
             .where(
-                or_(
-                    TASK_OWNERS.c.instance_id == self.instance_id,
-                    INSTANCES.c.instance_id.is_(None),
-                    INSTANCES.c.lease_expires_at < now,
-                )
+                TASK_OWNERS.c.instance_id != self.instance_id,
+                or_(INSTANCES.c.instance_id.is_(None), INSTANCES.c.lease_expires_at < now),
             )
             .limit(SWEEP_BATCH)
         )
@@ -201,9 +207,11 @@ class OrphanedTaskSweeper:
         store: VersionedTaskStore,
         event_stream: TaskEventStream | None,
         holds: Callable[[str], Awaitable[bool]],
+        health: StoreHealth,
         interval: float,
     ) -> None:
         self._leases = leases
+        self._health = health
         self._store = store
         self._event_stream = event_stream
         self._holds = holds
@@ -219,16 +227,16 @@ class OrphanedTaskSweeper:
         self._wake.set()
 
     async def _run(self) -> None:
-        while True:
+        while True:  # the lease was taken at start: the first sweep is an interval later
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+            self._wake.clear()
             try:
                 await self.sweep()
             except TaskStoreUnavailableError:
                 pass  # logged once per outage (store_outage); the next sweep renews the lease
             except Exception:
                 log.exception("sweeping orphaned A2A tasks failed; trying again in %g s", self._interval)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval)
-            self._wake.clear()
 
     async def sweep(self) -> int:
         """Renew the lease, then fail the orphaned tasks; how many were failed."""
@@ -237,7 +245,12 @@ class OrphanedTaskSweeper:
         released: list[tuple[str, str]] = []
         failed: Counter[FrontDoorError] = Counter()
         context = ServerCallContext()  # the A2A ports have no auth: every task has the owner an empty context names
-        for task_id, owner in await self._leases.sweepable(now):
+        owned = await self._leases.own()
+        # After an outage, the other instances get a whole lease of a working database to renew theirs.
+        recovered_at = self._health.recovered_at
+        if recovered_at is None or time.monotonic() - recovered_at >= self._leases.lease_seconds:
+            owned += await self._leases.of_gone_instances(now)
+        for task_id, owner in owned:
             mine = owner == self._leases.instance_id
             if mine and await self._holds(task_id):
                 continue  # its turn runs here, or it waits for input here

@@ -207,6 +207,7 @@ class A2AServer:
             storage.versioned_store(),
             storage.event_stream,
             handler.active_tasks.holds,
+            storage.health,
             self.settings.a2a_sweep_interval_seconds,
         )
         storage.health.on_recovery(self.orphan_sweeper.wake)

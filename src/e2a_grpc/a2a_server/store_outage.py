@@ -111,6 +111,8 @@ class StoreHealth:
 
     def __init__(self) -> None:
         self.available = True
+        #: ``time.monotonic()`` when the database last answered again after an outage (None: no outage seen).
+        self.recovered_at: float | None = None
         self._down_since = 0.0
         self._failed_calls = 0
         self._on_recovery: list[Callable[[], None]] = []
@@ -151,6 +153,7 @@ class StoreHealth:
         if self.available:
             return
         self.available = True
+        self.recovered_at = time.monotonic()
         log.info(
             "A2A task store available again after %.1f s; %d calls failed meanwhile",
             time.monotonic() - self._down_since,
