@@ -87,10 +87,17 @@ def assert_store_unavailable(error: BaseException, transport: str) -> None:
         assert error.__cause__.code() == grpc.StatusCode.UNAVAILABLE
 
 
+@contextlib.contextmanager
+def outage_log() -> Iterator[LogRecords]:
+    """Every record while the block runs, and those of the tasks it leaked."""
+    with log_records() as records:
+        yield records
+        gc.collect()  # "Task was destroyed but it is pending!" is logged when a leaked task is collected
+
+
 def outage_problems(records: LogRecords) -> list[str]:
     """What the log must not have for an expected outage: tracebacks, the SDK's unhandled exceptions, leaked
     tasks, raw driver text other than in the outage's one WARNING, a line per call."""
-    gc.collect()  # "Task was destroyed but it is pending!" is logged when a leaked task is collected
     problems = []
     for record in records.records:
         message = record.getMessage()
@@ -126,7 +133,7 @@ async def first_event(events: AsyncIterator[Any]) -> None:
 async def test_every_a2a_path_answers_the_retryable_error_while_the_database_is_stopped(
     cluster: Cluster, transport: str
 ) -> None:
-    with log_records() as records:
+    with outage_log() as records:
         async with (
             a2a_server(a2a_postgres_url=cluster.url, a2a_push_notifications=True) as server,
             a2a_client(server, transport, streaming=False) as client,
@@ -235,7 +242,7 @@ async def test_a_restart_under_load_answers_every_call_and_leaves_no_task_workin
             if sum(outcomes.values()) >= CALLERS:  # every caller is under way: restart now
                 answered.set()
 
-    with log_records() as records:
+    with outage_log() as records:
         async with (
             a2a_server(a2a_postgres_url=cluster.url) as server,
             httpx.AsyncClient(timeout=60, headers={VERSION_HEADER: PROTOCOL_VERSION_CURRENT}) as http,
@@ -335,7 +342,7 @@ async def test_a_stream_whose_turn_outlives_the_database_ends_with_the_error_and
     cluster: Cluster, transport: str
 ) -> None:
     backend = ControlledBackend(before=("first ",), after=("last",))
-    with log_records() as records:
+    with outage_log() as records:
         async with a2a_server(backend, a2a_postgres_url=cluster.url) as server, a2a_client(server, transport) as client:
             stream = client.send_message(send_request(user_message("outlive")))
             task_id = ""
