@@ -368,3 +368,24 @@ async def test_a_stream_whose_turn_outlives_the_database_ends_with_the_error_and
 
 def _error_code(task: Task) -> object:
     return json_format.MessageToDict(task.metadata).get("e2a_error", {}).get("code")
+
+
+@pytest.mark.asyncio
+async def test_a_call_under_way_when_the_outage_began_does_not_end_it() -> None:
+    health, entered, release = StoreHealth(), asyncio.Event(), asyncio.Event()
+
+    async def slow() -> int:
+        entered.set()
+        await release.wait()
+        return 1
+
+    with log_records() as records:
+        under_way = asyncio.ensure_future(health.guard(slow()))
+        await entered.wait()  # the call is under way
+        assert health.outage(ConnectionResetError(104, "Connection reset by peer"))
+        release.set()
+        assert await under_way == 1  # on a connection that still worked
+        assert not health.available
+        assert await health.guard(slow()) == 1  # started after: the database answers again
+    assert [level for level, _ in outage_lines(records)] == [logging.WARNING, logging.INFO]
+    assert health.available

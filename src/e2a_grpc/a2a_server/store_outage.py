@@ -139,18 +139,21 @@ class StoreHealth:
 
     async def guard(self, call: Awaitable[T]) -> T:
         """The result of a call on the database; an outage is ``TaskStoreUnavailableError``."""
+        started = time.monotonic()
         try:
             result = await call
         except Exception as error:
             if self.outage(error):
                 raise task_store_unavailable() from None
             raise
-        self.worked()
+        self.worked(started)
         return result
 
-    def worked(self) -> None:
-        """Record a call that worked."""
-        if self.available:
+    def worked(self, started: float) -> None:
+        """Record a call, started at ``started`` (``time.monotonic()``), that worked."""
+        # A call under way on another connection when the outage began may still end well: only one
+        # started since says the database answers again (else a restart logs a flap of lines).
+        if self.available or started < self._down_since:
             return
         self.available = True
         self.recovered_at = time.monotonic()
@@ -249,6 +252,7 @@ class GuardedEventStream(TaskEventStream):
         events = self._stream.subscribe(task_id, after=after)
         try:
             while True:
+                started = time.monotonic()
                 try:
                     event = await anext(events)
                 except StopAsyncIteration:
@@ -257,7 +261,7 @@ class GuardedEventStream(TaskEventStream):
                     if self._health.outage(error):
                         raise task_store_unavailable() from None
                     raise
-                self._health.worked()
+                self._health.worked(started)
                 yield event
         finally:
             await events.aclose()
