@@ -418,6 +418,18 @@ class ServerSettings(BaseSettings):
         description="A2A server: delete tasks this long after they ended (completed, failed, canceled, rejected); "
         "0 keeps them",
     )
+    a2a_lease_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A2A server with a database task store: an instance that has not renewed its lease for this "
+        "long is gone, and another instance marks its unfinished tasks failed",
+    )
+    a2a_sweep_interval_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A2A server with a database task store: how often an instance renews its lease and marks "
+        "failed the tasks left unfinished by a lost turn or a gone instance (at most half the lease)",
+    )
     a2a_push_notifications: bool = Field(
         default=False,
         description="A2A server: offer push notifications (the card's capabilities.pushNotifications): POST each "
@@ -524,6 +536,12 @@ class ServerSettings(BaseSettings):
             )
         if self.a2a_sqlite_path is not None and self.a2a_postgres_url:
             raise ValueError("--a2a-sqlite-path and --a2a-postgres-url name two task stores: give one")
+        if self.a2a_sweep_interval_seconds * 2 > self.a2a_lease_seconds:
+            # A lease renewed less often could expire while its instance is alive.
+            raise ValueError(
+                f"--a2a-sweep-interval-seconds ({self.a2a_sweep_interval_seconds:g}) must be at most half of "
+                f"--a2a-lease-seconds ({self.a2a_lease_seconds:g})"
+            )
         if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
             raise ValueError("--event-loop uvloop: uvloop is not installed (pip install 'e2a-grpc[uvloop]')")
         if self.event_loop is EventLoop.UVLOOP and self.backend is BackendName.ACP:

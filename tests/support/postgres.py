@@ -97,6 +97,11 @@ class Cluster:
                 server.kill()
                 server.wait()
 
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every session is ended; the server is back on the same port."""
+        self.stop()
+        self.start()
+
 
 def _ready(pg_isready: str, port: int) -> bool:
     """The server accepts sessions (a listening socket comes earlier, while it still starts up)."""

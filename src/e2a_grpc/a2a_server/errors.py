@@ -10,6 +10,11 @@ Every error this server raises carries ``data`` (``ErrorInfo.metadata`` on HTTP+
 
 Where the SDK's status for an A2A error is not the spec's (section 5.4, "Error Code Mappings"), the
 spec's is here too (``SPEC_GRPC_STATUS``, ``SPEC_HTTP_STATUS``), for the transports to send.
+
+A2A has no error for "a dependency is down, retry": ``TaskStoreUnavailableError`` is this server's, for
+a task store (database) that does not answer. It has its own JSON-RPC code in the range JSON-RPC leaves
+to servers (``TASK_STORE_UNAVAILABLE_CODE``), HTTP 503 and gRPC UNAVAILABLE, so clients and load
+balancers retry it as they retry any unavailable service.
 """
 
 from __future__ import annotations
@@ -18,10 +23,17 @@ from enum import StrEnum
 from typing import Any
 
 import grpc
+from a2a.server.jsonrpc_models import JSONRPCError
+from a2a.server.request_handlers import response_helpers
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import (
+    A2A_ERROR_MAPPING,
+    A2A_ERROR_REASONS,
+    A2A_REASON_TO_ERROR,
+    JSON_RPC_ERROR_CODE_MAP,
     A2AError,
     ContentTypeNotSupportedError,
+    ErrorMapping,
     InternalError,
     InvalidAgentResponseError,
     InvalidParamsError,
@@ -56,6 +68,44 @@ class FrontDoorError(StrEnum):
     REQUEST_MEDIA_TYPE_UNSUPPORTED = "request_media_type_unsupported"
     #: A request whose ``A2A-Version`` its interface does not speak (``versions``).
     VERSION_UNSUPPORTED = "version_unsupported"
+    #: The task store's database does not answer (``store_outage``): retry.
+    TASK_STORE_UNAVAILABLE = "task_store_unavailable"
+    #: A task failed by the sweeper (``leases``): its turn ended without a final state, as the task
+    #: store failed during it (the code in the failed task's ``metadata.e2a_error``).
+    TURN_LOST = "turn_lost"
+    #: A task failed by the sweeper (``leases``): the server instance running it stopped renewing its lease.
+    INSTANCE_GONE = "instance_gone"
+
+
+class TaskStoreUnavailableError(A2AError):
+    """The task store's database did not answer; the same request may succeed when retried."""
+
+    message = "task store unavailable; retry"
+
+
+#: JSON-RPC 2.0 leaves -32000 to -32099 to servers; A2A's own errors take -32001 to -32009.
+TASK_STORE_UNAVAILABLE_CODE = -32000
+#: The ``ErrorInfo`` reason of ``TaskStoreUnavailableError`` (HTTP+JSON and gRPC), in A2A's style.
+TASK_STORE_UNAVAILABLE_REASON = "TASK_STORE_UNAVAILABLE"
+
+
+def _register_task_store_unavailable() -> None:
+    """Give ``TaskStoreUnavailableError`` its JSON-RPC code, HTTP status and reason in a2a-sdk 1.3's tables.
+
+    The SDK's transports look an A2A error's class up in these tables (by exact class), and answer
+    any class they do not list as -32603 / HTTP 500 INTERNAL, which a client must not retry. The gRPC
+    status is ``SPEC_GRPC_STATUS``'s (``grpc_handler``), as the SDK's gRPC table is private.
+    """
+    JSON_RPC_ERROR_CODE_MAP[TaskStoreUnavailableError] = TASK_STORE_UNAVAILABLE_CODE
+    # The SDK's default JSON-RPC error model for an unlisted class fixes the code at -32603.
+    response_helpers.EXCEPTION_MAP[TaskStoreUnavailableError] = JSONRPCError
+    A2A_ERROR_MAPPING[TaskStoreUnavailableError] = ErrorMapping(503, "UNAVAILABLE", TASK_STORE_UNAVAILABLE_REASON)
+    # Both derived from A2A_ERROR_MAPPING when the SDK's module was imported.
+    A2A_ERROR_REASONS[TaskStoreUnavailableError] = TASK_STORE_UNAVAILABLE_REASON
+    A2A_REASON_TO_ERROR[TASK_STORE_UNAVAILABLE_REASON] = TaskStoreUnavailableError
+
+
+_register_task_store_unavailable()
 
 
 #: E2A error -> A2A error class, and whether a retry of the same request may succeed: the refusals of
@@ -76,6 +126,8 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     FrontDoorError.VERSION_UNSUPPORTED: (VersionNotSupportedError, False),
     # A2A has no "unavailable" error: the reason and ``retryable`` say what InternalError cannot.
     FrontDoorError.CAPACITY_EXHAUSTED: (InternalError, True),
+    # Any request that needs the database, at any point (this server's error: see the module's docstring).
+    FrontDoorError.TASK_STORE_UNAVAILABLE: (TaskStoreUnavailableError, True),
 }
 
 
@@ -86,12 +138,19 @@ def a2a_error(code: ErrorCode | FrontDoorError, message: str, **details: Any) ->
     return error_class(message=message, data={"reason": str(code), "retryable": retryable, **camel_keys(details)})
 
 
+def task_store_unavailable() -> A2AError:
+    """The error of a request that met a task store outage (``store_outage``): the same for every one."""
+    return a2a_error(FrontDoorError.TASK_STORE_UNAVAILABLE, TaskStoreUnavailableError.message)
+
+
 #: The spec's gRPC status where a2a-sdk 1.3's ``GrpcHandler`` gives another (FAILED_PRECONDITION for
 #: each of these).
 SPEC_GRPC_STATUS: dict[type[A2AError], grpc.StatusCode] = {
     PushNotificationNotSupportedError: grpc.StatusCode.UNIMPLEMENTED,
     UnsupportedOperationError: grpc.StatusCode.UNIMPLEMENTED,
     VersionNotSupportedError: grpc.StatusCode.UNIMPLEMENTED,
+    # Not the spec's (A2A has no such error) but this server's; the SDK's handler would abort UNKNOWN.
+    TaskStoreUnavailableError: grpc.StatusCode.UNAVAILABLE,
 }
 
 #: The spec's HTTP status where a2a-sdk 1.3's ``A2A_ERROR_MAPPING`` gives another (400 or 500).

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
@@ -189,6 +190,8 @@ class BackendExecutor(AgentExecutor):
         self._cancelled: set[str] = set()
         #: Tasks waiting for the client -> the agent's own task id (None: the agent names none).
         self._waiting: OrderedDict[str, str | None] = OrderedDict()
+        #: Records that this instance runs a task's turn, before it starts (``leases``; with a database).
+        self.record_owner: Callable[[str], Awaitable[None]] | None = None
 
     def check_prompt(self, message: Message) -> list[dict[str, Any]]:
         """The message's ``prompt_blocks``; refuse a message that cannot be a prompt (``E2AFieldError``),
@@ -211,6 +214,8 @@ class BackendExecutor(AgentExecutor):
         assert message is not None and task_id and context_id  # the SDK's request handler sets them
         self.slots.claim(message.message_id)
         try:
+            if self.record_owner is not None:
+                await self.record_owner(task_id)
             configuration = context.configuration
             envelope = turn_envelope(
                 message,

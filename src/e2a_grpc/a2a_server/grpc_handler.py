@@ -3,10 +3,13 @@
 - The SDK never reads the ``a2a-version`` metadata, so a call naming a version this service does not
   speak was served; here it gets VersionNotSupportedError (``versions.GRPC_VERSIONS``).
 - The SDK aborts with FAILED_PRECONDITION where the spec says UNIMPLEMENTED (``errors.SPEC_GRPC_STATUS``);
-  here those errors get the spec's status, with the same ``ErrorInfo`` detail the SDK sends.
+  here those errors get the spec's status, with the same ``ErrorInfo`` detail the SDK sends, its
+  metadata the error's ``data`` (``TaskStoreUnavailableError``: UNAVAILABLE, which the SDK's table lacks).
 """
 
 from __future__ import annotations
+
+import json
 
 import grpc
 from a2a.server.context import ServerCallContext
@@ -49,7 +52,12 @@ class FrontDoorGrpcHandler(GrpcHandler):
             await super().abort_context(error, context)
             return
         status = status_pb2.Status(code=code.value[0], message=error.message)
-        status.details.add().Pack(error_details_pb2.ErrorInfo(reason=A2A_ERROR_REASONS[type(error)], domain=A2A_DOMAIN))
+        # ErrorInfo.metadata maps strings to strings: other values as JSON (``true``, numbers).
+        metadata = {
+            key: value if isinstance(value, str) else json.dumps(value) for key, value in (error.data or {}).items()
+        }
+        info = error_details_pb2.ErrorInfo(reason=A2A_ERROR_REASONS[type(error)], domain=A2A_DOMAIN, metadata=metadata)
+        status.details.add().Pack(info)
         rich = status_to_grpc(status)
         context.set_trailing_metadata((*(context.trailing_metadata() or ()), *rich.trailing_metadata))
         await context.abort(rich.code, rich.details)

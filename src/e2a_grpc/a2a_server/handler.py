@@ -5,6 +5,8 @@ A send is refused with an A2A error (``errors.A2A_ERRORS``), before the SDK crea
 the prompt is too big, or when every turn slot is taken. Input modes are the SDK's own check. With
 push notifications offered, the handler keeps their configs and sends them (``push_delivery``); a
 send that asks for them from a server that does not offer them is refused, not served without them.
+The tasks it runs are in ``active_tasks.ActiveTasks`` (the SDK's registry, cleaned up after store
+failures), which says which tasks this server holds.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from a2a.server.tasks import TaskStore
 from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, SendMessageRequest, Task
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
+from e2a_grpc.a2a_server.active_tasks import ActiveTasks
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.a2a_server.executor import BLOCKING_SEND, PROMPT_BLOCKS, BackendExecutor
 from e2a_grpc.a2a_server.push_delivery import PushNotifications
@@ -66,6 +69,14 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
         self._executor = executor
         self._output_modes = list(card.default_output_modes)
         self._push = push
+        # The SDK's handler makes its registry itself: replaced by ours, made with the same arguments.
+        self.active_tasks = ActiveTasks(
+            agent_executor=executor,
+            task_store=self._versioned_store,
+            push_sender=push.sender if push is not None else None,
+            event_stream=event_stream,
+        )
+        self._active_task_registry = self.active_tasks
 
     def _admit(self, params: SendMessageRequest, context: ServerCallContext) -> str:
         """Check a send and reserve its turn slot; the key to release the reservation with. The prompt's

@@ -13,9 +13,11 @@ the gRPC port has gRPC health: both say what ``readiness`` says, the task store'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.metadata
 import logging
 import socket
+from typing import TYPE_CHECKING
 
 import grpc
 import uvicorn
@@ -29,6 +31,7 @@ from starlette.middleware import Middleware
 
 from e2a_grpc.a2a_server.body_limit import RequestBodyLimit
 from e2a_grpc.a2a_server.card_route import card_route
+from e2a_grpc.a2a_server.errors import TaskStoreUnavailableError
 from e2a_grpc.a2a_server.executor import BackendExecutor, TurnSlots
 from e2a_grpc.a2a_server.grpc_handler import FrontDoorGrpcHandler
 from e2a_grpc.a2a_server.handler import FrontDoorRequestHandler
@@ -36,6 +39,7 @@ from e2a_grpc.a2a_server.http_binding import HttpBinding
 from e2a_grpc.a2a_server.http_connections import ConnectionLimits, guarded_protocol
 from e2a_grpc.a2a_server.probe_endpoints import ProbeEndpoints
 from e2a_grpc.a2a_server.push_delivery import push_notifications
+from e2a_grpc.a2a_server.store_outage import quiet_sdk_outage_lines
 from e2a_grpc.a2a_server.store_probe import TaskStoreProbe
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
@@ -43,6 +47,9 @@ from e2a_grpc.chat.events import AgentBackend
 from e2a_grpc.grpc.readiness import Dependency, Readiness
 from e2a_grpc.grpc.server import E2AServer, ListenError, freeze_startup_heap, server_options
 from e2a_grpc.settings import A2A_CARD_PATH, A2A_REST_PATH, ServerSettings
+
+if TYPE_CHECKING:
+    from e2a_grpc.a2a_server.leases import OrphanedTaskSweeper
 
 log = logging.getLogger("e2a_grpc.a2a_server")
 
@@ -137,10 +144,13 @@ class A2AServer:
         self.handler: FrontDoorRequestHandler | None = None
         self._sweeper: EndedTaskSweeper | None = None
         self._store_probe: TaskStoreProbe | None = None
+        #: Fails the tasks of lost turns and gone instances (with a database task store).
+        self.orphan_sweeper: OrphanedTaskSweeper | None = None
         self._http: uvicorn.Server | None = None
         self._http_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        quiet_sdk_outage_lines()
         self.storage = await open_storage(self.settings)
         # The memory store has no database to lose.
         self.readiness.add_service(A2A_SERVICE_NAME, () if self.storage.engine is None else (Dependency.TASK_STORE,))
@@ -202,6 +212,7 @@ class A2AServer:
             self.storage.store, self.settings.a2a_task_ttl_seconds, self.storage.push_configs
         )
         self._sweeper.start()
+        self._start_orphan_sweeper(self.storage, self.handler)
         log.info(
             "A2A agent %r on http://%s:%d (card %s, JSON-RPC /, HTTP+JSON %s)%s, task store %s",
             self.card.name,
@@ -213,11 +224,30 @@ class A2AServer:
             "postgresql" if self.settings.a2a_postgres_url else self.settings.a2a_sqlite_path or "memory",
         )
 
+    def _start_orphan_sweeper(self, storage: TaskStorage, handler: FrontDoorRequestHandler) -> None:
+        if storage.leases is None or storage.health is None:
+            return  # in memory: the tasks end with the process
+        from e2a_grpc.a2a_server.leases import OrphanedTaskSweeper
+
+        self.executor.record_owner = storage.leases.record_owner
+        self.orphan_sweeper = OrphanedTaskSweeper(
+            storage.leases,
+            storage.versioned_store(),
+            storage.event_stream,
+            handler.active_tasks.holds,
+            storage.health,
+            self.settings.a2a_sweep_interval_seconds,
+        )
+        storage.health.on_recovery(self.orphan_sweeper.wake)
+        self.orphan_sweeper.start()
+
     async def stop(self) -> None:
         """Not ready any more; stop the running turns (their tasks end canceled), then the transports."""
         await self.readiness.drain()
         if self._sweeper is not None:
             await self._sweeper.stop()
+        if self.orphan_sweeper is not None:
+            await self.orphan_sweeper.stop()
         if self.handler is not None:
             await self.handler.aclose()
         if self._grpc is not None:
@@ -228,6 +258,10 @@ class A2AServer:
         if self._store_probe is not None:
             await self._store_probe.stop()
         if self.storage is not None:
+            if self.storage.leases is not None:
+                # Its tasks left unfinished are another instance's to fail now, not after the lease.
+                with contextlib.suppress(TaskStoreUnavailableError):
+                    await self.storage.leases.retire()
             await self.storage.aclose()
 
 

@@ -5,7 +5,9 @@ tasks survive a restart); in PostgreSQL with the SDK's cluster stores (``a2a_pos
 versioned task store, so instances sharing the database never overwrite each other's writes, and the
 database event stream, so a task running on one instance can be followed (resubscribed) on another
 and cancelled from it. With ``a2a_push_notifications``, the tasks' push notification configs are kept
-beside them: the SDK's in-memory store, or its database store in the same database.
+beside them: the SDK's in-memory store, or its database store in the same database. Every database
+store is guarded (``store_outage``): a database that does not answer is a retryable
+``TaskStoreUnavailableError``, logged once per outage.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from a2a.server.cluster import TaskEventStream, VersionedTaskStore
+from a2a.server.cluster.task_store import LegacyTaskStoreAdapter
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import (
     InMemoryPushNotificationConfigStore,
@@ -27,11 +30,21 @@ from a2a.server.tasks import (
 )
 from a2a.types.a2a_pb2 import ListTasksRequest
 
+from e2a_grpc.a2a_server.errors import TaskStoreUnavailableError
 from e2a_grpc.a2a_server.executor import TERMINAL_STATES
+from e2a_grpc.a2a_server.store_outage import (
+    GuardedEventStream,
+    GuardedPushConfigStore,
+    GuardedTaskStore,
+    GuardedVersionedTaskStore,
+    StoreHealth,
+)
 from e2a_grpc.settings import ServerSettings
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from e2a_grpc.a2a_server.leases import InstanceLeases
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +54,19 @@ _PAGE_SIZE = 100  # the largest page A2A's ListTasks allows
 @dataclass
 class TaskStorage:
     """The task store of a server, the event stream instances share (PostgreSQL only), the push
-    notification configs (when offered), and the engine to dispose."""
+    notification configs (when offered), and, for a database, its engine (to dispose), its health and
+    this instance's lease (``leases``)."""
 
     store: TaskStore | VersionedTaskStore
     event_stream: TaskEventStream | None = None
     engine: AsyncEngine | None = None
     push_configs: PushNotificationConfigStore | None = None
+    health: StoreHealth | None = None
+    leases: InstanceLeases | None = None
+
+    def versioned_store(self) -> VersionedTaskStore:
+        """The store as a ``VersionedTaskStore`` (an unversioned one through the SDK's adapter)."""
+        return self.store if isinstance(self.store, VersionedTaskStore) else LegacyTaskStoreAdapter(self.store)
 
     async def aclose(self) -> None:
         if self.engine is not None:
@@ -62,7 +82,14 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
         engine = create_async_engine(f"sqlite+aiosqlite:///{settings.a2a_sqlite_path}")
         store = DatabaseTaskStore(engine)
         await store.initialize()
-        return TaskStorage(store, engine=engine, push_configs=await _database_push_configs(settings, engine))
+        health = StoreHealth()
+        return TaskStorage(
+            GuardedTaskStore(store, health),
+            engine=engine,
+            push_configs=await _database_push_configs(settings, engine, health),
+            health=health,
+            leases=await _leases(settings, engine, health),
+        )
     if settings.a2a_postgres_url:
         from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
         from sqlalchemy.ext.asyncio import create_async_engine
@@ -72,13 +99,22 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
         events = DatabaseTaskEventStream(engine)
         await versioned.initialize()
         await events.initialize()
-        push_configs = await _database_push_configs(settings, engine)
-        return TaskStorage(versioned, event_stream=events, engine=engine, push_configs=push_configs)
+        health = StoreHealth()
+        return TaskStorage(
+            GuardedVersionedTaskStore(versioned, health),
+            event_stream=GuardedEventStream(events, health),
+            engine=engine,
+            push_configs=await _database_push_configs(settings, engine, health),
+            health=health,
+            leases=await _leases(settings, engine, health),
+        )
     push_configs = InMemoryPushNotificationConfigStore() if settings.a2a_push_notifications else None
     return TaskStorage(InMemoryTaskStore(), push_configs=push_configs)
 
 
-async def _database_push_configs(settings: ServerSettings, engine: AsyncEngine) -> PushNotificationConfigStore | None:
+async def _database_push_configs(
+    settings: ServerSettings, engine: AsyncEngine, health: StoreHealth
+) -> PushNotificationConfigStore | None:
     """The SDK's database store of push notification configs, its table created if missing (if offered)."""
     if not settings.a2a_push_notifications:
         return None
@@ -86,7 +122,16 @@ async def _database_push_configs(settings: ServerSettings, engine: AsyncEngine) 
 
     configs = DatabasePushNotificationConfigStore(engine)
     await configs.initialize()
-    return configs
+    return GuardedPushConfigStore(configs, health)
+
+
+async def _leases(settings: ServerSettings, engine: AsyncEngine, health: StoreHealth) -> InstanceLeases:
+    """This instance's lease in the database, its tables created if missing."""
+    from e2a_grpc.a2a_server.leases import InstanceLeases
+
+    leases = InstanceLeases(engine, health, settings.a2a_lease_seconds)
+    await leases.initialize()
+    return leases
 
 
 async def delete_ended_tasks(
@@ -147,6 +192,8 @@ class EndedTaskSweeper:
             await asyncio.sleep(interval)
             try:
                 deleted = await delete_ended_tasks(self._store, self._ttl, self._push_configs)
+            except TaskStoreUnavailableError:
+                continue  # logged once per outage (store_outage)
             except Exception:
                 log.exception("deleting ended A2A tasks failed; trying again in %g s", interval)
                 continue
