@@ -119,6 +119,16 @@ def _reader(item: RecordField) -> Callable[[Any, str], Any]:
     return lambda value, path: default if value is None else read(value, path)
 
 
+def _legacy_reader(item: RecordField) -> LegacyReader:
+    """The reader in ``model.legacy`` that the schema names for this field."""
+    try:
+        return legacy.READERS[item.legacy_reader]
+    except KeyError:
+        raise TypeError(
+            f"{item.descriptor.full_name}: no legacy reader {item.legacy_reader!r} in model.legacy"
+        ) from None
+
+
 def _compile_dict_reader(
     fields: tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...],
     as_is: tuple[tuple[str, frozenset[type], Any], ...],
@@ -175,7 +185,7 @@ def _compile_canonical_reader(
         if read is None:
             continue
         namespace[f"legacy_{index}"] = read
-        if not set(legacy.FALLBACK_KEYS[read]).isdisjoint(names):
+        if not set(item.fallback_keys).isdisjoint(names):
             lines.append(f"    if legacy_{index}(data) is not {value}: return None")
         elif read in legacy.NORMALIZING:  # null stays null: it is not a string
             lines.append(f"    if {value} is not None and legacy_{index}(data) is not {value}: return None")
@@ -200,8 +210,9 @@ class _Record(Generic[Msg]):
 
     timestamp: str | None
     FIELDS: ClassVar[tuple[RecordField, ...]]
-    #: Fields read from the whole input dict (current key, then legacy keys) instead of one key.
-    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {}
+    #: Fields read from the whole input dict (current key, then legacy keys) instead of one key:
+    #: those the schema names a legacy reader for, bound by that name.
+    LEGACY_READERS: ClassVar[dict[str, LegacyReader]]
     _NAMES: ClassVar[tuple[str, ...]]
     _FIELD_NAMES: ClassVar[frozenset[str]]
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
@@ -227,6 +238,7 @@ class _Record(Generic[Msg]):
     def _bind(cls, message_type: type[Msg]) -> None:
         """Derive the class's tables from its dataclass fields and its message type."""
         cls.FIELDS = record_fields(cls, message_type)
+        cls.LEGACY_READERS = {item.name: _legacy_reader(item) for item in cls.FIELDS if item.legacy_reader}
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
         cls._FIELD_NAMES = frozenset(cls._NAMES)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
@@ -509,17 +521,6 @@ class E2AEnvelope(_Record[e2a_pb2.E2AEnvelope]):
 
     CODEC: ClassVar[proto.Codec[e2a_pb2.E2AEnvelope]]
     _DOCUMENT: ClassVar[str] = "envelope"
-    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
-        "provenance": legacy.provenance,
-        "timestamp": legacy.timestamp,
-        "channel": legacy.channel,
-        "agent_id": legacy.agent_id,
-        "service_id": legacy.service_id,
-        "workspace_key": legacy.workspace_key,
-        "method": legacy.method,
-        "params": legacy.params,
-        "channel_context": legacy.channel_context,
-    }
 
 
 @dataclass
@@ -557,11 +558,6 @@ class E2AResponse(_Record[e2a_pb2.E2AResponse]):
 
     CODEC: ClassVar[proto.Codec[e2a_pb2.E2AResponse]]
     _DOCUMENT: ClassVar[str] = "response"
-    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
-        "response_kind": legacy.response_kind,
-        "timestamp": legacy.timestamp,
-        "channel": legacy.channel,
-    }
 
 
 E2AEnvelope._bind(e2a_pb2.E2AEnvelope)
