@@ -50,13 +50,15 @@ go_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PRO
 
 # ---------------------------------------------------------------------------------------------
 # Each language's table of the record fields, from the schema's (e2a.v1.json) options, by the local
-# protoc plugin codegen/e2a_tables.py (see its docstring): the Go codec's table, and the table of
+# protoc plugin codegen/e2a_tables.py (see its docstring): the Go and TypeScript codecs' tables (the
+# TypeScript one after buf, whose clean empties gen/ts), and the table of
 # docs/wire-json.md section 1, spliced between its markers.
 tables() { # target, output directory
   "$PYTHON" -m grpc_tools.protoc -I proto --plugin=protoc-gen-e2a-tables=codegen/protoc-gen-e2a-tables \
     --e2a-tables_out=target="$1":"$2" $protos
 }
 tables go gen/go/e2ajson
+tables ts gen/ts/e2a/v1
 docs_table=$(mktemp -d)
 trap 'rm -rf "$docs_table"' EXIT
 tables docs "$docs_table"
