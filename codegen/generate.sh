@@ -50,7 +50,7 @@ go_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PRO
 
 # ---------------------------------------------------------------------------------------------
 # Each language's table of the record fields, from the schema's (e2a.v1.json) options, by the local
-# protoc plugin codegen/e2a_tables.py (see its docstring): the Go and TypeScript codecs' tables (the
+# protoc plugin codegen/e2a_tables.py (see its docstring): the Go, TypeScript, Java and Rust codecs' tables (the
 # TypeScript one after buf, whose clean empties gen/ts), and the table of
 # docs/wire-json.md section 1, spliced between its markers.
 tables() { # target, output directory
@@ -59,6 +59,8 @@ tables() { # target, output directory
 }
 tables go gen/go/e2ajson
 tables ts gen/ts/e2a/v1
+tables java clients/java/src/main/java/io/e2a/v1/json
+tables rust clients/rust/src/json
 docs_table=$(mktemp -d)
 trap 'rm -rf "$docs_table"' EXIT
 tables docs "$docs_table"
