@@ -191,10 +191,10 @@ def go_table(schema: Schema) -> str:
     out += [f"\t{_go_string(key)}," for key in keys]
     out += ["}", ""]
     for full_name in _record_enums(schema):
-        enum = schema.enums[full_name]
-        out.append(f"// {_go_local(enum.name)}Values are the json_value of each {full_name} value that has one.")
-        out.append(f"var {_go_local(enum.name)}Values = []enumValue{{")
-        out += [f"\t{{{_go_string(text)}, {number}}}," for text, number in enum.values]
+        enum_type = schema.enums[full_name]
+        out.append(f"// {_go_local(enum_type.name)}Values are the json_value of each {full_name} value that has one.")
+        out.append(f"var {_go_local(enum_type.name)}Values = []enumValue{{")
+        out += [f"\t{{{_go_string(text)}, {number}}}," for text, number in enum_type.values]
         out += ["}", ""]
     for record in schema.records:
         out.append(f"// {_go_local(record.name)}Fields is the field table of e2a.v1.{record.name}, in field order.")
@@ -285,12 +285,14 @@ def java_table(schema: Schema) -> str:
         out.append("      List.of(")
         entries = []
         for item in record.fields:
-            enum = f"{_java_constant(schema.enums[item.type_name].name)}_VALUES" if item.kind == "ENUM" else "List.of()"
+            values = (
+                f"{_java_constant(schema.enums[item.type_name].name)}_VALUES" if item.kind == "ENUM" else "List.of()"
+            )
             legacy = f"WireReader::legacy{camel(item.legacy_reader)}" if item.legacy_reader else "null"
             internal = "List.of(" + ", ".join(_js(key) for key in item.internal_keys) + ")"
             entries.append(
                 f"          new FieldSpec({_js(item.name)}, {item.number}, JsonKind.JSON_KIND_{item.kind}, "
-                f"{_js(item.default)}, {enum}, {legacy}, {internal})"
+                f"{_js(item.default)}, {values}, {legacy}, {internal})"
             )
         out.append(",\n".join(entries) + ");")
     out += ["}", ""]
@@ -298,8 +300,11 @@ def java_table(schema: Schema) -> str:
 
 
 _RUST_KEYWORDS = frozenset(
-    "as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod "
-    "move mut pub ref return self static struct super trait true type unsafe use where while".split()
+    {
+        *("as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false"),
+        *("fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return"),
+        *("self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while"),
+    }
 )
 # The Access variant (clients/rust/src/json/table.rs) of each kind: how a field is got and set.
 _RUST_ACCESS = {
@@ -357,14 +362,16 @@ def rust_table(schema: Schema) -> str:
         out.append(f"pub(crate) static {_go_local(record.name).upper()}: &[FieldSpec<{message}>] = &[")
         for item in record.fields:
             member = f"r#{item.name}" if item.name in _RUST_KEYWORDS else item.name
-            enum = f"{_java_constant(schema.enums[item.type_name].name)}_VALUES" if item.kind == "ENUM" else "&[]"
+            values = f"{_java_constant(schema.enums[item.type_name].name)}_VALUES" if item.kind == "ENUM" else "&[]"
+            enum_name = schema.enums[item.type_name].name if item.kind == "ENUM" else ""
             legacy = f"Some(|d, f| d.legacy_{item.legacy_reader}(f))" if item.legacy_reader else "None"
             internal = "&[" + ", ".join(_js(key) for key in item.internal_keys) + "]"
             out += [
                 "    FieldSpec {",
                 f"        slot: Slot::{camel(item.name)},",
                 f"        default: {_js(item.default)},",
-                f"        enum_values: {enum},",
+                f"        enum_name: {_js(enum_name)},",
+                f"        enum_values: {values},",
                 f"        legacy: {legacy},",
                 f"        internal: {internal},",
                 f"        access: Access::{_RUST_ACCESS[item.kind]}(|m| &m.{member}, |m| &mut m.{member}),",
