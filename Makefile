@@ -23,7 +23,8 @@ gen: $(STAMP)
 	PYTHON=$(PY) ./codegen/generate.sh
 
 # What `make gen` writes: the generated code, and the field tables generated from the schema's options.
-GENERATED := src/e2a gen/ts gen/go/e2a gen/go/e2ajson/fields.gen.go clients/java/src/main/java/io/e2a/v1/json/RecordFields.java clients/rust/src/json/fields.rs docs/wire-json.md
+GENERATED := src/e2a gen/ts gen/go/e2a gen/go/e2ajson/fields.gen.go clients/java/src/main/java/io/e2a/v1/json/RecordFields.java clients/rust/src/json/fields.rs \
+  src/e2a_grpc/model/generated_fields.py docs/wire-json.md
 
 ## check-gen: fail if the committed generated code differs from what `make gen` produces
 check-gen: gen

@@ -50,7 +50,8 @@ go_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PRO
 
 # ---------------------------------------------------------------------------------------------
 # Each language's table of the record fields, from the schema's (e2a.v1.json) options, by the local
-# protoc plugin codegen/e2a_tables.py (see its docstring): the Go, TypeScript, Java and Rust codecs' tables (the
+# protoc plugin codegen/e2a_tables.py (see its docstring): the Go, TypeScript, Java and Rust codecs' tables and
+# the Python records' field declarations (the
 # TypeScript one after buf, whose clean empties gen/ts), and the table of
 # docs/wire-json.md section 1, spliced between its markers.
 tables() { # target, output directory
@@ -61,6 +62,7 @@ tables go gen/go/e2ajson
 tables ts gen/ts/e2a/v1
 tables java clients/java/src/main/java/io/e2a/v1/json
 tables rust clients/rust/src/json
+tables python src/e2a_grpc/model
 docs_table=$(mktemp -d)
 trap 'rm -rf "$docs_table"' EXIT
 tables docs "$docs_table"

@@ -1,4 +1,4 @@
-"""Adding a field to the schema needs no hand-written codec change in Go, TypeScript, Java or Rust.
+"""Adding a field to the schema needs no hand-written change in Python, Go, TypeScript, Java or Rust.
 
 A copy of the tree gets three new fields in each record of a copy of ``proto/e2a/v1/e2a.proto``
 (a string, an optional free-form object and an enum, each with its ``(e2a.v1.json)`` option), is
@@ -7,8 +7,7 @@ codec's conformance testee is built from the copy. Each must then write the new 
 order with their defaults, round-trip records that carry them through wire JSON and protobuf,
 read another testee's protobuf bytes, and name the new field in the error for a bad value.
 
-Python is not among them: its records are dataclasses that declare their fields too (README,
-"Adding a field"), and ``model/fields.py`` refuses a schema field the dataclass lacks.
+The Python testee runs on the copy's ``src`` (its record dataclasses' fields are generated too).
 
 Slow (it builds the four testees; the Rust one reuses a copy of the repository's compiled
 dependencies), and bounded: every step has a timeout.
@@ -61,9 +60,20 @@ DEFAULTS = ',"trace_label":null,"routing_hints":null,"delegated_origin":"service
 BAD_VALUES = {"trace_label": 5, "routing_hints": "eu", "delegated_origin": "nobody"}
 
 #: What the copy needs: sources, generation inputs, and the build files of the four testees.
-COPIED = ["proto", "codegen", "buf.yaml", "buf.gen.yaml", "buf.gen.go.yaml", "docs", "gen", "clients"]
+COPIED = [
+    "proto",
+    "codegen",
+    "buf.yaml",
+    "buf.gen.yaml",
+    "buf.gen.go.yaml",
+    "docs",
+    "gen",
+    "clients",
+    "src",
+    "conformance",
+]
 #: Build output and installed packages that are not copied (node_modules is linked instead).
-IGNORED = shutil.ignore_patterns("node_modules", "target")
+IGNORED = shutil.ignore_patterns("node_modules", "target", "__pycache__")
 
 
 def _add_fields(proto: Path) -> None:
@@ -96,7 +106,6 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             shutil.copytree(source, root / name, ignore=IGNORED)
         else:
             shutil.copy2(source, root / name)
-    (root / "src").mkdir()
     for link in (".venv", ".bin", "clients/ts/node_modules"):
         (root / link).symlink_to(REPO_ROOT / link)
     _add_fields(root / "proto" / "e2a" / "v1" / "e2a.proto")
@@ -106,6 +115,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def _testee_argv(tree: Path, language: str) -> list[str]:
     """Builds the language's testee from the copy; the argv that starts it there."""
+    if language == "python":
+        return [sys.executable, "conformance/testees/python_testee.py"]
     if language == "go":
         _run(["go", "build", "-o", "bin/conformance-testee", "./cmd/conformance-testee"], tree / "gen" / "go")
         return [str(tree / "gen" / "go" / "bin" / "conformance-testee")]
@@ -132,8 +143,10 @@ def _testee_argv(tree: Path, language: str) -> list[str]:
 def _ask(argv: list[str], cwd: Path, requests: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Each request's answer, by id (the testee protocol of conformance/README.md)."""
     lines = "".join(json.dumps(request) + "\n" for request in requests)
+    # The copy's Python packages come first (the Python testee; the others ignore it).
+    env = {**os.environ, "PYTHONPATH": str(cwd / "src")}
     run = subprocess.run(
-        argv, cwd=cwd, input=lines, capture_output=True, encoding="utf-8", timeout=ANSWER_TIMEOUT, check=False
+        argv, cwd=cwd, env=env, input=lines, capture_output=True, encoding="utf-8", timeout=ANSWER_TIMEOUT, check=False
     )
     assert run.returncode == 0, run.stderr[-4000:]
     answers = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
@@ -170,7 +183,7 @@ def go_protobuf(tree: Path) -> dict[str, str]:
     return {message: _payload(answers[index]) for index, (message, _) in enumerate(messages)}
 
 
-@pytest.mark.parametrize("language", ["go", "ts", "java", "rust"])
+@pytest.mark.parametrize("language", ["python", "go", "ts", "java", "rust"])
 def test_a_new_field_round_trips_with_no_hand_written_change(
     tree: Path, go_protobuf: dict[str, str], language: str
 ) -> None:

@@ -3,9 +3,9 @@
 The schema is the home of each field's wire JSON facts: ``proto/e2a/v1/options.proto`` gives every
 field of a record message its JSON kind, its default, the name of its legacy reader and the keys
 that reader falls back on. ``record_fields`` reads them from the descriptor, checks that the
-dataclass declares the same fields in the same order with the schema's defaults, and gives each
-field a ``Kind``; the dict readers, ``to_dict``, the protobuf codec and the ToACP fast path all work
-from that table.
+dataclass (generated from the schema too, ``model.generated_fields``) declares the same fields in
+the same order with the schema's defaults, and gives each field a ``Kind``; the dict readers,
+``to_dict``, the protobuf codec and the ToACP fast path all work from that table.
 """
 
 from __future__ import annotations

@@ -5,16 +5,17 @@ dicts) and read the legacy shapes of its sections 9-11 in ``from_dict``. Values 
 protocol does not allow raise an ``E2ATypeError`` / ``E2AValueError`` naming the field, instead of
 being coerced into something else.
 
-Each dataclass is the one declaration of its fields: ``FIELDS`` (see ``model.fields``) is derived
-from it and from the protobuf descriptor, and ``to_dict``, ``from_dict`` and the protobuf codec
-work from that table. Only the legacy readers (``LEGACY_READERS``) are written per field.
+The fields are declared once, in the schema: each record class extends the dataclass of its fields
+that ``make gen`` writes from it (``model.generated_fields``). ``FIELDS`` (see ``model.fields``) joins
+that dataclass and the protobuf descriptor's options, and ``to_dict``, ``from_dict`` and the
+protobuf codec work from that table. Only the legacy readers (``model.legacy``, bound by the name
+the schema gives them) are written per field.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
@@ -24,11 +25,9 @@ from e2a.v1 import e2a_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import legacy, proto, readers
-from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
-from e2a_grpc.model.enums import IdentityOrigin, ResponseStatus
 from e2a_grpc.model.fields import Kind, RecordField, record_fields
+from e2a_grpc.model.generated_fields import EnvelopeFields, ResponseFields
 from e2a_grpc.model.parts import E2AAuth, E2AProvenance
-from e2a_grpc.model.readers import JsonRpcIdValue
 
 
 def utc_now_iso() -> str:
@@ -256,11 +255,13 @@ class _Record(Generic[Msg]):
         cls._READ_CANONICAL = _compile_canonical_reader(cls.FIELDS, cls.LEGACY_READERS)
         cls.CODEC = proto.codec(message_type, cls.FIELDS)
         cls._PLAIN_CODEC = proto.codec(message_type, cls.FIELDS, plain=True)
-        # The dataclass left each plain default as a class attribute (its __init__ does not use them):
-        # an unread record must find no attribute there, so that reading one reaches __getattr__.
+        # The dataclass of the fields left each plain default as a class attribute (its __init__ does
+        # not use them): an unread record must find no attribute there, so that reading one reaches
+        # __getattr__.
         for name in cls._NAMES:
-            if name in cls.__dict__:
-                delattr(cls, name)
+            for holder in cls.__mro__:
+                if name in holder.__dict__:
+                    delattr(holder, name)
 
     if not TYPE_CHECKING:  # mypy would take any attribute name as valid
 
@@ -485,76 +486,17 @@ class _FromJson:
         return jsontext.dumps(values, parsed=True)
 
 
-@dataclass
-class E2AEnvelope(_Record[e2a_pb2.E2AEnvelope]):
-    """A request from the gateway to an agent server (spec section 4)."""
-
-    protocol_version: str | None = E2A_PROTOCOL_VERSION
-    provenance: E2AProvenance = field(default_factory=E2AProvenance)
-    request_id: str | None = None
-    jsonrpc_id: JsonRpcIdValue = None
-    correlation_id: str | None = None
-    task_id: str | None = None
-    context_id: str | None = None
-    session_id: str | None = None
-    message_id: str | None = None
-    timestamp: str | None = None
-    identity_origin: IdentityOrigin = IdentityOrigin.USER
-    channel: str | None = None
-    user_id: str | None = None
-    agent_ref: dict[str, Any] | None = None
-    chat_id: str | None = None
-    source_agent_id: str | None = None
-    agent_id: str | None = None
-    service_id: str | None = None
-    workspace_key: str | None = None
-    method: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    ext_method: str | None = None
-    session_update_kind: str | None = None
-    is_stream: bool = False
-    expected_output_modes: list[str] = field(default_factory=list)
-    auth: E2AAuth | None = None
-    channel_context: dict[str, Any] = field(default_factory=dict)
-    a2a_metadata: dict[str, Any] = field(default_factory=dict)
-    acp_meta: dict[str, Any] = field(default_factory=dict)
+class E2AEnvelope(EnvelopeFields, _Record[e2a_pb2.E2AEnvelope]):
+    """A request from the gateway to an agent server (spec section 4); its fields are declared in
+    ``model.generated_fields``, generated from the schema."""
 
     CODEC: ClassVar[proto.Codec[e2a_pb2.E2AEnvelope]]
     _DOCUMENT: ClassVar[str] = "envelope"
 
 
-@dataclass
-class E2AResponse(_Record[e2a_pb2.E2AResponse]):
-    """One outbound record from an agent; each streaming frame is one (spec section 12)."""
-
-    protocol_version: str | None = E2A_PROTOCOL_VERSION
-    response_id: str | None = None
-    request_id: str | None = None
-    sequence: int = 0
-    is_final: bool = False
-    status: str = ResponseStatus.IN_PROGRESS.value
-    response_kind: str = ""
-    timestamp: str | None = None
-    provenance: E2AProvenance = field(default_factory=E2AProvenance)
-    body: dict[str, Any] = field(default_factory=dict)
-    jsonrpc_id: JsonRpcIdValue = None
-    correlation_id: str | None = None
-    task_id: str | None = None
-    context_id: str | None = None
-    session_id: str | None = None
-    message_id: str | None = None
-    is_stream: bool = False
-    identity_origin: IdentityOrigin = IdentityOrigin.AGENT
-    channel: str | None = None
-    user_id: str | None = None
-    agent_ref: dict[str, Any] | None = None
-    source_agent_id: str | None = None
-    method: str | None = None
-    projections: dict[str, Any] = field(default_factory=dict)
-    channel_context: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    a2a_metadata: dict[str, Any] = field(default_factory=dict)
-    acp_meta: dict[str, Any] = field(default_factory=dict)
+class E2AResponse(ResponseFields, _Record[e2a_pb2.E2AResponse]):
+    """One outbound record from an agent; each streaming frame is one (spec section 12). Its fields
+    are declared in ``model.generated_fields``, generated from the schema."""
 
     CODEC: ClassVar[proto.Codec[e2a_pb2.E2AResponse]]
     _DOCUMENT: ClassVar[str] = "response"
