@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 NODE_MODULES := clients/ts/node_modules/.package-lock.json
 # The last commit of the schema as first shipped: later schemas must stay wire compatible with it.
 SCHEMA_BASELINE := 4d23cc8b96c9f34e16bda3585a6e7b6942cee522
-PY_SRC := src/e2a_grpc tests bench conformance setup.py
+PY_SRC := src/e2a_grpc tests bench conformance codegen setup.py
 
 .PHONY: venv gen check-gen lint test test-fast nats-server test-go test-java test-rust conformance fuzz fuzz-canonical bench bench-tools serve clean
 
@@ -18,14 +18,18 @@ $(STAMP): pyproject.toml setup.py src/e2a_grpc/_canonical.c src/e2a_grpc/chat/_f
 
 venv: $(STAMP)
 
-## gen: regenerate all code derived from proto/ (Python, TypeScript, Go; no remote buf plugins)
+## gen: regenerate all code derived from proto/ (Python, TypeScript, Go, the record field tables; no remote buf plugins)
 gen: $(STAMP)
 	PYTHON=$(PY) ./codegen/generate.sh
 
+# What `make gen` writes: the generated code, and the field tables generated from the schema's options.
+GENERATED := src/e2a gen/ts gen/go/e2a gen/go/e2ajson/fields.gen.go clients/java/src/main/java/io/e2a/v1/json/RecordFields.java clients/rust/src/json/fields.rs \
+  src/e2a_grpc/model/generated_fields.py docs/wire-json.md
+
 ## check-gen: fail if the committed generated code differs from what `make gen` produces
 check-gen: gen
-	git diff --exit-code --stat -- src/e2a gen/ts gen/go/e2a
-	test -z "$$(git status --porcelain --untracked-files=all -- src/e2a gen/ts gen/go/e2a)"
+	git diff --exit-code --stat -- $(GENERATED)
+	test -z "$$(git status --porcelain --untracked-files=all -- $(GENERATED))"
 
 ## lint: buf lint/format, buf breaking (wire compatibility with the shipped schema), ruff, mypy
 lint: $(STAMP)

@@ -47,3 +47,23 @@ go_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PRO
   "protoc-gen-go-grpc ${PROTOC_GEN_GO_GRPC_VERSION#v}"
 "$BUF" generate
 "$BUF" generate --template buf.gen.go.yaml
+
+# ---------------------------------------------------------------------------------------------
+# Each language's table of the record fields, from the schema's (e2a.v1.json) options, by the local
+# protoc plugin codegen/e2a_tables.py (see its docstring): the Go, TypeScript, Java and Rust codecs' tables and
+# the Python records' field declarations (the
+# TypeScript one after buf, whose clean empties gen/ts), and the table of
+# docs/wire-json.md section 1, spliced between its markers.
+tables() { # target, output directory
+  "$PYTHON" -m grpc_tools.protoc -I proto --plugin=protoc-gen-e2a-tables=codegen/protoc-gen-e2a-tables \
+    --e2a-tables_out=target="$1":"$2" $protos
+}
+tables go gen/go/e2ajson
+tables ts gen/ts/e2a/v1
+tables java clients/java/src/main/java/io/e2a/v1/json
+tables rust clients/rust/src/json
+tables python src/e2a_grpc/model
+docs_table=$(mktemp -d)
+trap 'rm -rf "$docs_table"' EXIT
+tables docs "$docs_table"
+"$PYTHON" codegen/e2a_tables.py splice docs/wire-json.md "$docs_table/wire-json-fields.md"

@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "e2a/v1/conversion_service.proto",
         "e2a/v1/agent_service.proto",
         "e2a/v1/codec_service.proto",
+        "e2a/v1/options.proto",
     ];
     // Build scripts run single-threaded; the code generator below reads PROTOC.
     std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?);

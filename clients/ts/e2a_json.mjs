@@ -17,9 +17,9 @@ import {
   E2AProvenanceSchema,
   E2AResponseSchema,
   HttpHeaderSchema,
-  IdentityOrigin,
   JsonRpcIdSchema,
 } from "../../gen/ts/e2a/v1/e2a_pb.js";
+import { ENUM_VALUES, ENVELOPE_FIELDS, RESPONSE_FIELDS } from "../../gen/ts/e2a/v1/e2a_fields.js";
 
 /**
  * Deepest nesting of arrays/objects in one JSON text (docs/wire-json.md section 6): a wire JSON
@@ -34,22 +34,6 @@ const INT64_MAX = 2n ** 63n - 1n;
 // datetime.fromtimestamp accepts years 1 to 9999.
 const EPOCH_SECONDS_MIN = -62135596800;
 const EPOCH_SECONDS_MAX = 253402300799;
-const DEFAULT_PROTOCOL_VERSION = "1.0";
-const ORIGINS = ["system", "user", "agent", "service"];
-const ORIGIN_TO_PROTO = new Map([
-  ["system", IdentityOrigin.SYSTEM],
-  ["user", IdentityOrigin.USER],
-  ["agent", IdentityOrigin.AGENT],
-  ["service", IdentityOrigin.SERVICE],
-]);
-const ORIGIN_FROM_PROTO = new Map([...ORIGIN_TO_PROTO].map(([name, number]) => [number, name]));
-// Legacy `metadata` keys that stay out of channel_context (model/constants.py).
-const WIRE_INTERNAL_METADATA_KEYS = new Set([
-  "_e2a_wire_legacy_agent_chunk",
-  "_e2a_wire_legacy_agent_response",
-  "_jiuwenswarm_server_push",
-  "_jiuwenswarm_cancel_source",
-]);
 
 /** An error about one field of an E2A document; `field` is the dotted path Python names. */
 export class E2AFieldError extends Error {
@@ -739,13 +723,14 @@ function jsonrpcId(value, path) {
   return create(JsonRpcIdSchema, { kind });
 }
 
-/** identity_origin: absent or null reads as the record's default, as protobuf's JSON mapping reads null. */
-function identityOrigin(value, path, fallback) {
-  if (value === undefined || value.type === "null") return ORIGIN_TO_PROTO.get(fallback);
-  if (value.type !== "string") throw typeError(path, "a string", value);
-  const number = ORIGIN_TO_PROTO.get(value.str);
+/** An enum field by the json_value of its values: absent or null reads as the field's default, as
+ * protobuf's JSON mapping reads null. */
+function enumValue(value, field) {
+  if (value === undefined || value.type === "null") return field.numbers.get(field.default);
+  if (value.type !== "string") throw typeError(field.name, "a string", value);
+  const number = field.numbers.get(value.str);
   if (number === undefined) {
-    throw new E2AFieldError(path, `'${value.str}' is not one of ${ORIGINS.join(", ")}`);
+    throw new E2AFieldError(field.name, `'${value.str}' is not one of ${[...field.numbers.keys()].join(", ")}`);
   }
   return number;
 }
@@ -828,8 +813,8 @@ function params(data) {
   return objectText(members);
 }
 
-/** `channel_context`, plus keys of legacy `metadata` and a truthy `app_id` it lacks. */
-function envelopeChannelContext(data) {
+/** `channel_context`, plus keys of legacy `metadata` (but its internal keys) and a truthy `app_id` it lacks. */
+function envelopeChannelContext(data, field) {
   const context = jsonObject(data.get("channel_context"), "channel_context");
   const metadata = data.get("metadata");
   const appId = data.get("app_id");
@@ -838,16 +823,16 @@ function envelopeChannelContext(data) {
   const members = membersOf(new Value("object", context));
   if (mergeMetadata) {
     for (const [key, value] of membersOf(metadata)) {
-      if (!WIRE_INTERNAL_METADATA_KEYS.has(key) && !members.has(key)) members.set(key, value);
+      if (!field.internalKeys.includes(key) && !members.has(key)) members.set(key, value);
     }
   }
   if (appId !== undefined && truthy(appId) && !members.has("app_id")) members.set("app_id", appId);
   return objectText(members);
 }
 
-function auth(value) {
+function auth(value, path) {
   if (value === undefined || value.type === "null") return undefined;
-  if (value.type !== "object") throw typeError("auth", "an object", value);
+  if (value.type !== "object") throw typeError(path, "an object", value);
   const members = membersOf(value);
   const headers = membersOf(new Value("object", jsonObject(members.get("extra_headers"), "auth.extra_headers")));
   const extraHeaders = [];
@@ -865,10 +850,6 @@ function auth(value) {
   };
 }
 
-function protocolVersion(data) {
-  const value = data.get("protocol_version");
-  return value === undefined ? DEFAULT_PROTOCOL_VERSION : text(value, "protocol_version");
-}
 
 // --- what protobuf cannot carry, checked in the order Python's to_proto meets it ------------
 
@@ -878,8 +859,8 @@ function checkUnicode(value, path) {
   }
 }
 
-/** `fields`: [wire name, local name, kind] in field order; kind "text", "list", "provenance" or "int64". */
-function checkEncodable(init, fields) {
+/** What protobuf cannot carry, field by field of the record's table. */
+function checkEncodable(init, table) {
   if (init.auth !== undefined) {
     for (const { name, value } of init.auth.extraHeaders) {
       checkUnicode(name, `auth.extra_headers.${name}.name`);
@@ -887,18 +868,18 @@ function checkEncodable(init, fields) {
     }
     for (const [wire, local] of AUTH_TEXT_FIELDS) checkUnicode(init.auth[local], `auth.${wire}`);
   }
-  for (const [wire, local, kind] of fields) {
-    const value = init[local];
-    if (kind === "text") {
-      checkUnicode(value, wire);
-    } else if (kind === "list") {
-      for (const item of value) checkUnicode(item, wire);
-    } else if (kind === "provenance") {
-      checkUnicode(value.sourceProtocol, wire);
-      checkUnicode(value.converter, wire);
-      checkUnicode(value.convertedAt, wire);
-    } else if (value < INT64_MIN || value > INT64_MAX) {
-      throw new E2AFieldError(wire, `integer ${value} is outside the signed 64-bit range`);
+  for (const field of table) {
+    const value = init[field.local];
+    if (field.kind === "text" || field.kind === "plain_text") {
+      checkUnicode(value, field.name);
+    } else if (field.kind === "text_list") {
+      for (const item of value) checkUnicode(item, field.name);
+    } else if (field.kind === "provenance") {
+      checkUnicode(value.sourceProtocol, field.name);
+      checkUnicode(value.converter, field.name);
+      checkUnicode(value.convertedAt, field.name);
+    } else if (field.kind === "integer" && (value < INT64_MIN || value > INT64_MAX)) {
+      throw new E2AFieldError(field.name, `integer ${value} is outside the signed 64-bit range`);
     }
   }
 }
@@ -908,29 +889,6 @@ const AUTH_TEXT_FIELDS = [
   ["bearer_token", "bearerToken"],
   ["api_key_ref", "apiKeyRef"],
   ["credential_ref", "credentialRef"],
-];
-
-const textFields = (...names) => names.map((wire) => [wire, camel(wire), "text"]);
-function camel(wire) {
-  return wire.replace(/_([a-z0-9])/g, (_, letter) => letter.toUpperCase());
-}
-
-const ENVELOPE_CHECKS = [
-  ...textFields("protocol_version"),
-  ["provenance", "provenance", "provenance"],
-  ...textFields("request_id"),
-  ...textFields("correlation_id", "task_id", "context_id", "session_id", "message_id", "timestamp"),
-  ...textFields("channel", "user_id", "chat_id", "source_agent_id", "agent_id", "service_id", "workspace_key"),
-  ...textFields("method", "ext_method", "session_update_kind"),
-  ["expected_output_modes", "expectedOutputModes", "list"],
-];
-const RESPONSE_CHECKS = [
-  ...textFields("protocol_version", "response_id", "request_id"),
-  ["sequence", "sequence", "int64"],
-  ...textFields("status", "response_kind", "timestamp"),
-  ["provenance", "provenance", "provenance"],
-  ...textFields("correlation_id", "task_id", "context_id", "session_id", "message_id"),
-  ...textFields("channel", "user_id", "source_agent_id", "method"),
 ];
 
 // The free-form texts envelopeFromJson / responseFromJson put into each message they return: those
@@ -956,103 +914,114 @@ function provenanceMessage(fields) {
 
 // --- reading ---------------------------------------------------------------------------------
 
+// How a present or absent key (`value` undefined) of each JSON kind is read into the init object
+// of a message (options.proto's e2a.v1.JsonKind).
+const READERS = {
+  text: (value, field) => (value === undefined && field.default ? field.default : text(value, field.name)),
+  plain_text: (value, field) => plainText(value, field.name, field.default ?? ""),
+  flag: (value, field) => flag(value, field.name),
+  integer: (value, field) => integer(value, field.name),
+  text_list: (value, field) => textList(value, field.name),
+  object: (value, field) => objectField(jsonObject(value, field.name)),
+  optional_object: (value, field) => optionalJsonObject(value, field.name) ?? "",
+  jsonrpc_id: (value, field) => jsonrpcId(value, field.name),
+  enum: enumValue,
+  provenance: (value) => provenance(value),
+  auth: (value, field) => auth(value, field.name),
+};
+
+// The legacy readers the schema names ((e2a.v1.json).legacy_reader): each reads its field from the
+// whole document (docs/wire-json.md section 3). Each returns the field's init value.
+const LEGACY_READERS = {
+  provenance: (data) => envelopeProvenance(data),
+  timestamp: (data) => timestamp(data),
+  channel: (data) => channel(data),
+  agent_id: (data) => stripped(data, "agent_id") ?? stripped(data, "source_agent_id"),
+  service_id: (data) => stripped(data, "service_id"),
+  workspace_key: (data) => stripped(data, "workspace_key") ?? stripped(data, "workspace_dir"),
+  method: (data) => envelopeMethod(data),
+  params: (data) => objectField(params(data)),
+  channel_context: (data, field) => objectField(envelopeChannelContext(data, field)),
+  // null reads as "" (no kind), as older writers sent it.
+  response_kind: (data, field) => text(data.get(field.name), field.name) ?? "",
+};
+
+// The free-form text kinds: their texts are normalized when read (see READ_TEXTS).
+const OBJECT_KINDS = new Set(["object", "optional_object"]);
+
+/**
+ * A record's table (gen/ts/e2a/v1/e2a_fields.js, generated from the schema) joined with its
+ * protobuf-es schema: each field gets its local name, its enum's values and its legacy reader.
+ * Throws at load time when the table and the compiled schema differ or a legacy reader is missing.
+ */
+function bindTable(table, schema) {
+  return table.map((entry, index) => {
+    const descriptor = schema.fields[index];
+    if (descriptor?.number !== entry.number || descriptor.name !== entry.name) {
+      throw new Error(`e2a_json: ${schema.typeName} field ${index + 1} is not ${entry.name} = ${entry.number}`);
+    }
+    const legacy = entry.legacy === undefined ? undefined : LEGACY_READERS[entry.legacy];
+    if (entry.legacy !== undefined && legacy === undefined) {
+      throw new Error(`e2a_json: no legacy reader ${entry.legacy} for ${schema.typeName}.${entry.name}`);
+    }
+    if (READERS[entry.kind] === undefined) {
+      throw new Error(`e2a_json: ${schema.typeName}.${entry.name} has JSON kind ${entry.kind}, unknown here`);
+    }
+    const values = entry.enum === undefined ? [] : ENUM_VALUES[entry.enum];
+    return {
+      ...entry,
+      local: descriptor.localName,
+      key: `${quote(entry.name)}:`,
+      numbers: new Map(values),
+      names: new Map(values.map(([name, number]) => [number, name])),
+      internalKeys: entry.internalKeys ?? [],
+      read: legacy ?? ((data, field) => field.readValue(data.get(field.name), field)),
+      readValue: READERS[entry.kind],
+    };
+  });
+}
+
+const ENVELOPE_TABLE = bindTable(ENVELOPE_FIELDS, E2AEnvelopeSchema);
+const RESPONSE_TABLE = bindTable(RESPONSE_FIELDS, E2AResponseSchema);
+
+/** A record message from its wire JSON, read field by field in field order, so that the first error
+ * is the one Python reports. */
+function recordFromJson(json, documentName, table, schema) {
+  const data = readDocument(json, documentName);
+  const init = {};
+  for (const field of table) init[field.local] = field.read(data, field);
+  checkEncodable(init, table);
+  // The free-form texts, normalized as read: the writer need not check them again.
+  const texts = [];
+  for (const field of table) {
+    const value = init[field.local];
+    if (OBJECT_KINDS.has(field.kind)) {
+      texts.push(value);
+    } else if (field.kind === "provenance") {
+      init[field.local] = provenanceMessage(value);
+      texts.push(init[field.local].details);
+    } else if (field.kind === "auth" && value !== undefined) {
+      init[field.local] = create(E2AAuthSchema, {
+        ...value,
+        extraHeaders: value.extraHeaders.map((header) => create(HttpHeaderSchema, header)),
+      });
+      texts.push(init[field.local].meta);
+    }
+  }
+  return remember(create(schema, init), texts);
+}
+
 /**
  * An e2a.v1.E2AEnvelope from E2A wire JSON, legacy keys of spec sections 9-11 included.
  * Throws E2AFieldError naming the field at fault ("$" for text that is not JSON).
  */
 export function envelopeFromJson(json) {
-  const data = readDocument(json, "envelope");
-  // Fields are read in field order, so that the first error is the one Python reports.
-  const init = {
-    protocolVersion: protocolVersion(data),
-    provenance: envelopeProvenance(data),
-    requestId: text(data.get("request_id"), "request_id"),
-    jsonrpcId: jsonrpcId(data.get("jsonrpc_id"), "jsonrpc_id"),
-    correlationId: text(data.get("correlation_id"), "correlation_id"),
-    taskId: text(data.get("task_id"), "task_id"),
-    contextId: text(data.get("context_id"), "context_id"),
-    sessionId: text(data.get("session_id"), "session_id"),
-    messageId: text(data.get("message_id"), "message_id"),
-    timestamp: timestamp(data),
-    identityOrigin: identityOrigin(data.get("identity_origin"), "identity_origin", "user"),
-    channel: channel(data),
-    userId: text(data.get("user_id"), "user_id"),
-    agentRef: optionalJsonObject(data.get("agent_ref"), "agent_ref") ?? "",
-    chatId: text(data.get("chat_id"), "chat_id"),
-    sourceAgentId: text(data.get("source_agent_id"), "source_agent_id"),
-    agentId: stripped(data, "agent_id") ?? stripped(data, "source_agent_id"),
-    serviceId: stripped(data, "service_id"),
-    workspaceKey: stripped(data, "workspace_key") ?? stripped(data, "workspace_dir"),
-    method: envelopeMethod(data),
-    params: objectField(params(data)),
-    extMethod: text(data.get("ext_method"), "ext_method"),
-    sessionUpdateKind: text(data.get("session_update_kind"), "session_update_kind"),
-    isStream: flag(data.get("is_stream"), "is_stream"),
-    expectedOutputModes: textList(data.get("expected_output_modes"), "expected_output_modes"),
-    auth: auth(data.get("auth")),
-    channelContext: objectField(envelopeChannelContext(data)),
-    a2aMetadata: objectField(jsonObject(data.get("a2a_metadata"), "a2a_metadata")),
-    acpMeta: objectField(jsonObject(data.get("acp_meta"), "acp_meta")),
-  };
-  checkEncodable(init, ENVELOPE_CHECKS);
-  init.provenance = provenanceMessage(init.provenance);
-  if (init.auth !== undefined) {
-    init.auth = create(E2AAuthSchema, {
-      ...init.auth,
-      extraHeaders: init.auth.extraHeaders.map((header) => create(HttpHeaderSchema, header)),
-    });
-  }
-  const message = create(E2AEnvelopeSchema, init);
-  const texts = [init.provenance.details, init.agentRef, init.params, init.channelContext, init.a2aMetadata, init.acpMeta];
-  return remember(message, init.auth === undefined ? texts : [...texts, init.auth.meta]);
+  return recordFromJson(json, "envelope", ENVELOPE_TABLE, E2AEnvelopeSchema);
 }
 
 /** An e2a.v1.E2AResponse from E2A wire JSON (see envelopeFromJson). */
 export function responseFromJson(json) {
-  const data = readDocument(json, "response");
-  const init = {
-    protocolVersion: protocolVersion(data),
-    responseId: text(data.get("response_id"), "response_id"),
-    requestId: text(data.get("request_id"), "request_id"),
-    sequence: integer(data.get("sequence"), "sequence"),
-    isFinal: flag(data.get("is_final"), "is_final"),
-    status: plainText(data.get("status"), "status", "in_progress"),
-    responseKind: text(data.get("response_kind"), "response_kind") ?? "",
-    timestamp: timestamp(data),
-    provenance: provenance(data.get("provenance")),
-    body: objectField(jsonObject(data.get("body"), "body")),
-    jsonrpcId: jsonrpcId(data.get("jsonrpc_id"), "jsonrpc_id"),
-    correlationId: text(data.get("correlation_id"), "correlation_id"),
-    taskId: text(data.get("task_id"), "task_id"),
-    contextId: text(data.get("context_id"), "context_id"),
-    sessionId: text(data.get("session_id"), "session_id"),
-    messageId: text(data.get("message_id"), "message_id"),
-    isStream: flag(data.get("is_stream"), "is_stream"),
-    identityOrigin: identityOrigin(data.get("identity_origin"), "identity_origin", "agent"),
-    channel: channel(data),
-    userId: text(data.get("user_id"), "user_id"),
-    agentRef: optionalJsonObject(data.get("agent_ref"), "agent_ref") ?? "",
-    sourceAgentId: text(data.get("source_agent_id"), "source_agent_id"),
-    method: text(data.get("method"), "method"),
-    projections: objectField(jsonObject(data.get("projections"), "projections")),
-    channelContext: objectField(jsonObject(data.get("channel_context"), "channel_context")),
-    metadata: objectField(jsonObject(data.get("metadata"), "metadata")),
-    a2aMetadata: objectField(jsonObject(data.get("a2a_metadata"), "a2a_metadata")),
-    acpMeta: objectField(jsonObject(data.get("acp_meta"), "acp_meta")),
-  };
-  checkEncodable(init, RESPONSE_CHECKS);
-  init.provenance = provenanceMessage(init.provenance);
-  const message = create(E2AResponseSchema, init);
-  return remember(message, [
-    init.provenance.details,
-    init.body,
-    init.agentRef,
-    init.projections,
-    init.channelContext,
-    init.metadata,
-    init.a2aMetadata,
-    init.acpMeta,
-  ]);
+  return recordFromJson(json, "response", RESPONSE_TABLE, E2AResponseSchema);
 }
 
 // --- writing ---------------------------------------------------------------------------------
@@ -1070,7 +1039,7 @@ function provenanceJson(message, slot) {
   );
 }
 
-function jsonrpcIdJson(message) {
+function jsonrpcIdJson(message, path) {
   const kind = message?.kind;
   switch (kind?.case) {
     case undefined:
@@ -1081,25 +1050,28 @@ function jsonrpcIdJson(message) {
       return String(kind.value);
     case "numberValue":
       if (!Number.isFinite(kind.value)) {
-        throw new E2AFieldError("jsonrpc_id", `number_value ${kind.value} is not a JSON number`);
+        throw new E2AFieldError(path, `number_value ${kind.value} is not a JSON number`);
       }
       return wireFloat(kind.value);
     default:
       if (!/^-?[0-9]+$/.test(kind.value)) {
-        throw new E2AFieldError("jsonrpc_id", `big_integer_value ${JSON.stringify(kind.value)} is not a decimal integer`);
+        throw new E2AFieldError(path, `big_integer_value ${JSON.stringify(kind.value)} is not a decimal integer`);
       }
       if (kind.value.replace("-", "").length > MAX_INTEGER_DIGITS) {
-        throw new E2AFieldError("jsonrpc_id", `big_integer_value has more than ${MAX_INTEGER_DIGITS} digits`);
+        throw new E2AFieldError(path, `big_integer_value has more than ${MAX_INTEGER_DIGITS} digits`);
       }
       return BigInt(kind.value).toString();
   }
 }
 
-function originJson(number, fallback) {
-  if (number === IdentityOrigin.UNSPECIFIED) return `"${fallback}"`;
-  const name = ORIGIN_FROM_PROTO.get(number);
-  if (name === undefined) throw new E2AFieldError("identity_origin", `unknown IdentityOrigin value ${number}`);
-  return `"${name}"`;
+/** An enum field as its value's json_value; unspecified (0) is the field's default. */
+function enumJson(number, field) {
+  if (number === 0) return quote(field.default);
+  const name = field.names.get(number);
+  if (name === undefined) {
+    throw new E2AFieldError(field.name, `unknown ${field.enum.split(".").pop()} value ${number}`);
+  }
+  return quote(name);
 }
 
 function authJson(message, slot) {
@@ -1118,76 +1090,39 @@ function authJson(message, slot) {
 
 const textListJson = (values) => `[${values.map(quote).join(",")}]`;
 
+// How a message value of each JSON kind is written; `slot` writes free-form texts (see slotWriter).
+const WRITERS = {
+  text: (value) => optionalText(value),
+  plain_text: (value) => quote(value),
+  flag: (value) => String(value),
+  integer: (value) => String(value),
+  text_list: (value) => textListJson(value),
+  object: (value, field, slot) => slot(value, field.name, "{}"),
+  optional_object: (value, field, slot) => slot(value, field.name, "null"),
+  jsonrpc_id: (value, field) => jsonrpcIdJson(value, field.name),
+  enum: (value, field) => enumJson(value, field),
+  provenance: (value, _field, slot) => provenanceJson(value, slot),
+  auth: (value, _field, slot) => authJson(value, slot),
+};
+
+function recordToJson(message, table) {
+  const slot = slotWriter(message);
+  let json = "";
+  for (const field of table) {
+    json += `${json ? "," : "{"}${field.key}${WRITERS[field.kind](message[field.local], field, slot)}`;
+  }
+  return `${json}}`;
+}
+
 /**
  * The E2A wire JSON of an e2a.v1.E2AEnvelope: every field, in field order. Free-form text in the
  * message is validated (E2AFieldError naming the field) and written normalized.
  */
 export function envelopeToJson(message) {
-  const slot = slotWriter(message);
-  return (
-    `{"protocol_version":${optionalText(message.protocolVersion)}` +
-    `,"provenance":${provenanceJson(message.provenance, slot)}` +
-    `,"request_id":${optionalText(message.requestId)}` +
-    `,"jsonrpc_id":${jsonrpcIdJson(message.jsonrpcId)}` +
-    `,"correlation_id":${optionalText(message.correlationId)}` +
-    `,"task_id":${optionalText(message.taskId)}` +
-    `,"context_id":${optionalText(message.contextId)}` +
-    `,"session_id":${optionalText(message.sessionId)}` +
-    `,"message_id":${optionalText(message.messageId)}` +
-    `,"timestamp":${optionalText(message.timestamp)}` +
-    `,"identity_origin":${originJson(message.identityOrigin, "user")}` +
-    `,"channel":${optionalText(message.channel)}` +
-    `,"user_id":${optionalText(message.userId)}` +
-    `,"agent_ref":${slot(message.agentRef, "agent_ref", "null")}` +
-    `,"chat_id":${optionalText(message.chatId)}` +
-    `,"source_agent_id":${optionalText(message.sourceAgentId)}` +
-    `,"agent_id":${optionalText(message.agentId)}` +
-    `,"service_id":${optionalText(message.serviceId)}` +
-    `,"workspace_key":${optionalText(message.workspaceKey)}` +
-    `,"method":${optionalText(message.method)}` +
-    `,"params":${slot(message.params, "params", "{}")}` +
-    `,"ext_method":${optionalText(message.extMethod)}` +
-    `,"session_update_kind":${optionalText(message.sessionUpdateKind)}` +
-    `,"is_stream":${message.isStream}` +
-    `,"expected_output_modes":${textListJson(message.expectedOutputModes)}` +
-    `,"auth":${authJson(message.auth, slot)}` +
-    `,"channel_context":${slot(message.channelContext, "channel_context", "{}")}` +
-    `,"a2a_metadata":${slot(message.a2aMetadata, "a2a_metadata", "{}")}` +
-    `,"acp_meta":${slot(message.acpMeta, "acp_meta", "{}")}}`
-  );
+  return recordToJson(message, ENVELOPE_TABLE);
 }
 
 /** The E2A wire JSON of an e2a.v1.E2AResponse (see envelopeToJson). */
 export function responseToJson(message) {
-  const slot = slotWriter(message);
-  return (
-    `{"protocol_version":${optionalText(message.protocolVersion)}` +
-    `,"response_id":${optionalText(message.responseId)}` +
-    `,"request_id":${optionalText(message.requestId)}` +
-    `,"sequence":${message.sequence}` +
-    `,"is_final":${message.isFinal}` +
-    `,"status":${quote(message.status)}` +
-    `,"response_kind":${quote(message.responseKind)}` +
-    `,"timestamp":${optionalText(message.timestamp)}` +
-    `,"provenance":${provenanceJson(message.provenance, slot)}` +
-    `,"body":${slot(message.body, "body", "{}")}` +
-    `,"jsonrpc_id":${jsonrpcIdJson(message.jsonrpcId)}` +
-    `,"correlation_id":${optionalText(message.correlationId)}` +
-    `,"task_id":${optionalText(message.taskId)}` +
-    `,"context_id":${optionalText(message.contextId)}` +
-    `,"session_id":${optionalText(message.sessionId)}` +
-    `,"message_id":${optionalText(message.messageId)}` +
-    `,"is_stream":${message.isStream}` +
-    `,"identity_origin":${originJson(message.identityOrigin, "agent")}` +
-    `,"channel":${optionalText(message.channel)}` +
-    `,"user_id":${optionalText(message.userId)}` +
-    `,"agent_ref":${slot(message.agentRef, "agent_ref", "null")}` +
-    `,"source_agent_id":${optionalText(message.sourceAgentId)}` +
-    `,"method":${optionalText(message.method)}` +
-    `,"projections":${slot(message.projections, "projections", "{}")}` +
-    `,"channel_context":${slot(message.channelContext, "channel_context", "{}")}` +
-    `,"metadata":${slot(message.metadata, "metadata", "{}")}` +
-    `,"a2a_metadata":${slot(message.a2aMetadata, "a2a_metadata", "{}")}` +
-    `,"acp_meta":${slot(message.acpMeta, "acp_meta", "{}")}}`
-  );
+  return recordToJson(message, RESPONSE_TABLE);
 }

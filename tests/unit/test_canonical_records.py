@@ -1,8 +1,8 @@
 """``from_json``'s reader of a record dict in canonical form (exactly as ``to_dict`` writes it).
 
-It skips the legacy readers and the copies. So it must accept only dicts that the full readers
-read to the very same values and that the record writes back unchanged, and it should accept every
-dict that ``to_dict`` writes (read from text by orjson). The legacy readers' declarations it relies on (``legacy.FALLBACK_KEYS``,
+It skips the legacy readers and the copies. So it must accept only dicts that the full readers read to the very
+same values and that the record writes back unchanged, and it should accept every dict that
+``to_dict`` writes (read from text by orjson). The legacy readers' declarations it relies on (their ``fallback_keys`` in the schema,
 ``legacy.NORMALIZING``) are checked against what the readers do.
 """
 
@@ -27,8 +27,15 @@ FEW = fewer_examples(20)
 
 RecordType = type[E2AEnvelope] | type[E2AResponse]
 
+#: Each legacy reader's fallback keys, as the schema declares them for the fields it reads.
+FALLBACK_KEYS: dict[Callable[[dict[str, Any]], Any], tuple[str, ...]] = {
+    record_type.LEGACY_READERS[item.name]: item.fallback_keys
+    for record_type in (E2AEnvelope, E2AResponse)
+    for item in record_type.FIELDS
+    if item.legacy_reader
+}
 #: Keys that only the legacy readers read.
-LEGACY_KEYS = sorted({key for keys in legacy.FALLBACK_KEYS.values() for key in keys} - {"source_agent_id"})
+LEGACY_KEYS = sorted({key for keys in FALLBACK_KEYS.values() for key in keys} - {"source_agent_id"})
 
 
 def record_dicts(record_type: RecordType | None = None) -> st.SearchStrategy[tuple[RecordType, dict[str, Any]]]:
@@ -59,7 +66,7 @@ def _mangled(draw: st.DrawFn, record_type: RecordType, data: dict[str, Any]) -> 
     change = draw(st.sampled_from(["swap", "drop", "add", "value", "string", "nested", "legacy"]))
     if change == "legacy":  # a value a legacy reader changes: padded, or null with a fallback field set
         name, reader = draw(st.sampled_from(list(record_type.LEGACY_READERS.items())))
-        fallbacks = {key: "fallback" for key in legacy.FALLBACK_KEYS[reader] if key in data}
+        fallbacks = {key: "fallback" for key in FALLBACK_KEYS[reader] if key in data}
         return {**data, **fallbacks, name: draw(st.sampled_from([None, "", " padded ", "x"]))}
     if change == "swap":
         return dict(_swap(items, draw(st.integers(0, len(items)))))
@@ -110,7 +117,7 @@ SAMPLE_VALUES: list[Any] = [None, True, False, 0, 1, 1.5, "", " padded ", "x", "
 def test_each_field_with_any_type_of_value_reads_as_the_readers_do(record_type: RecordType, fallback: Any) -> None:
     """Each field of a default record's dict set to a value of each type, with the fields that
     legacy readers fall back on null or set."""
-    fallback_fields = {key for keys in legacy.FALLBACK_KEYS.values() for key in keys} & set(record_type._NAMES)
+    fallback_fields = {key for keys in FALLBACK_KEYS.values() for key in keys} & set(record_type._NAMES)
     default = {**record_type().to_dict(), **dict.fromkeys(fallback_fields, fallback)}
     nested = {"provenance": E2AProvenance().to_dict(), "auth": E2AAuth().to_dict()}
     for name in record_type._NAMES:
@@ -164,9 +171,11 @@ LEGACY_FIELDS = [
 ]
 
 
-def test_every_legacy_reader_is_declared() -> None:
-    assert {reader for _, _, reader in LEGACY_FIELDS} == set(legacy.FALLBACK_KEYS)
-    assert set(legacy.FALLBACK_KEYS) >= legacy.NORMALIZING
+def test_every_legacy_reader_is_bound_with_the_same_fallback_keys_everywhere() -> None:
+    assert {reader for _, _, reader in LEGACY_FIELDS} == set(legacy.READERS.values()) >= legacy.NORMALIZING
+    for record_type, name, reader in LEGACY_FIELDS:
+        item = next(item for item in record_type.FIELDS if item.name == name)
+        assert item.fallback_keys == FALLBACK_KEYS[reader], name
 
 
 @pytest.mark.parametrize(
@@ -184,7 +193,7 @@ def test_a_legacy_reader_reads_only_its_declared_keys(
     def reads(case: tuple[RecordType, dict[str, Any]], legacy_values: dict[str, Any], null: bool) -> None:
         recording = _Recording({**case[1], **legacy_values, **({name: None} if null else {})})
         outcome(lambda: reader(recording))
-        assert recording.looked_up <= {name, *legacy.FALLBACK_KEYS[reader]}
+        assert recording.looked_up <= {name, *FALLBACK_KEYS[reader]}
 
     reads()
 
@@ -205,9 +214,7 @@ def test_a_reader_with_no_fallback_key_changes_only_what_it_declares(
     def reads(case: tuple[RecordType, dict[str, Any]]) -> None:
         data = case[1]
         value = text if item.kind in (Kind.TEXT, Kind.PLAIN_TEXT) else data[name]
-        given_data = {
-            key: each for key, each in {**data, name: value}.items() if key not in legacy.FALLBACK_KEYS[reader]
-        }
+        given_data = {key: each for key, each in {**data, name: value}.items() if key not in FALLBACK_KEYS[reader]}
         read = outcome(lambda: reader(given_data))
         if reader in legacy.NORMALIZING:
             if value is None:

@@ -10,6 +10,7 @@ import pytest
 
 from e2a.v1 import e2a_pb2
 from e2a_grpc import E2AEnvelope, E2AResponse
+from e2a_grpc.model import records
 from e2a_grpc.model.fields import Kind, record_fields
 
 
@@ -51,3 +52,20 @@ def test_fields_out_of_order_are_refused() -> None:
     swapped = dataclasses.make_dataclass("Swapped", [(name, Any, None) for name in [names[1], names[0], *names[2:]]])
     with pytest.raises(TypeError, match="same names, same order"):
         record_fields(swapped, e2a_pb2.E2AResponse)
+
+
+def test_a_default_other_than_the_schema_s_is_refused() -> None:
+    declared = [(item.name, Any, item) for item in dataclasses.fields(E2AResponse)]
+    changed = [
+        (name, kind, dataclasses.field(default="succeeded")) if name == "status" else (name, kind, item)
+        for name, kind, item in declared
+    ]
+    record = dataclasses.make_dataclass("Changed", changed)
+    with pytest.raises(TypeError, match=r"Changed\.status defaults to 'succeeded', the schema to 'in_progress'"):
+        record_fields(record, e2a_pb2.E2AResponse)
+
+
+def test_a_legacy_reader_the_schema_names_must_exist() -> None:
+    item = dataclasses.replace(E2AEnvelope.FIELDS[0], legacy_reader="no_such_reader")
+    with pytest.raises(TypeError, match=r"no legacy reader 'no_such_reader' in model\.legacy"):
+        records._legacy_reader(item)

@@ -587,7 +587,7 @@ describe("helpers", () => {
   test("the codec uses no Node-only API (browsers load it as is)", () => {
     const source = readFileSync(new URL("../e2a_json.mjs", import.meta.url), "utf8");
     const imports = [...source.matchAll(/^(?:import .*|}) from "([^"]+)";$/gm)].map((match) => match[1]);
-    assert.deepEqual(imports, ["@bufbuild/protobuf", "../../gen/ts/e2a/v1/e2a_pb.js"]);
+    assert.deepEqual(imports, ["@bufbuild/protobuf", "../../gen/ts/e2a/v1/e2a_pb.js", "../../gen/ts/e2a/v1/e2a_fields.js"]);
     assert.doesNotMatch(source, /\b(?:Buffer|process|require|globalThis\.process)\b|from "node:/);
   });
 

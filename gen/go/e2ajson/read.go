@@ -10,66 +10,7 @@ import (
 	e2av1 "e2agrpc/gen/go/e2a/v1"
 )
 
-// slot numbers the top-level keys the records read: their fields and the legacy keys.
-type slot uint8
-
-const (
-	sProtocolVersion slot = iota
-	sProvenance
-	sRequestID
-	sJSONRPCID
-	sCorrelationID
-	sTaskID
-	sContextID
-	sSessionID
-	sMessageID
-	sTimestamp
-	sIdentityOrigin
-	sChannel
-	sUserID
-	sAgentRef
-	sChatID
-	sSourceAgentID
-	sAgentID
-	sServiceID
-	sWorkspaceKey
-	sMethod
-	sParams
-	sExtMethod
-	sSessionUpdateKind
-	sIsStream
-	sExpectedOutputModes
-	sAuth
-	sChannelContext
-	sA2AMetadata
-	sACPMeta
-	sResponseID
-	sSequence
-	sIsFinal
-	sStatus
-	sResponseKind
-	sBody
-	sProjections
-	sMetadata
-	sChannelID
-	sReqMethod
-	sPayload
-	sBinding
-	sAppID
-	sWorkspaceDir
-	numSlots
-)
-
-var slotNames = [numSlots]string{
-	"protocol_version", "provenance", "request_id", "jsonrpc_id", "correlation_id", "task_id",
-	"context_id", "session_id", "message_id", "timestamp", "identity_origin", "channel", "user_id",
-	"agent_ref", "chat_id", "source_agent_id", "agent_id", "service_id", "workspace_key", "method",
-	"params", "ext_method", "session_update_kind", "is_stream", "expected_output_modes", "auth",
-	"channel_context", "a2a_metadata", "acp_meta", "response_id", "sequence", "is_final", "status",
-	"response_kind", "body", "projections", "metadata", "channel_id", "req_method", "payload",
-	"binding", "app_id", "workspace_dir",
-}
-
+// slotOf is the slot of each key the records read.
 var slotOf = func() map[string]slot {
 	index := make(map[string]slot, numSlots)
 	for s, name := range slotNames {
@@ -78,20 +19,8 @@ var slotOf = func() map[string]slot {
 	return index
 }()
 
-const (
-	defaultProtocolVersion = "1.0"
-	defaultSourceProtocol  = "e2a"
-	defaultStatus          = "in_progress"
-)
-
-// internalMetadataKeys are transport-internal keys of a legacy envelope metadata object, never
-// copied into channel_context (quoted, as canonical keys are compared).
-var internalMetadataKeys = map[string]bool{
-	`"_e2a_wire_legacy_agent_response"`: true,
-	`"_e2a_wire_legacy_agent_chunk"`:    true,
-	`"_jiuwenswarm_server_push"`:        true,
-	`"_jiuwenswarm_cancel_source"`:      true,
-}
+// defaultSourceProtocol is the source_protocol of a provenance object that has none.
+const defaultSourceProtocol = "e2a"
 
 // document is a record's JSON object read into the canonical text of each known key (the last
 // value of a repeated key, as Python's json module keeps). It then reads the fields in field
@@ -279,6 +208,12 @@ func (d *document) object(value []byte, path string) ([]byte, error) {
 	return value, nil
 }
 
+// objectField reads the free-form object field s as the message's JSON text.
+func (d *document) objectField(s slot) (string, error) {
+	value, err := d.object(d.values[s], slotNames[s])
+	return objectText(value), err
+}
+
 func objectText(value []byte) string {
 	if len(value) == 0 {
 		return ""
@@ -286,14 +221,14 @@ func objectText(value []byte) string {
 	return string(value)
 }
 
-// agentRef reads the object-or-null agent_ref: null is "", {} stays "{}".
-func (d *document) agentRef() (string, error) {
-	value, none := d.value(sAgentRef)
+// optionalObject reads an object-or-null field (agent_ref) as its JSON text: null is "", {} stays "{}".
+func (d *document) optionalObject(s slot) (string, error) {
+	value, none := d.value(s)
 	if none {
 		return "", nil
 	}
 	if !isObject(value) {
-		return "", typeError("agent_ref", "an object or null", value)
+		return "", typeError(slotNames[s], "an object or null", value)
 	}
 	return string(value), nil
 }
@@ -346,30 +281,6 @@ func (d *document) jsonrpcID(s slot) (*e2av1.JsonRpcId, error) {
 		return &e2av1.JsonRpcId{Kind: &e2av1.JsonRpcId_NumberValue{NumberValue: f}}, nil
 	}
 	return nil, typeError(path, "a string, number or null", value)
-}
-
-var origins = map[string]e2av1.IdentityOrigin{
-	"system":  e2av1.IdentityOrigin_IDENTITY_ORIGIN_SYSTEM,
-	"user":    e2av1.IdentityOrigin_IDENTITY_ORIGIN_USER,
-	"agent":   e2av1.IdentityOrigin_IDENTITY_ORIGIN_AGENT,
-	"service": e2av1.IdentityOrigin_IDENTITY_ORIGIN_SERVICE,
-}
-
-// identityOrigin reads identity_origin: absent or null, it is def (the record's default), as
-// protobuf's JSON mapping reads null.
-func (d *document) identityOrigin(def e2av1.IdentityOrigin) (e2av1.IdentityOrigin, error) {
-	value, none := d.value(sIdentityOrigin)
-	if none {
-		return def, nil
-	}
-	if !isString(value) {
-		return 0, typeError("identity_origin", "a string", value)
-	}
-	name, _ := decodeString(value)
-	if origin, ok := origins[name]; ok {
-		return origin, nil
-	}
-	return 0, fieldErrorf("identity_origin", "%s is not one of system, user, agent, service", pyStrRepr(name))
 }
 
 // provenance reads a provenance object (absent or null: the default).
@@ -537,7 +448,7 @@ func (d *document) channel() (*string, error) {
 	if err != nil || channel != nil {
 		return channel, err
 	}
-	value, none := d.value(sChannelID)
+	value, none := d.value(sChannelId)
 	if none {
 		return nil, nil
 	}
@@ -605,15 +516,15 @@ func (d *document) params() (string, error) {
 }
 
 // channelContext reads channel_context plus the keys of a legacy metadata object (except the
-// transport-internal ones) and a truthy legacy app_id that it does not have yet.
-func (d *document) channelContext() (string, error) {
+// transport-internal ones, internal) and a truthy legacy app_id that it does not have yet.
+func (d *document) channelContext(internal []string) (string, error) {
 	context, err := d.object(d.values[sChannelContext], "channel_context")
 	if err != nil {
 		return "", err
 	}
 	metadata, none := d.value(sMetadata)
 	hasMetadata := !none && isObject(metadata) && len(metadata) > 2
-	appID := d.values[sAppID]
+	appID := d.values[sAppId]
 	hasAppID := appID != nil && truthy(appID)
 	if !hasMetadata && !hasAppID {
 		return objectText(context), nil
@@ -626,7 +537,7 @@ func (d *document) channelContext() (string, error) {
 	}
 	if hasMetadata {
 		for key, item := range members(metadata) {
-			if !internalMetadataKeys[string(key)] && !have[string(key)] {
+			if !isInternal(key, internal) && !have[string(key)] {
 				merged.add(key, item)
 				have[string(key)] = true
 			}
@@ -638,6 +549,16 @@ func (d *document) channelContext() (string, error) {
 	return objectText(emptyAsNil(merged.text())), nil
 }
 
+// isInternal tells whether the canonical key text (quoted) is one of the internal names.
+func isInternal(key []byte, internal []string) bool {
+	for _, name := range internal {
+		if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
+			return true
+		}
+	}
+	return false
+}
+
 func emptyAsNil(object []byte) []byte {
 	if len(object) == 2 {
 		return nil
@@ -645,14 +566,14 @@ func emptyAsNil(object []byte) []byte {
 	return object
 }
 
-// auth reads the auth object, or null.
-func (d *document) auth() (*e2av1.E2AAuth, error) {
-	value, none := d.value(sAuth)
+// auth reads the auth object in slot s, or null.
+func (d *document) auth(s slot) (*e2av1.E2AAuth, error) {
+	value, none := d.value(s)
 	if none {
 		return nil, nil
 	}
 	if !isObject(value) {
-		return nil, typeError("auth", "an object", value)
+		return nil, typeError(slotNames[s], "an object", value)
 	}
 	fields := map[string][]byte{}
 	for key, item := range members(value) {

@@ -1,6 +1,8 @@
 package e2ajson
 
 import (
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"math"
 	"strconv"
 
@@ -105,26 +107,6 @@ func (w *writer) jsonrpcID(path string, id *e2av1.JsonRpcId) {
 	}
 }
 
-var originNames = map[e2av1.IdentityOrigin]string{
-	e2av1.IdentityOrigin_IDENTITY_ORIGIN_SYSTEM:  `"system"`,
-	e2av1.IdentityOrigin_IDENTITY_ORIGIN_USER:    `"user"`,
-	e2av1.IdentityOrigin_IDENTITY_ORIGIN_AGENT:   `"agent"`,
-	e2av1.IdentityOrigin_IDENTITY_ORIGIN_SERVICE: `"service"`,
-}
-
-// origin writes identity_origin; unspecified is the record's default.
-func (w *writer) origin(origin, def e2av1.IdentityOrigin) {
-	if origin == e2av1.IdentityOrigin_IDENTITY_ORIGIN_UNSPECIFIED {
-		origin = def
-	}
-	name, ok := originNames[origin]
-	if !ok {
-		w.fail(fieldErrorf("identity_origin", "unknown IdentityOrigin value %d", int32(origin)))
-		return
-	}
-	w.buf = append(w.buf, name...)
-}
-
 // provenance writes the provenance object; an unset one is the default (source_protocol "e2a").
 func (w *writer) provenance(p *e2av1.E2AProvenance) {
 	if p == nil {
@@ -195,13 +177,13 @@ func (w *writer) auth(a *e2av1.E2AAuth) {
 	w.buf = append(w.buf, '}')
 }
 
-func (w *writer) stringList(path string, list []string) {
+func (w *writer) stringList(path string, list protoreflect.List) {
 	w.buf = append(w.buf, '[')
-	for i, s := range list {
+	for i := range list.Len() {
 		if i > 0 {
 			w.buf = append(w.buf, ',')
 		}
-		w.str(path, s)
+		w.str(path, list.Get(i).String())
 	}
 	w.buf = append(w.buf, ']')
 }

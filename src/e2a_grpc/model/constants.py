@@ -5,6 +5,7 @@ The domain values themselves are the enums of ``e2a_grpc.model.enums``; these na
 
 from __future__ import annotations
 
+from e2a.v1 import e2a_pb2
 from e2a_grpc.model.enums import (
     EXTENSION_RESPONSE_KINDS,
     A2AStreamBranch,
@@ -12,8 +13,10 @@ from e2a_grpc.model.enums import (
     ResponseStatus,
     SourceProtocol,
 )
+from e2a_grpc.model.fields import field_json_options
 
-E2A_PROTOCOL_VERSION = "1.0"
+#: The protocol version a record defaults to: the schema's default of ``protocol_version``.
+E2A_PROTOCOL_VERSION: str = field_json_options(e2a_pb2.E2AEnvelope, "protocol_version").default_value
 
 E2A_SOURCE_PROTOCOL_E2A = SourceProtocol.E2A
 E2A_SOURCE_PROTOCOL_ACP = SourceProtocol.ACP
@@ -102,21 +105,17 @@ ACP_SESSION_UPDATE_KINDS: tuple[str, ...] = (
     "usage_update",
 )
 
-#: ``metadata`` keys under which the agent server ships whole legacy JSON records.
-E2A_WIRE_LEGACY_AGENT_RESPONSE_KEY = "_e2a_wire_legacy_agent_response"
-E2A_WIRE_LEGACY_AGENT_CHUNK_KEY = "_e2a_wire_legacy_agent_chunk"
-E2A_WIRE_SERVER_PUSH_KEY = "_jiuwenswarm_server_push"
-E2A_WIRE_CANCEL_SOURCE_KEY = "_jiuwenswarm_cancel_source"
-
-#: Transport-internal ``metadata`` keys: never copied from legacy ``metadata`` into ``channel_context``.
-E2A_WIRE_INTERNAL_METADATA_KEYS: frozenset[str] = frozenset(
-    {
-        E2A_WIRE_LEGACY_AGENT_RESPONSE_KEY,
-        E2A_WIRE_LEGACY_AGENT_CHUNK_KEY,
-        E2A_WIRE_SERVER_PUSH_KEY,
-        E2A_WIRE_CANCEL_SOURCE_KEY,
-    }
-)
+_INTERNAL_KEYS: tuple[str, ...] = tuple(field_json_options(e2a_pb2.E2AEnvelope, "channel_context").internal_keys)
+#: Transport-internal ``metadata`` keys, never copied from legacy ``metadata`` into ``channel_context``:
+#: their home is the schema (``internal_keys`` of ``E2AEnvelope.channel_context``).
+E2A_WIRE_INTERNAL_METADATA_KEYS: frozenset[str] = frozenset(_INTERNAL_KEYS)
+#: The same keys by name: where the agent server ships whole legacy JSON records, and its own marks.
+(
+    E2A_WIRE_LEGACY_AGENT_RESPONSE_KEY,
+    E2A_WIRE_LEGACY_AGENT_CHUNK_KEY,
+    E2A_WIRE_SERVER_PUSH_KEY,
+    E2A_WIRE_CANCEL_SOURCE_KEY,
+) = _INTERNAL_KEYS
 
 __all__ = [
     "E2A_PROTOCOL_VERSION",

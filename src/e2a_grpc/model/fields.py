@@ -1,9 +1,11 @@
-"""The one field table of each record type, derived from its dataclass and its protobuf descriptor.
+"""The one field table of each record type, derived from its protobuf descriptor and its dataclass.
 
-A record's fields are declared once, in its dataclass (name, order, type, default), and once in
-``proto/`` (number, wire type). ``record_fields`` checks that the two agree and gives each field a
-``Kind``; the dict readers, ``to_dict``, the protobuf codec and the ToACP fast path all work from
-that table, so a new field is one dataclass line plus its ``.proto`` line.
+The schema is the home of each field's wire JSON facts: ``proto/e2a/v1/options.proto`` gives every
+field of a record message its JSON kind, its default, the name of its legacy reader and the keys
+that reader falls back on. ``record_fields`` reads them from the descriptor, checks that the
+dataclass (generated from the schema too, ``model.generated_fields``) declares the same fields in
+the same order with the schema's defaults, and gives each field a ``Kind``; the dict readers,
+``to_dict``, the protobuf codec and the ToACP fast path all work from that table.
 """
 
 from __future__ import annotations
@@ -11,31 +13,56 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum, auto
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, cast
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+from google.protobuf.descriptor_pb2 import EnumValueOptions, FieldOptions
 from google.protobuf.message import Message
+
+from e2a.v1 import options_pb2
+
+if TYPE_CHECKING:
+    from google.protobuf.internal.extension_dict import _ExtensionFieldDescriptor
+
+# protoc's .pyi declares an extension as a plain FieldDescriptor; Extensions[] is typed by the handle.
+JSON_OPTION = cast("_ExtensionFieldDescriptor[FieldOptions, options_pb2.JsonField]", options_pb2.json)
+_JSON_VALUE = cast("_ExtensionFieldDescriptor[EnumValueOptions, str]", options_pb2.json_value)
 
 
 class Kind(Enum):
-    """How a field is read, copied and carried in protobuf."""
+    """How a field is read, copied and carried in protobuf: ``e2a.v1.JsonKind`` (see options.proto)."""
 
-    TEXT = auto()  # a string or null: proto3 ``optional string``
-    PLAIN_TEXT = auto()  # a string with a default (never null): proto3 ``string``
-    FLAG = auto()  # bool
-    INTEGER = auto()  # int64
-    TEXT_LIST = auto()  # repeated string
-    OBJECT = auto()  # a free-form JSON object, ``{}`` by default: JSON text, "" meaning {}
-    OPTIONAL_OBJECT = auto()  # a free-form JSON object or null: JSON text, "" meaning null
-    JSONRPC_ID = auto()  # e2a.v1.JsonRpcId
-    ORIGIN = auto()  # e2a.v1.IdentityOrigin
-    PROVENANCE = auto()  # e2a.v1.E2AProvenance
-    AUTH = auto()  # e2a.v1.E2AAuth, or null
+    TEXT = options_pb2.JSON_KIND_TEXT
+    PLAIN_TEXT = options_pb2.JSON_KIND_PLAIN_TEXT
+    FLAG = options_pb2.JSON_KIND_FLAG
+    INTEGER = options_pb2.JSON_KIND_INTEGER
+    TEXT_LIST = options_pb2.JSON_KIND_TEXT_LIST
+    OBJECT = options_pb2.JSON_KIND_OBJECT
+    OPTIONAL_OBJECT = options_pb2.JSON_KIND_OPTIONAL_OBJECT
+    JSONRPC_ID = options_pb2.JSON_KIND_JSONRPC_ID
+    #: ``JSON_KIND_ENUM`` of type ``e2a.v1.IdentityOrigin``, the one enum the Python model has
+    #: a type for (``model.enums.IdentityOrigin``).
+    ORIGIN = options_pb2.JSON_KIND_ENUM
+    PROVENANCE = options_pb2.JSON_KIND_PROVENANCE
+    AUTH = options_pb2.JSON_KIND_AUTH
 
 
-_MESSAGE_KINDS = {"JsonRpcId": Kind.JSONRPC_ID, "E2AProvenance": Kind.PROVENANCE, "E2AAuth": Kind.AUTH}
-_INTEGER_TYPES = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_INT32}
+_FD = FieldDescriptor
+# What each kind requires of the protobuf field: its type, label and presence, or its message type.
+_SHAPES: dict[Kind, Callable[[FieldDescriptor], bool]] = {
+    Kind.TEXT: lambda d: d.type == _FD.TYPE_STRING and not d.is_repeated and d.has_presence,
+    Kind.PLAIN_TEXT: lambda d: d.type == _FD.TYPE_STRING and not d.is_repeated and not d.has_presence,
+    Kind.FLAG: lambda d: d.type == _FD.TYPE_BOOL and not d.is_repeated,
+    Kind.INTEGER: lambda d: d.type == _FD.TYPE_INT64 and not d.is_repeated,
+    Kind.TEXT_LIST: lambda d: d.type == _FD.TYPE_STRING and d.is_repeated,
+    Kind.OBJECT: lambda d: d.type == _FD.TYPE_STRING and not d.is_repeated and not d.has_presence,
+    Kind.OPTIONAL_OBJECT: lambda d: d.type == _FD.TYPE_STRING and not d.is_repeated and not d.has_presence,
+    Kind.JSONRPC_ID: lambda d: d.message_type is not None and d.message_type.full_name == "e2a.v1.JsonRpcId",
+    Kind.ORIGIN: lambda d: d.enum_type is not None and d.enum_type.full_name == "e2a.v1.IdentityOrigin",
+    Kind.PROVENANCE: lambda d: d.message_type is not None and d.message_type.full_name == "e2a.v1.E2AProvenance",
+    Kind.AUTH: lambda d: d.message_type is not None and d.message_type.full_name == "e2a.v1.E2AAuth",
+}
 
 
 @dataclass(frozen=True)
@@ -48,22 +75,55 @@ class RecordField:
     default: Any
     factory: Callable[[], Any] | None
     descriptor: FieldDescriptor
+    #: The name of the reader in ``model.legacy`` that reads the field from the whole record, or "".
+    legacy_reader: str
+    #: The other top-level keys that reader reads.
+    fallback_keys: tuple[str, ...]
 
 
-def _kind(descriptor: FieldDescriptor, annotation: str) -> Kind:
-    if descriptor.message_type is not None:
-        return _MESSAGE_KINDS[descriptor.message_type.name]
-    if descriptor.enum_type is not None:
-        return Kind.ORIGIN
-    if descriptor.is_repeated:
-        return Kind.TEXT_LIST
-    if descriptor.type == FieldDescriptor.TYPE_BOOL:
-        return Kind.FLAG
-    if descriptor.type in _INTEGER_TYPES:
-        return Kind.INTEGER
-    if annotation.startswith("dict"):  # free-form JSON, carried as JSON text
-        return Kind.OPTIONAL_OBJECT if annotation.endswith("| None") else Kind.OBJECT
-    return Kind.TEXT if descriptor.has_presence else Kind.PLAIN_TEXT
+def json_options(descriptor: FieldDescriptor) -> options_pb2.JsonField:
+    """The ``(e2a.v1.json)`` option of a record field (an empty one when the field has none)."""
+    return descriptor.GetOptions().Extensions[JSON_OPTION]
+
+
+def field_json_options(message_type: type[Message], name: str) -> options_pb2.JsonField:
+    """The ``(e2a.v1.json)`` option of the field ``name`` of a record message."""
+    message: Descriptor = message_type.DESCRIPTOR  # type: ignore[assignment]  # the upb Descriptor is one at runtime
+    return json_options(message.fields_by_name[name])
+
+
+def enum_json_values(enum: EnumDescriptor) -> dict[str, int]:
+    """The ``(e2a.v1.json_value)`` of each value of an enum that has one, to the value's number."""
+    values = {}
+    for value in enum.values:
+        text = value.GetOptions().Extensions[_JSON_VALUE]
+        if text:
+            values[text] = value.number
+    return values
+
+
+def _kind(descriptor: FieldDescriptor, options: options_pb2.JsonField, where: str) -> Kind:
+    try:
+        kind = Kind(options.kind)
+    except ValueError:
+        raise TypeError(f"{where} has no (e2a.v1.json).kind in the schema") from None
+    if not _SHAPES[kind](descriptor):
+        raise TypeError(f"{where}: JSON kind {options_pb2.JsonKind.Name(options.kind)} does not fit its protobuf type")
+    return kind
+
+
+def _schema_default(kind: Kind, options: options_pb2.JsonField, descriptor: FieldDescriptor) -> Any:
+    """The default the schema gives a field, as the dataclass must declare it (``dataclasses.MISSING``
+    for kinds whose default the kind itself fixes)."""
+    if kind is Kind.ORIGIN:
+        if descriptor.enum_type is None or options.default_value not in enum_json_values(descriptor.enum_type):
+            raise TypeError(f"{descriptor.full_name}: default_value {options.default_value!r} is no json_value")
+        return options.default_value
+    if kind is Kind.TEXT:
+        return options.default_value or None
+    if kind is Kind.PLAIN_TEXT:
+        return options.default_value
+    return dataclasses.MISSING
 
 
 def record_fields(record_type: type, message_type: type[Message]) -> tuple[RecordField, ...]:
@@ -79,7 +139,19 @@ def record_fields(record_type: type, message_type: type[Message]) -> tuple[Recor
         )
     table = []
     for item, descriptor in zip(declared, message.fields, strict=True):
+        where = f"{record_type.__name__}.{item.name}"
+        options = json_options(descriptor)
+        kind = _kind(descriptor, options, where)
         factory = None if item.default_factory is dataclasses.MISSING else item.default_factory
         default = None if item.default is dataclasses.MISSING else item.default
-        table.append(RecordField(item.name, _kind(descriptor, str(item.type)), default, factory, descriptor))
+        expected = _schema_default(kind, options, descriptor)
+        if expected is not dataclasses.MISSING and default != expected:
+            raise TypeError(f"{where} defaults to {default!r}, the schema to {expected!r}")
+        if options.fallback_keys and not options.legacy_reader:
+            raise TypeError(f"{where} has fallback keys but no legacy reader in the schema")
+        table.append(
+            RecordField(
+                item.name, kind, default, factory, descriptor, options.legacy_reader, tuple(options.fallback_keys)
+            )
+        )
     return tuple(table)

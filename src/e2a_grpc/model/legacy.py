@@ -125,19 +125,22 @@ def provenance(data: dict[str, Any]) -> E2AProvenance:
     )
 
 
-#: The keys each reader reads besides its own field's: a dict that holds none of them gives the
-#: reader nothing to fall back on (tests/unit/test_canonical_records.py records the keys each one reads).
-FALLBACK_KEYS: dict[Callable[[dict[str, Any]], Any], tuple[str, ...]] = {
-    timestamp: (),
-    response_kind: (),
-    channel: ("channel_id",),
-    method: ("req_method",),
-    agent_id: ("source_agent_id",),
-    service_id: (),
-    workspace_key: ("workspace_dir",),
-    params: ("payload",),
-    channel_context: ("metadata", "app_id"),
-    provenance: ("binding",),
+#: Each reader by the name the schema binds it by (``(e2a.v1.json).legacy_reader``), whose
+#: ``fallback_keys`` list the keys it reads besides its own field's.
+READERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    reader.__name__: reader
+    for reader in (
+        timestamp,
+        response_kind,
+        channel,
+        method,
+        agent_id,
+        service_id,
+        workspace_key,
+        params,
+        channel_context,
+        provenance,
+    )
 }
 #: The readers that change strings of their own key (they strip them); the others, given no
 #: fallback key, return a value of their own key that the field's type allows as its kind reads it.

@@ -5,15 +5,16 @@ dicts) and read the legacy shapes of its sections 9-11 in ``from_dict``. Values 
 protocol does not allow raise an ``E2ATypeError`` / ``E2AValueError`` naming the field, instead of
 being coerced into something else.
 
-Each dataclass is the one declaration of its fields: ``FIELDS`` (see ``model.fields``) is derived
-from it and from the protobuf descriptor, and ``to_dict``, ``from_dict`` and the protobuf codec
-work from that table. Only the legacy readers (``LEGACY_READERS``) are written per field.
+The fields are declared once, in the schema: each record class extends the dataclass of its fields
+that ``make gen`` writes from it (``model.generated_fields``). ``FIELDS`` (see ``model.fields``) joins
+that dataclass and the protobuf descriptor's options, and ``to_dict``, ``from_dict`` and the
+protobuf codec work from that table. Only the legacy readers (``model.legacy``, bound by the name
+the schema gives them) are written per field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
@@ -23,11 +24,9 @@ from e2a.v1 import e2a_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import legacy, proto, readers
-from e2a_grpc.model.constants import E2A_PROTOCOL_VERSION
-from e2a_grpc.model.enums import IdentityOrigin, ResponseStatus
 from e2a_grpc.model.fields import Kind, RecordField, record_fields
+from e2a_grpc.model.generated_fields import EnvelopeFields, ResponseFields
 from e2a_grpc.model.parts import E2AAuth, E2AProvenance
-from e2a_grpc.model.readers import JsonRpcIdValue
 
 
 def utc_now_iso() -> str:
@@ -115,6 +114,16 @@ def _reader(item: RecordField) -> Callable[[Any, str], Any]:
     return lambda value, path: default if value is None else read(value, path)
 
 
+def _legacy_reader(item: RecordField) -> LegacyReader:
+    """The reader in ``model.legacy`` that the schema names for this field."""
+    try:
+        return legacy.READERS[item.legacy_reader]
+    except KeyError:
+        raise TypeError(
+            f"{item.descriptor.full_name}: no legacy reader {item.legacy_reader!r} in model.legacy"
+        ) from None
+
+
 def _compile_dict_reader(
     fields: tuple[tuple[str, LegacyReader | None, Callable[[Any, str], Any], Any, Any], ...],
     as_is: tuple[tuple[str, frozenset[type], Any], ...],
@@ -171,7 +180,7 @@ def _compile_canonical_reader(
         if read is None:
             continue
         namespace[f"legacy_{index}"] = read
-        if not set(legacy.FALLBACK_KEYS[read]).isdisjoint(names):
+        if not set(item.fallback_keys).isdisjoint(names):
             lines.append(f"    if legacy_{index}(data) is not {value}: return None")
         elif read in legacy.NORMALIZING:  # null stays null: it is not a string
             lines.append(f"    if {value} is not None and legacy_{index}(data) is not {value}: return None")
@@ -189,8 +198,9 @@ class _Record(Generic[Msg]):
 
     timestamp: str | None
     FIELDS: ClassVar[tuple[RecordField, ...]]
-    #: Fields read from the whole input dict (current key, then legacy keys) instead of one key.
-    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {}
+    #: Fields read from the whole input dict (current key, then legacy keys) instead of one key:
+    #: those the schema names a legacy reader for, bound by that name.
+    LEGACY_READERS: ClassVar[dict[str, LegacyReader]]
     _NAMES: ClassVar[tuple[str, ...]]
     _COPIED: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
     _PLAIN: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]]
@@ -211,6 +221,7 @@ class _Record(Generic[Msg]):
     def _bind(cls, message_type: type[Msg]) -> None:
         """Derive the class's tables from its dataclass fields and its message type."""
         cls.FIELDS = record_fields(cls, message_type)
+        cls.LEGACY_READERS = {item.name: _legacy_reader(item) for item in cls.FIELDS if item.legacy_reader}
         cls._NAMES = tuple(item.name for item in cls.FIELDS)
         cls._COPIED = tuple((item.name, _COPIERS[item.kind]) for item in cls.FIELDS if item.kind in _COPIERS)
         cls._PLAIN = tuple((item.name, _PLAIN[item.kind]) for item in cls.FIELDS if item.kind in _PLAIN)
@@ -323,95 +334,20 @@ class _Record(Generic[Msg]):
             self.timestamp = utc_now_iso()
 
 
-@dataclass
-class E2AEnvelope(_Record[e2a_pb2.E2AEnvelope]):
-    """A request from the gateway to an agent server (spec section 4)."""
-
-    protocol_version: str | None = E2A_PROTOCOL_VERSION
-    provenance: E2AProvenance = field(default_factory=E2AProvenance)
-    request_id: str | None = None
-    jsonrpc_id: JsonRpcIdValue = None
-    correlation_id: str | None = None
-    task_id: str | None = None
-    context_id: str | None = None
-    session_id: str | None = None
-    message_id: str | None = None
-    timestamp: str | None = None
-    identity_origin: IdentityOrigin = IdentityOrigin.USER
-    channel: str | None = None
-    user_id: str | None = None
-    agent_ref: dict[str, Any] | None = None
-    chat_id: str | None = None
-    source_agent_id: str | None = None
-    agent_id: str | None = None
-    service_id: str | None = None
-    workspace_key: str | None = None
-    method: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    ext_method: str | None = None
-    session_update_kind: str | None = None
-    is_stream: bool = False
-    expected_output_modes: list[str] = field(default_factory=list)
-    auth: E2AAuth | None = None
-    channel_context: dict[str, Any] = field(default_factory=dict)
-    a2a_metadata: dict[str, Any] = field(default_factory=dict)
-    acp_meta: dict[str, Any] = field(default_factory=dict)
+class E2AEnvelope(EnvelopeFields, _Record[e2a_pb2.E2AEnvelope]):
+    """A request from the gateway to an agent server (spec section 4); its fields are declared in
+    ``model.generated_fields``, generated from the schema."""
 
     CODEC: ClassVar[proto.Codec[e2a_pb2.E2AEnvelope]]
     _DOCUMENT: ClassVar[str] = "envelope"
-    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
-        "provenance": legacy.provenance,
-        "timestamp": legacy.timestamp,
-        "channel": legacy.channel,
-        "agent_id": legacy.agent_id,
-        "service_id": legacy.service_id,
-        "workspace_key": legacy.workspace_key,
-        "method": legacy.method,
-        "params": legacy.params,
-        "channel_context": legacy.channel_context,
-    }
 
 
-@dataclass
-class E2AResponse(_Record[e2a_pb2.E2AResponse]):
-    """One outbound record from an agent; each streaming frame is one (spec section 12)."""
-
-    protocol_version: str | None = E2A_PROTOCOL_VERSION
-    response_id: str | None = None
-    request_id: str | None = None
-    sequence: int = 0
-    is_final: bool = False
-    status: str = ResponseStatus.IN_PROGRESS.value
-    response_kind: str = ""
-    timestamp: str | None = None
-    provenance: E2AProvenance = field(default_factory=E2AProvenance)
-    body: dict[str, Any] = field(default_factory=dict)
-    jsonrpc_id: JsonRpcIdValue = None
-    correlation_id: str | None = None
-    task_id: str | None = None
-    context_id: str | None = None
-    session_id: str | None = None
-    message_id: str | None = None
-    is_stream: bool = False
-    identity_origin: IdentityOrigin = IdentityOrigin.AGENT
-    channel: str | None = None
-    user_id: str | None = None
-    agent_ref: dict[str, Any] | None = None
-    source_agent_id: str | None = None
-    method: str | None = None
-    projections: dict[str, Any] = field(default_factory=dict)
-    channel_context: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    a2a_metadata: dict[str, Any] = field(default_factory=dict)
-    acp_meta: dict[str, Any] = field(default_factory=dict)
+class E2AResponse(ResponseFields, _Record[e2a_pb2.E2AResponse]):
+    """One outbound record from an agent; each streaming frame is one (spec section 12). Its fields
+    are declared in ``model.generated_fields``, generated from the schema."""
 
     CODEC: ClassVar[proto.Codec[e2a_pb2.E2AResponse]]
     _DOCUMENT: ClassVar[str] = "response"
-    LEGACY_READERS: ClassVar[dict[str, LegacyReader]] = {
-        "response_kind": legacy.response_kind,
-        "timestamp": legacy.timestamp,
-        "channel": legacy.channel,
-    }
 
 
 E2AEnvelope._bind(e2a_pb2.E2AEnvelope)

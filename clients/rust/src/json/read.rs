@@ -5,66 +5,24 @@ use super::canonical::{
     is_number, is_object, is_py_space, is_string, is_zero, items, key_name, member, members,
     py_float_text, truthy, ObjectBuilder,
 };
+use super::fields::{Slot, SLOT_NAMES};
 use super::normalize::Normalizer;
+use super::table::{Field, Value};
 use super::FieldError;
-use crate::v1::{json_rpc_id, E2aAuth, E2aProvenance, HttpHeader, IdentityOrigin, JsonRpcId};
+use crate::v1::{json_rpc_id, E2aAuth, E2aProvenance, HttpHeader, JsonRpcId};
 
 type Result<T> = std::result::Result<T, FieldError>;
 
-macro_rules! slots {
-    ($($slot:ident = $name:literal),* $(,)?) => {
-        /// The top-level keys the records read: their fields and the legacy keys.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub(crate) enum Slot { $($slot),* }
-
-        const SLOT_NAMES: &[&str] = &[$($name),*];
-
-        impl Slot {
-            fn of(key: &str) -> Option<Slot> {
-                match key {
-                    $($name => Some(Slot::$slot),)*
-                    _ => None,
-                }
-            }
-
-            pub(crate) fn name(self) -> &'static str {
-                SLOT_NAMES[self as usize]
-            }
-        }
-    };
-}
-
-slots! {
-    ProtocolVersion = "protocol_version", Provenance = "provenance", RequestId = "request_id",
-    JsonrpcId = "jsonrpc_id", CorrelationId = "correlation_id", TaskId = "task_id",
-    ContextId = "context_id", SessionId = "session_id", MessageId = "message_id",
-    Timestamp = "timestamp", IdentityOrigin = "identity_origin", Channel = "channel",
-    UserId = "user_id", AgentRef = "agent_ref", ChatId = "chat_id",
-    SourceAgentId = "source_agent_id", AgentId = "agent_id", ServiceId = "service_id",
-    WorkspaceKey = "workspace_key", Method = "method", Params = "params",
-    ExtMethod = "ext_method", SessionUpdateKind = "session_update_kind", IsStream = "is_stream",
-    ExpectedOutputModes = "expected_output_modes", Auth = "auth",
-    ChannelContext = "channel_context", A2aMetadata = "a2a_metadata", AcpMeta = "acp_meta",
-    ResponseId = "response_id", Sequence = "sequence", IsFinal = "is_final", Status = "status",
-    ResponseKind = "response_kind", Body = "body", Projections = "projections",
-    Metadata = "metadata", ChannelId = "channel_id", ReqMethod = "req_method",
-    Payload = "payload", Binding = "binding", AppId = "app_id", WorkspaceDir = "workspace_dir",
+impl Slot {
+    /// The key of the slot.
+    pub(crate) fn name(self) -> &'static str {
+        SLOT_NAMES[self as usize]
+    }
 }
 
 const NUM_SLOTS: usize = SLOT_NAMES.len();
 
-pub(crate) const DEFAULT_PROTOCOL_VERSION: &str = "1.0";
 pub(crate) const DEFAULT_SOURCE_PROTOCOL: &str = "e2a";
-pub(crate) const DEFAULT_STATUS: &str = "in_progress";
-
-/// Transport-internal keys of a legacy envelope `metadata` object, never copied into
-/// `channel_context` (quoted, as canonical keys are compared).
-const INTERNAL_METADATA_KEYS: [&str; 4] = [
-    "\"_e2a_wire_legacy_agent_response\"",
-    "\"_e2a_wire_legacy_agent_chunk\"",
-    "\"_jiuwenswarm_server_push\"",
-    "\"_jiuwenswarm_cancel_source\"",
-];
 
 /// A record's JSON object in canonical text, and where each known key's value is in it (the
 /// last value of a repeated key, as Python's `json` module keeps).
@@ -279,12 +237,12 @@ impl<'t> Reader<'t> {
         Self::object(self.raw(s), s.name()).map(object_text)
     }
 
-    /// Reads the object-or-null `agent_ref`: null is `""`, `{}` stays `"{}"`.
-    pub(crate) fn agent_ref(&self) -> Result<String> {
-        match self.value(Slot::AgentRef) {
+    /// Reads an object-or-null field (`agent_ref`): null is `""`, `{}` stays `"{}"`.
+    pub(crate) fn optional_object(&self, s: Slot) -> Result<String> {
+        match self.value(s) {
             None => Ok(String::new()),
             Some(v) if is_object(v) => Ok(v.to_owned()),
-            Some(v) => Err(FieldError::type_error("agent_ref", "an object or null", v)),
+            Some(v) => Err(FieldError::type_error(s.name(), "an object or null", v)),
         }
     }
 
@@ -347,37 +305,34 @@ impl<'t> Reader<'t> {
         Ok(Some(JsonRpcId { kind: Some(kind) }))
     }
 
-    /// Reads `identity_origin`: absent or null, it is `default` (the record's default), as
-    /// protobuf's JSON mapping reads null.
-    pub(crate) fn identity_origin(&self, default: IdentityOrigin) -> Result<i32> {
-        let Some(value) = self.value(Slot::IdentityOrigin) else {
-            return Ok(default as i32);
+    /// Reads an enum field by the `json_value` of its values: absent or null, it is the
+    /// field's default, as protobuf's JSON mapping reads null.
+    pub(crate) fn enum_value(&self, field: &Field) -> Result<i32> {
+        let name = field.slot.name();
+        let text = match self.value(field.slot) {
+            None => field.default.to_owned(),
+            Some(value) if is_string(value) => decode_string(value).0,
+            Some(value) => return Err(FieldError::type_error(name, "a string", value)),
         };
-        if !is_string(value) {
-            return Err(FieldError::type_error("identity_origin", "a string", value));
-        }
-        let origin = match decode_string(value).0.as_str() {
-            "system" => IdentityOrigin::System,
-            "user" => IdentityOrigin::User,
-            "agent" => IdentityOrigin::Agent,
-            "service" => IdentityOrigin::Service,
-            other => {
-                return Err(FieldError::new(
-                    "identity_origin",
-                    format!("{other:?} is not one of system, user, agent, service"),
+        match field.enum_values.iter().find(|(json, _)| *json == text) {
+            Some(&(_, number)) => Ok(number),
+            None => {
+                let allowed: Vec<&str> = field.enum_values.iter().map(|(json, _)| *json).collect();
+                Err(FieldError::new(
+                    name,
+                    format!("{text:?} is not one of {}", allowed.join(", ")),
                 ))
             }
-        };
-        Ok(origin as i32)
+        }
     }
 
     /// Reads a provenance object (absent or null: the default) and its details' text.
-    pub(crate) fn provenance(&mut self) -> Result<(E2aProvenance, Option<&'t str>)> {
+    pub(crate) fn provenance(&mut self, s: Slot) -> Result<(E2aProvenance, Option<&'t str>)> {
         let mut p = E2aProvenance {
             source_protocol: DEFAULT_SOURCE_PROTOCOL.into(),
             ..Default::default()
         };
-        let Some(value) = self.value(Slot::Provenance) else {
+        let Some(value) = self.value(s) else {
             return Ok((p, None));
         };
         if !is_object(value) {
@@ -424,7 +379,7 @@ impl<'t> Reader<'t> {
     /// The envelope's provenance, with the legacy `binding` moved into
     /// `details.migrated_from_binding` (spec 4.2).
     pub(crate) fn envelope_provenance(&mut self) -> Result<E2aProvenance> {
-        let (mut p, details) = self.provenance()?;
+        let (mut p, details) = self.provenance(Slot::Provenance)?;
         let mut binding = self.value(Slot::Binding);
         if binding.is_some()
             && details
@@ -564,7 +519,7 @@ impl<'t> Reader<'t> {
 
     /// Reads `channel_context` plus the keys of a legacy `metadata` object (except the
     /// transport-internal ones) and a truthy legacy `app_id` that it does not have yet.
-    pub(crate) fn channel_context(&self) -> Result<String> {
+    pub(crate) fn channel_context(&self, internal: &[&str]) -> Result<String> {
         let context = Self::object(self.raw(Slot::ChannelContext), "channel_context")?;
         let metadata = self
             .value(Slot::Metadata)
@@ -580,7 +535,9 @@ impl<'t> Reader<'t> {
             have.push(key);
         }
         for (key, item) in metadata.into_iter().flat_map(members) {
-            if !INTERNAL_METADATA_KEYS.contains(&key) && !have.contains(&key) {
+            let quoted_internal =
+                |name: &&str| key.len() == name.len() + 2 && &key[1..key.len() - 1] == *name;
+            if !internal.iter().any(quoted_internal) && !have.contains(&key) {
                 merged.add(key, item);
                 have.push(key);
             }
@@ -594,12 +551,12 @@ impl<'t> Reader<'t> {
     }
 
     /// Reads the `auth` object, or null.
-    pub(crate) fn auth(&mut self) -> Result<Option<E2aAuth>> {
-        let Some(value) = self.value(Slot::Auth) else {
+    pub(crate) fn auth(&mut self, s: Slot) -> Result<Option<E2aAuth>> {
+        let Some(value) = self.value(s) else {
             return Ok(None);
         };
         if !is_object(value) {
-            return Err(FieldError::type_error("auth", "an object", value));
+            return Err(FieldError::type_error(s.name(), "an object", value));
         }
         let field = |name: &str| member(value, name);
         let mut auth = E2aAuth::default();
@@ -658,6 +615,53 @@ impl<'t> Reader<'t> {
         }
         auth.meta = object_text(Self::object(field("\"_meta\""), "auth._meta")?);
         Ok(Some(auth))
+    }
+}
+
+/// The legacy readers the schema names (`(e2a.v1.json).legacy_reader`), bound by name in
+/// `fields`: each reads its field from the whole document (docs/wire-json.md section 3).
+impl Reader<'_> {
+    pub(crate) fn legacy_provenance(&mut self, _: &Field) -> Result<Value> {
+        self.envelope_provenance().map(Value::Provenance)
+    }
+
+    pub(crate) fn legacy_timestamp(&mut self, _: &Field) -> Result<Value> {
+        self.timestamp().map(Value::Text)
+    }
+
+    pub(crate) fn legacy_channel(&mut self, _: &Field) -> Result<Value> {
+        self.channel().map(Value::Text)
+    }
+
+    pub(crate) fn legacy_agent_id(&mut self, field: &Field) -> Result<Value> {
+        let keys = [field.slot, Slot::SourceAgentId];
+        Ok(Value::Text(self.stripped(field.slot.name(), &keys)))
+    }
+
+    pub(crate) fn legacy_service_id(&mut self, field: &Field) -> Result<Value> {
+        Ok(Value::Text(self.stripped(field.slot.name(), &[field.slot])))
+    }
+
+    pub(crate) fn legacy_workspace_key(&mut self, field: &Field) -> Result<Value> {
+        let keys = [field.slot, Slot::WorkspaceDir];
+        Ok(Value::Text(self.stripped(field.slot.name(), &keys)))
+    }
+
+    pub(crate) fn legacy_method(&mut self, _: &Field) -> Result<Value> {
+        self.method().map(Value::Text)
+    }
+
+    pub(crate) fn legacy_params(&mut self, _: &Field) -> Result<Value> {
+        self.params().map(Value::String)
+    }
+
+    pub(crate) fn legacy_channel_context(&mut self, field: &Field) -> Result<Value> {
+        self.channel_context(field.internal).map(Value::String)
+    }
+
+    /// `response_kind`; null reads as `""` (no kind), as older writers sent it.
+    pub(crate) fn legacy_response_kind(&mut self, field: &Field) -> Result<Value> {
+        Ok(Value::String(self.text(field.slot)?.unwrap_or_default()))
     }
 }
 

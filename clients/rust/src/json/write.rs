@@ -1,8 +1,10 @@
 //! Writing a message as wire JSON: every field, in field order, compact.
 
 use super::canonical::is_object;
+use super::fields::IDENTITY_ORIGIN_VALUES;
 use super::normalize::{format_float, push_quoted, py_float_repr, Normalizer, MAX_INT_DIGITS};
 use super::read::DEFAULT_SOURCE_PROTOCOL;
+use super::table::FieldSpec;
 use super::FieldError;
 use crate::v1::{json_rpc_id, E2aAuth, E2aProvenance, IdentityOrigin, JsonRpcId};
 
@@ -110,20 +112,19 @@ impl Writer {
         }
     }
 
-    /// Writes `identity_origin`; unspecified is the record's default.
-    pub(crate) fn origin(&mut self, origin: i32, default: IdentityOrigin) {
-        let name = match IdentityOrigin::try_from(origin) {
-            Ok(IdentityOrigin::Unspecified) => default.as_wire_str(),
-            Ok(origin) => origin.as_wire_str(),
-            Err(_) => {
-                self.fail(FieldError::new(
-                    "identity_origin",
-                    format!("unknown IdentityOrigin value {origin}"),
-                ));
-                return;
-            }
-        };
-        self.str(name);
+    /// Writes an enum field as its value's `json_value`; unspecified (0) is the field's default.
+    pub(crate) fn enum_value<M>(&mut self, path: &str, spec: &FieldSpec<M>, number: i32) {
+        if number == 0 {
+            self.str(spec.default);
+            return;
+        }
+        match spec.enum_values.iter().find(|(_, each)| *each == number) {
+            Some((json, _)) => self.str(json),
+            None => self.fail(FieldError::new(
+                path,
+                format!("unknown {} value {number}", spec.enum_name),
+            )),
+        }
     }
 
     /// Writes the provenance object; an unset one is the default (`source_protocol` "e2a").
@@ -202,16 +203,13 @@ impl Writer {
 }
 
 impl IdentityOrigin {
-    /// The wire JSON name of an origin (`"user"`); unspecified has none and is written as the
-    /// record's default.
+    /// The wire JSON name of an origin (`"user"`): its `json_value` in the schema; unspecified has
+    /// none and is written as the record's default.
     pub fn as_wire_str(self) -> &'static str {
-        match self {
-            IdentityOrigin::System => "system",
-            IdentityOrigin::User => "user",
-            IdentityOrigin::Agent => "agent",
-            IdentityOrigin::Service => "service",
-            IdentityOrigin::Unspecified => "",
-        }
+        IDENTITY_ORIGIN_VALUES
+            .iter()
+            .find(|(_, number)| *number == self as i32)
+            .map_or("", |(json, _)| json)
     }
 }
 

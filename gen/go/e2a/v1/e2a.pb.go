@@ -1048,7 +1048,7 @@ var File_e2a_v1_e2a_proto protoreflect.FileDescriptor
 
 const file_e2a_v1_e2a_proto_rawDesc = "" +
 	"\n" +
-	"\x10e2a/v1/e2a.proto\x12\x06e2a.v1\"\xb7\x01\n" +
+	"\x10e2a/v1/e2a.proto\x12\x06e2a.v1\x1a\x14e2a/v1/options.proto\"\xb7\x01\n" +
 	"\tJsonRpcId\x12$\n" +
 	"\fstring_value\x18\x01 \x01(\tH\x00R\fstring_value\x12&\n" +
 	"\rinteger_value\x18\x02 \x01(\x12H\x00R\rinteger_value\x12$\n" +
@@ -1089,55 +1089,60 @@ const file_e2a_v1_e2a_proto_rawDesc = "" +
 	"\x05_nameB\f\n" +
 	"\n" +
 	"_mime_typeB\a\n" +
-	"\x05_size\"\x92\v\n" +
-	"\vE2AEnvelope\x12/\n" +
-	"\x10protocol_version\x18\x01 \x01(\tH\x00R\x10protocol_version\x88\x01\x01\x125\n" +
+	"\x05_size\"\xbf\x0f\n" +
+	"\vE2AEnvelope\x12<\n" +
+	"\x10protocol_version\x18\x01 \x01(\tB\v\xf2\xc5\x18\a\b\x01\x12\x031.0H\x00R\x10protocol_version\x88\x01\x01\x12R\n" +
 	"\n" +
-	"provenance\x18\x02 \x01(\v2\x15.e2a.v1.E2AProvenanceR\n" +
-	"provenance\x12#\n" +
+	"provenance\x18\x02 \x01(\v2\x15.e2a.v1.E2AProvenanceB\x1b\xf2\xc5\x18\x17\b\n" +
+	"\x1a\n" +
+	"provenance\"\abindingR\n" +
+	"provenance\x12+\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tH\x01R\n" +
-	"request_id\x88\x01\x01\x121\n" +
+	"request_id\x18\x03 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x01R\n" +
+	"request_id\x88\x01\x01\x129\n" +
 	"\n" +
-	"jsonrpc_id\x18\x04 \x01(\v2\x11.e2a.v1.JsonRpcIdR\n" +
-	"jsonrpc_id\x12+\n" +
-	"\x0ecorrelation_id\x18\x05 \x01(\tH\x02R\x0ecorrelation_id\x88\x01\x01\x12\x1d\n" +
-	"\atask_id\x18\x06 \x01(\tH\x03R\atask_id\x88\x01\x01\x12#\n" +
+	"jsonrpc_id\x18\x04 \x01(\v2\x11.e2a.v1.JsonRpcIdB\x06\xf2\xc5\x18\x02\b\bR\n" +
+	"jsonrpc_id\x123\n" +
+	"\x0ecorrelation_id\x18\x05 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x02R\x0ecorrelation_id\x88\x01\x01\x12%\n" +
+	"\atask_id\x18\x06 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x03R\atask_id\x88\x01\x01\x12+\n" +
 	"\n" +
-	"context_id\x18\a \x01(\tH\x04R\n" +
-	"context_id\x88\x01\x01\x12#\n" +
+	"context_id\x18\a \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x04R\n" +
+	"context_id\x88\x01\x01\x12+\n" +
 	"\n" +
-	"session_id\x18\b \x01(\tH\x05R\n" +
-	"session_id\x88\x01\x01\x12#\n" +
+	"session_id\x18\b \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x05R\n" +
+	"session_id\x88\x01\x01\x12+\n" +
 	"\n" +
-	"message_id\x18\t \x01(\tH\x06R\n" +
-	"message_id\x88\x01\x01\x12!\n" +
+	"message_id\x18\t \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x06R\n" +
+	"message_id\x88\x01\x01\x124\n" +
 	"\ttimestamp\x18\n" +
-	" \x01(\tH\aR\ttimestamp\x88\x01\x01\x12@\n" +
-	"\x0fidentity_origin\x18\v \x01(\x0e2\x16.e2a.v1.IdentityOriginR\x0fidentity_origin\x12\x1d\n" +
-	"\achannel\x18\f \x01(\tH\bR\achannel\x88\x01\x01\x12\x1d\n" +
-	"\auser_id\x18\r \x01(\tH\tR\auser_id\x88\x01\x01\x12\x1c\n" +
-	"\tagent_ref\x18\x0e \x01(\tR\tagent_ref\x12\x1d\n" +
-	"\achat_id\x18\x0f \x01(\tH\n" +
-	"R\achat_id\x88\x01\x01\x12-\n" +
-	"\x0fsource_agent_id\x18\x10 \x01(\tH\vR\x0fsource_agent_id\x88\x01\x01\x12\x1f\n" +
-	"\bagent_id\x18\x11 \x01(\tH\fR\bagent_id\x88\x01\x01\x12#\n" +
+	" \x01(\tB\x11\xf2\xc5\x18\r\b\x01\x1a\ttimestampH\aR\ttimestamp\x88\x01\x01\x12N\n" +
+	"\x0fidentity_origin\x18\v \x01(\x0e2\x16.e2a.v1.IdentityOriginB\f\xf2\xc5\x18\b\b\t\x12\x04userR\x0fidentity_origin\x12:\n" +
+	"\achannel\x18\f \x01(\tB\x1b\xf2\xc5\x18\x17\b\x01\x1a\achannel\"\n" +
+	"channel_idH\bR\achannel\x88\x01\x01\x12%\n" +
+	"\auser_id\x18\r \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\tR\auser_id\x88\x01\x01\x12$\n" +
+	"\tagent_ref\x18\x0e \x01(\tB\x06\xf2\xc5\x18\x02\b\aR\tagent_ref\x12%\n" +
+	"\achat_id\x18\x0f \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\n" +
+	"R\achat_id\x88\x01\x01\x125\n" +
+	"\x0fsource_agent_id\x18\x10 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\vR\x0fsource_agent_id\x88\x01\x01\x12B\n" +
+	"\bagent_id\x18\x11 \x01(\tB!\xf2\xc5\x18\x1d\b\x01\x1a\bagent_id\"\x0fsource_agent_idH\fR\bagent_id\x88\x01\x01\x127\n" +
 	"\n" +
-	"service_id\x18\x12 \x01(\tH\rR\n" +
-	"service_id\x88\x01\x01\x12)\n" +
-	"\rworkspace_key\x18\x13 \x01(\tH\x0eR\rworkspace_key\x88\x01\x01\x12\x1b\n" +
-	"\x06method\x18\x14 \x01(\tH\x0fR\x06method\x88\x01\x01\x12\x16\n" +
-	"\x06params\x18\x15 \x01(\tR\x06params\x12#\n" +
+	"service_id\x18\x12 \x01(\tB\x12\xf2\xc5\x18\x0e\b\x01\x1a\n" +
+	"service_idH\rR\n" +
+	"service_id\x88\x01\x01\x12O\n" +
+	"\rworkspace_key\x18\x13 \x01(\tB$\xf2\xc5\x18 \b\x01\x1a\rworkspace_key\"\rworkspace_dirH\x0eR\rworkspace_key\x88\x01\x01\x127\n" +
+	"\x06method\x18\x14 \x01(\tB\x1a\xf2\xc5\x18\x16\b\x01\x1a\x06method\"\n" +
+	"req_methodH\x0fR\x06method\x88\x01\x01\x12/\n" +
+	"\x06params\x18\x15 \x01(\tB\x17\xf2\xc5\x18\x13\b\x06\x1a\x06params\"\apayloadR\x06params\x12+\n" +
 	"\n" +
-	"ext_method\x18\x16 \x01(\tH\x10R\n" +
-	"ext_method\x88\x01\x01\x125\n" +
-	"\x13session_update_kind\x18\x17 \x01(\tH\x11R\x13session_update_kind\x88\x01\x01\x12\x1c\n" +
-	"\tis_stream\x18\x18 \x01(\bR\tis_stream\x124\n" +
-	"\x15expected_output_modes\x18\x19 \x03(\tR\x15expected_output_modes\x12#\n" +
-	"\x04auth\x18\x1a \x01(\v2\x0f.e2a.v1.E2AAuthR\x04auth\x12(\n" +
-	"\x0fchannel_context\x18\x1b \x01(\tR\x0fchannel_context\x12\"\n" +
-	"\fa2a_metadata\x18\x1c \x01(\tR\fa2a_metadata\x12\x1a\n" +
-	"\bacp_meta\x18\x1d \x01(\tR\bacp_metaB\x13\n" +
+	"ext_method\x18\x16 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x10R\n" +
+	"ext_method\x88\x01\x01\x12=\n" +
+	"\x13session_update_kind\x18\x17 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x11R\x13session_update_kind\x88\x01\x01\x12$\n" +
+	"\tis_stream\x18\x18 \x01(\bB\x06\xf2\xc5\x18\x02\b\x03R\tis_stream\x12<\n" +
+	"\x15expected_output_modes\x18\x19 \x03(\tB\x06\xf2\xc5\x18\x02\b\x05R\x15expected_output_modes\x12+\n" +
+	"\x04auth\x18\x1a \x01(\v2\x0f.e2a.v1.E2AAuthB\x06\xf2\xc5\x18\x02\b\vR\x04auth\x12\xca\x01\n" +
+	"\x0fchannel_context\x18\x1b \x01(\tB\x9f\x01\xf2\xc5\x18\x9a\x01\b\x06\x1a\x0fchannel_context\"\bmetadata\"\x06app_id*\x1f_e2a_wire_legacy_agent_response*\x1c_e2a_wire_legacy_agent_chunk*\x18_jiuwenswarm_server_push*\x1a_jiuwenswarm_cancel_sourceR\x0fchannel_context\x12*\n" +
+	"\fa2a_metadata\x18\x1c \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\fa2a_metadata\x12\"\n" +
+	"\bacp_meta\x18\x1d \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\bacp_metaB\x13\n" +
 	"\x11_protocol_versionB\r\n" +
 	"\v_request_idB\x11\n" +
 	"\x0f_correlation_idB\n" +
@@ -1160,50 +1165,52 @@ const file_e2a_v1_e2a_proto_rawDesc = "" +
 	"\x0e_workspace_keyB\t\n" +
 	"\a_methodB\r\n" +
 	"\v_ext_methodB\x16\n" +
-	"\x14_session_update_kind\"\xd1\t\n" +
-	"\vE2AResponse\x12/\n" +
-	"\x10protocol_version\x18\x01 \x01(\tH\x00R\x10protocol_version\x88\x01\x01\x12%\n" +
-	"\vresponse_id\x18\x02 \x01(\tH\x01R\vresponse_id\x88\x01\x01\x12#\n" +
+	"\x14_session_update_kind\"\xf9\v\n" +
+	"\vE2AResponse\x12<\n" +
+	"\x10protocol_version\x18\x01 \x01(\tB\v\xf2\xc5\x18\a\b\x01\x12\x031.0H\x00R\x10protocol_version\x88\x01\x01\x12-\n" +
+	"\vresponse_id\x18\x02 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x01R\vresponse_id\x88\x01\x01\x12+\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tH\x02R\n" +
-	"request_id\x88\x01\x01\x12\x1a\n" +
-	"\bsequence\x18\x04 \x01(\x03R\bsequence\x12\x1a\n" +
-	"\bis_final\x18\x05 \x01(\bR\bis_final\x12\x16\n" +
-	"\x06status\x18\x06 \x01(\tR\x06status\x12$\n" +
-	"\rresponse_kind\x18\a \x01(\tR\rresponse_kind\x12!\n" +
-	"\ttimestamp\x18\b \x01(\tH\x03R\ttimestamp\x88\x01\x01\x125\n" +
+	"request_id\x18\x03 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x02R\n" +
+	"request_id\x88\x01\x01\x12\"\n" +
+	"\bsequence\x18\x04 \x01(\x03B\x06\xf2\xc5\x18\x02\b\x04R\bsequence\x12\"\n" +
+	"\bis_final\x18\x05 \x01(\bB\x06\xf2\xc5\x18\x02\b\x03R\bis_final\x12+\n" +
+	"\x06status\x18\x06 \x01(\tB\x13\xf2\xc5\x18\x0f\b\x02\x12\vin_progressR\x06status\x12;\n" +
+	"\rresponse_kind\x18\a \x01(\tB\x15\xf2\xc5\x18\x11\b\x02\x1a\rresponse_kindR\rresponse_kind\x124\n" +
+	"\ttimestamp\x18\b \x01(\tB\x11\xf2\xc5\x18\r\b\x01\x1a\ttimestampH\x03R\ttimestamp\x88\x01\x01\x12=\n" +
 	"\n" +
-	"provenance\x18\t \x01(\v2\x15.e2a.v1.E2AProvenanceR\n" +
-	"provenance\x12\x12\n" +
+	"provenance\x18\t \x01(\v2\x15.e2a.v1.E2AProvenanceB\x06\xf2\xc5\x18\x02\b\n" +
+	"R\n" +
+	"provenance\x12\x1a\n" +
 	"\x04body\x18\n" +
-	" \x01(\tR\x04body\x121\n" +
+	" \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\x04body\x129\n" +
 	"\n" +
-	"jsonrpc_id\x18\v \x01(\v2\x11.e2a.v1.JsonRpcIdR\n" +
-	"jsonrpc_id\x12+\n" +
-	"\x0ecorrelation_id\x18\f \x01(\tH\x04R\x0ecorrelation_id\x88\x01\x01\x12\x1d\n" +
-	"\atask_id\x18\r \x01(\tH\x05R\atask_id\x88\x01\x01\x12#\n" +
+	"jsonrpc_id\x18\v \x01(\v2\x11.e2a.v1.JsonRpcIdB\x06\xf2\xc5\x18\x02\b\bR\n" +
+	"jsonrpc_id\x123\n" +
+	"\x0ecorrelation_id\x18\f \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x04R\x0ecorrelation_id\x88\x01\x01\x12%\n" +
+	"\atask_id\x18\r \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x05R\atask_id\x88\x01\x01\x12+\n" +
 	"\n" +
-	"context_id\x18\x0e \x01(\tH\x06R\n" +
-	"context_id\x88\x01\x01\x12#\n" +
+	"context_id\x18\x0e \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\x06R\n" +
+	"context_id\x88\x01\x01\x12+\n" +
 	"\n" +
-	"session_id\x18\x0f \x01(\tH\aR\n" +
-	"session_id\x88\x01\x01\x12#\n" +
+	"session_id\x18\x0f \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\aR\n" +
+	"session_id\x88\x01\x01\x12+\n" +
 	"\n" +
-	"message_id\x18\x10 \x01(\tH\bR\n" +
-	"message_id\x88\x01\x01\x12\x1c\n" +
-	"\tis_stream\x18\x11 \x01(\bR\tis_stream\x12@\n" +
-	"\x0fidentity_origin\x18\x12 \x01(\x0e2\x16.e2a.v1.IdentityOriginR\x0fidentity_origin\x12\x1d\n" +
-	"\achannel\x18\x13 \x01(\tH\tR\achannel\x88\x01\x01\x12\x1d\n" +
-	"\auser_id\x18\x14 \x01(\tH\n" +
-	"R\auser_id\x88\x01\x01\x12\x1c\n" +
-	"\tagent_ref\x18\x15 \x01(\tR\tagent_ref\x12-\n" +
-	"\x0fsource_agent_id\x18\x16 \x01(\tH\vR\x0fsource_agent_id\x88\x01\x01\x12\x1b\n" +
-	"\x06method\x18\x17 \x01(\tH\fR\x06method\x88\x01\x01\x12 \n" +
-	"\vprojections\x18\x18 \x01(\tR\vprojections\x12(\n" +
-	"\x0fchannel_context\x18\x19 \x01(\tR\x0fchannel_context\x12\x1a\n" +
-	"\bmetadata\x18\x1a \x01(\tR\bmetadata\x12\"\n" +
-	"\fa2a_metadata\x18\x1b \x01(\tR\fa2a_metadata\x12\x1a\n" +
-	"\bacp_meta\x18\x1c \x01(\tR\bacp_metaB\x13\n" +
+	"message_id\x18\x10 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\bR\n" +
+	"message_id\x88\x01\x01\x12$\n" +
+	"\tis_stream\x18\x11 \x01(\bB\x06\xf2\xc5\x18\x02\b\x03R\tis_stream\x12O\n" +
+	"\x0fidentity_origin\x18\x12 \x01(\x0e2\x16.e2a.v1.IdentityOriginB\r\xf2\xc5\x18\t\b\t\x12\x05agentR\x0fidentity_origin\x12:\n" +
+	"\achannel\x18\x13 \x01(\tB\x1b\xf2\xc5\x18\x17\b\x01\x1a\achannel\"\n" +
+	"channel_idH\tR\achannel\x88\x01\x01\x12%\n" +
+	"\auser_id\x18\x14 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\n" +
+	"R\auser_id\x88\x01\x01\x12$\n" +
+	"\tagent_ref\x18\x15 \x01(\tB\x06\xf2\xc5\x18\x02\b\aR\tagent_ref\x125\n" +
+	"\x0fsource_agent_id\x18\x16 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\vR\x0fsource_agent_id\x88\x01\x01\x12#\n" +
+	"\x06method\x18\x17 \x01(\tB\x06\xf2\xc5\x18\x02\b\x01H\fR\x06method\x88\x01\x01\x12(\n" +
+	"\vprojections\x18\x18 \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\vprojections\x120\n" +
+	"\x0fchannel_context\x18\x19 \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\x0fchannel_context\x12\"\n" +
+	"\bmetadata\x18\x1a \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\bmetadata\x12*\n" +
+	"\fa2a_metadata\x18\x1b \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\fa2a_metadata\x12\"\n" +
+	"\bacp_meta\x18\x1c \x01(\tB\x06\xf2\xc5\x18\x02\b\x06R\bacp_metaB\x13\n" +
 	"\x11_protocol_versionB\x0e\n" +
 	"\f_response_idB\r\n" +
 	"\v_request_idB\f\n" +
@@ -1220,13 +1227,14 @@ const file_e2a_v1_e2a_proto_rawDesc = "" +
 	"\n" +
 	"\b_user_idB\x12\n" +
 	"\x10_source_agent_idB\t\n" +
-	"\a_method*\x9f\x01\n" +
+	"\a_method*\xcd\x01\n" +
 	"\x0eIdentityOrigin\x12\x1f\n" +
-	"\x1bIDENTITY_ORIGIN_UNSPECIFIED\x10\x00\x12\x1a\n" +
-	"\x16IDENTITY_ORIGIN_SYSTEM\x10\x01\x12\x18\n" +
-	"\x14IDENTITY_ORIGIN_USER\x10\x02\x12\x19\n" +
-	"\x15IDENTITY_ORIGIN_AGENT\x10\x03\x12\x1b\n" +
-	"\x17IDENTITY_ORIGIN_SERVICE\x10\x04B\\\n" +
+	"\x1bIDENTITY_ORIGIN_UNSPECIFIED\x10\x00\x12&\n" +
+	"\x16IDENTITY_ORIGIN_SYSTEM\x10\x01\x1a\n" +
+	"\xfa\xc5\x18\x06system\x12\"\n" +
+	"\x14IDENTITY_ORIGIN_USER\x10\x02\x1a\b\xfa\xc5\x18\x04user\x12$\n" +
+	"\x15IDENTITY_ORIGIN_AGENT\x10\x03\x1a\t\xfa\xc5\x18\x05agent\x12(\n" +
+	"\x17IDENTITY_ORIGIN_SERVICE\x10\x04\x1a\v\xfa\xc5\x18\aserviceB\\\n" +
 	"\tio.e2a.v1B\bE2AProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
@@ -1274,6 +1282,7 @@ func file_e2a_v1_e2a_proto_init() {
 	if File_e2a_v1_e2a_proto != nil {
 		return
 	}
+	file_e2a_v1_options_proto_init()
 	file_e2a_v1_e2a_proto_msgTypes[0].OneofWrappers = []any{
 		(*JsonRpcId_StringValue)(nil),
 		(*JsonRpcId_IntegerValue)(nil),

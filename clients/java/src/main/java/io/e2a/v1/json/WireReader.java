@@ -1,11 +1,14 @@
 package io.e2a.v1.json;
 
+import com.google.protobuf.Descriptors.Descriptor;
+import com.google.protobuf.Descriptors.FieldDescriptor;
+import com.google.protobuf.Message;
 import io.e2a.v1.E2AAuth;
 import io.e2a.v1.E2AEnvelope;
 import io.e2a.v1.E2AProvenance;
 import io.e2a.v1.E2AResponse;
 import io.e2a.v1.HttpHeader;
-import io.e2a.v1.IdentityOrigin;
+import io.e2a.v1.JsonKind;
 import io.e2a.v1.JsonRpcId;
 import io.e2a.v1.json.JsonValue.Arr;
 import io.e2a.v1.json.JsonValue.Bool;
@@ -16,7 +19,6 @@ import java.math.BigInteger;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Consumer;
 
 /**
@@ -24,24 +26,7 @@ import java.util.function.Consumer;
  * the one the Python reference reports (docs/wire-json.md sections 2, 3 and 7).
  */
 final class WireReader {
-  static final String DEFAULT_PROTOCOL_VERSION = "1.0";
   static final String DEFAULT_SOURCE_PROTOCOL = "e2a";
-  static final String DEFAULT_STATUS = "in_progress";
-
-  /** Transport-internal keys of a legacy envelope metadata object, never copied. */
-  private static final Set<String> INTERNAL_METADATA_KEYS =
-      Set.of(
-          "_e2a_wire_legacy_agent_response",
-          "_e2a_wire_legacy_agent_chunk",
-          "_jiuwenswarm_server_push",
-          "_jiuwenswarm_cancel_source");
-
-  private static final Map<String, IdentityOrigin> ORIGINS =
-      Map.of(
-          "system", IdentityOrigin.IDENTITY_ORIGIN_SYSTEM,
-          "user", IdentityOrigin.IDENTITY_ORIGIN_USER,
-          "agent", IdentityOrigin.IDENTITY_ORIGIN_AGENT,
-          "service", IdentityOrigin.IDENTITY_ORIGIN_SERVICE);
 
   /** The members of the record object (a repeated key: its last value). */
   private final Map<String, JsonValue> values;
@@ -107,105 +92,143 @@ final class WireReader {
   // ---- records ----
 
   static E2AEnvelope envelope(String text) {
-    WireReader d = document(text, "envelope");
-    E2AEnvelope.Builder m = E2AEnvelope.newBuilder();
-    d.protocolVersion(m::setProtocolVersion);
-    m.setProvenance(d.envelopeProvenance());
-    d.text("request_id", m::setRequestId);
-    JsonRpcId id = d.jsonrpcId();
-    if (id != null) {
-      m.setJsonrpcId(id);
+    return (E2AEnvelope) read(text, "envelope", ENVELOPE, E2AEnvelope.newBuilder());
+  }
+
+  static E2AResponse response(String text) {
+    return (E2AResponse) read(text, "response", RESPONSE, E2AResponse.newBuilder());
+  }
+
+  static final List<FieldSpec> ENVELOPE = checked(RecordFields.ENVELOPE, E2AEnvelope.getDescriptor());
+  static final List<FieldSpec> RESPONSE = checked(RecordFields.RESPONSE, E2AResponse.getDescriptor());
+
+  /** A generated table, checked against the message compiled into this program (same schema). */
+  private static List<FieldSpec> checked(List<FieldSpec> table, Descriptor message) {
+    List<FieldDescriptor> fields = message.getFields();
+    if (fields.size() != table.size()) {
+      throw new IllegalStateException(message.getFullName() + " and its field table differ in size");
     }
-    d.text("correlation_id", m::setCorrelationId);
-    d.text("task_id", m::setTaskId);
-    d.text("context_id", m::setContextId);
-    d.text("session_id", m::setSessionId);
-    d.text("message_id", m::setMessageId);
-    d.timestamp(m::setTimestamp);
-    m.setIdentityOrigin(d.identityOrigin(IdentityOrigin.IDENTITY_ORIGIN_USER));
-    d.channel(m::setChannel);
-    d.text("user_id", m::setUserId);
-    m.setAgentRef(d.agentRef());
-    d.text("chat_id", m::setChatId);
-    d.text("source_agent_id", m::setSourceAgentId);
-    d.stripped("agent_id", m::setAgentId, "agent_id", "source_agent_id");
-    d.stripped("service_id", m::setServiceId, "service_id");
-    d.stripped("workspace_key", m::setWorkspaceKey, "workspace_key", "workspace_dir");
-    d.method(m::setMethod);
-    m.setParams(d.params());
-    d.text("ext_method", m::setExtMethod);
-    d.text("session_update_kind", m::setSessionUpdateKind);
-    m.setIsStream(d.flag("is_stream"));
-    m.addAllExpectedOutputModes(d.textList("expected_output_modes"));
-    E2AAuth auth = d.auth();
-    if (auth != null) {
-      m.setAuth(auth);
+    for (int i = 0; i < table.size(); i++) {
+      FieldSpec f = table.get(i);
+      if (fields.get(i).getNumber() != f.number() || !fields.get(i).getName().equals(f.name())) {
+        throw new IllegalStateException(fields.get(i).getFullName() + " differs from " + f.name());
+      }
     }
-    m.setChannelContext(d.channelContext());
-    m.setA2AMetadata(d.objectField("a2a_metadata"));
-    m.setAcpMeta(d.objectField("acp_meta"));
+    return table;
+  }
+
+  /**
+   * Reads a record document into m field by field, in field order, so that the first error is the
+   * one Python reports; what names the record in the error for a non-object.
+   */
+  private static Message read(
+      String text, String what, List<FieldSpec> table, Message.Builder m) {
+    WireReader d = document(text, what);
+    List<FieldDescriptor> fields = m.getDescriptorForType().getFields();
+    for (int i = 0; i < table.size(); i++) {
+      FieldSpec f = table.get(i);
+      FieldDescriptor fd = fields.get(i);
+      Object value = f.legacy() != null ? f.legacy().read(d, f) : d.field(f);
+      if (value == null) {
+        continue;
+      }
+      if (f.kind() == JsonKind.JSON_KIND_ENUM) {
+        value = fd.getEnumType().findValueByNumber((Integer) value);
+      }
+      m.setField(fd, value);
+    }
     d.finish();
     return m.build();
   }
 
-  static E2AResponse response(String text) {
-    WireReader d = document(text, "response");
-    E2AResponse.Builder m = E2AResponse.newBuilder();
-    d.protocolVersion(m::setProtocolVersion);
-    d.text("response_id", m::setResponseId);
-    d.text("request_id", m::setRequestId);
-    m.setSequence(d.integer("sequence"));
-    m.setIsFinal(d.flag("is_final"));
-    JsonValue status = d.get("status");
-    if (JsonValue.isNull(status)) {
-      m.setStatus(DEFAULT_STATUS);
-    } else if (status instanceof Str s) {
-      if (lone(s.value())) {
-        d.deferBuild(loneSurrogateError("status"));
-      }
-      m.setStatus(s.value());
-    } else {
-      throw typeError("status", "a string", status);
-    }
-    d.text("response_kind", m::setResponseKind);
-    d.timestamp(m::setTimestamp);
-    E2AProvenance.Builder provenance = d.provenance(d.get("provenance"));
-    m.setProvenance(provenance);
-    m.setBody(d.objectField("body"));
-    JsonRpcId id = d.jsonrpcId();
-    if (id != null) {
-      m.setJsonrpcId(id);
-    }
-    d.text("correlation_id", m::setCorrelationId);
-    d.text("task_id", m::setTaskId);
-    d.text("context_id", m::setContextId);
-    d.text("session_id", m::setSessionId);
-    d.text("message_id", m::setMessageId);
-    m.setIsStream(d.flag("is_stream"));
-    m.setIdentityOrigin(d.identityOrigin(IdentityOrigin.IDENTITY_ORIGIN_AGENT));
-    d.channel(m::setChannel);
-    d.text("user_id", m::setUserId);
-    m.setAgentRef(d.agentRef());
-    d.text("source_agent_id", m::setSourceAgentId);
-    d.text("method", m::setMethod);
-    m.setProjections(d.objectField("projections"));
-    m.setChannelContext(d.objectField("channel_context"));
-    m.setMetadata(d.objectField("metadata"));
-    m.setA2AMetadata(d.objectField("a2a_metadata"));
-    m.setAcpMeta(d.objectField("acp_meta"));
-    d.finish();
-    return m.build();
+  /** A field's value by its kind, or null to leave it unset. */
+  private Object field(FieldSpec f) {
+    String name = f.name();
+    return switch (f.kind()) {
+      case JSON_KIND_TEXT ->
+          !values.containsKey(name) && !f.def().isEmpty()
+              ? f.def()
+              : captured(set -> text(name, set));
+      case JSON_KIND_PLAIN_TEXT -> plainText(name, f.def());
+      case JSON_KIND_FLAG -> flag(name);
+      case JSON_KIND_INTEGER -> integer(name);
+      case JSON_KIND_TEXT_LIST -> textList(name);
+      case JSON_KIND_OBJECT -> objectField(name);
+      case JSON_KIND_OPTIONAL_OBJECT -> optionalObject(name);
+      case JSON_KIND_JSONRPC_ID -> jsonrpcId(name);
+      case JSON_KIND_ENUM -> enumNumber(f);
+      case JSON_KIND_PROVENANCE -> provenance(get(name)).build();
+      case JSON_KIND_AUTH -> auth(name);
+      default ->
+          throw new E2AJsonException(name, "JSON kind " + f.kind() + " is unknown to this codec");
+    };
+  }
+
+  /** The string a reader that sets one gives, or null when it sets none. */
+  private static String captured(Consumer<Consumer<String>> reader) {
+    String[] value = {null};
+    reader.accept(s -> value[0] = s);
+    return value[0];
+  }
+
+  // ---- the legacy readers the schema names ((e2a.v1.json).legacy_reader), bound in RecordFields
+
+  Object legacyProvenance(FieldSpec f) {
+    return envelopeProvenance().build();
+  }
+
+  Object legacyTimestamp(FieldSpec f) {
+    return captured(this::timestamp);
+  }
+
+  Object legacyChannel(FieldSpec f) {
+    return captured(this::channel);
+  }
+
+  Object legacyAgentId(FieldSpec f) {
+    return captured(set -> stripped(f.name(), set, f.name(), "source_agent_id"));
+  }
+
+  Object legacyServiceId(FieldSpec f) {
+    return captured(set -> stripped(f.name(), set, f.name()));
+  }
+
+  Object legacyWorkspaceKey(FieldSpec f) {
+    return captured(set -> stripped(f.name(), set, f.name(), "workspace_dir"));
+  }
+
+  Object legacyMethod(FieldSpec f) {
+    return captured(this::method);
+  }
+
+  Object legacyParams(FieldSpec f) {
+    return params();
+  }
+
+  Object legacyChannelContext(FieldSpec f) {
+    return channelContext(f.internalKeys());
+  }
+
+  /** response_kind; null reads as "" (no kind), as older writers sent it. */
+  Object legacyResponseKind(FieldSpec f) {
+    return captured(set -> text(f.name(), set));
   }
 
   // ---- fields ----
 
-  /** protocol_version: absent is "1.0", null stays unset. */
-  private void protocolVersion(Consumer<String> set) {
-    if (!values.containsKey("protocol_version")) {
-      set.accept(DEFAULT_PROTOCOL_VERSION);
-      return;
+  /** A string that is never null: absent or null is def, as protobuf's JSON mapping reads null. */
+  private String plainText(String key, String def) {
+    JsonValue value = get(key);
+    if (JsonValue.isNull(value)) {
+      return def;
     }
-    text("protocol_version", set);
+    if (!(value instanceof Str s)) {
+      throw typeError(key, "a string", value);
+    }
+    if (lone(s.value())) {
+      deferBuild(loneSurrogateError(key));
+    }
+    return s.value();
   }
 
   /** A string-or-null value for the field at path; null leaves it unset. */
@@ -282,14 +305,14 @@ final class WireReader {
     return object(get(key), key);
   }
 
-  /** agent_ref, an object or null: null is "", {} stays "{}". */
-  private String agentRef() {
-    JsonValue value = get("agent_ref");
+  /** An object-or-null field (agent_ref): null is "", {} stays "{}". */
+  private String optionalObject(String key) {
+    JsonValue value = get(key);
     if (JsonValue.isNull(value)) {
       return "";
     }
     if (!(value instanceof Obj)) {
-      throw typeError("agent_ref", "an object or null", value);
+      throw typeError(key, "an object or null", value);
     }
     return JsonValue.text(value);
   }
@@ -315,8 +338,8 @@ final class WireReader {
     return list;
   }
 
-  private JsonRpcId jsonrpcId() {
-    JsonValue value = get("jsonrpc_id");
+  private JsonRpcId jsonrpcId(String key) {
+    JsonValue value = get(key);
     if (JsonValue.isNull(value)) {
       return null;
     }
@@ -324,7 +347,7 @@ final class WireReader {
       int at = JsonValue.firstLoneSurrogate(s.value());
       if (at >= 0) {
         throw new E2AJsonException(
-            "jsonrpc_id",
+            key,
             String.format(
                 "a lone surrogate (U+%04X) is not Unicode text", (int) s.value().charAt(at)));
       }
@@ -340,24 +363,29 @@ final class WireReader {
         return JsonRpcId.newBuilder().setBigIntegerValue(n.text()).build();
       }
     }
-    throw typeError("jsonrpc_id", "a string, number or null", value);
+    throw typeError(key, "a string, number or null", value);
   }
 
-  /** identity_origin: absent or null is the record's default. */
-  private IdentityOrigin identityOrigin(IdentityOrigin def) {
-    JsonValue value = get("identity_origin");
-    if (JsonValue.isNull(value)) {
-      return def;
+  /** An enum field by its values' json_value: absent or null is the field's default. */
+  private int enumNumber(FieldSpec f) {
+    JsonValue value = get(f.name());
+    String text = f.def();
+    if (!JsonValue.isNull(value)) {
+      if (!(value instanceof Str s)) {
+        throw typeError(f.name(), "a string", value);
+      }
+      text = s.value();
     }
-    if (!(value instanceof Str s)) {
-      throw typeError("identity_origin", "a string", value);
+    for (FieldSpec.EnumValue each : f.enumValues()) {
+      if (each.name().equals(text)) {
+        return each.number();
+      }
     }
-    IdentityOrigin origin = ORIGINS.get(s.value());
-    if (origin == null) {
-      throw new E2AJsonException(
-          "identity_origin", "'" + s.value() + "' is not one of system, user, agent, service");
+    StringBuilder allowed = new StringBuilder();
+    for (FieldSpec.EnumValue each : f.enumValues()) {
+      allowed.append(allowed.length() == 0 ? "" : ", ").append(each.name());
     }
-    return origin;
+    throw new E2AJsonException(f.name(), "'" + text + "' is not one of " + allowed);
   }
 
   /** A provenance object (absent or null: the default); its details are set as text. */
@@ -619,7 +647,7 @@ final class WireReader {
   }
 
   /** channel_context plus legacy metadata keys (not the internal ones) and a truthy app_id. */
-  private String channelContext() {
+  private String channelContext(List<String> internalKeys) {
     Obj context = objectOrNull(get("channel_context"), "channel_context");
     JsonValue metadataValue = get("metadata");
     Obj metadata =
@@ -635,7 +663,7 @@ final class WireReader {
     }
     if (metadata != null) {
       for (Map.Entry<String, JsonValue> member : metadata.members().entrySet()) {
-        if (!INTERNAL_METADATA_KEYS.contains(member.getKey())) {
+        if (!internalKeys.contains(member.getKey())) {
           merged.putIfAbsent(member.getKey(), member.getValue());
         }
       }
@@ -655,13 +683,13 @@ final class WireReader {
   }
 
   /** The auth object, or null. */
-  private E2AAuth auth() {
-    JsonValue value = get("auth");
+  private E2AAuth auth(String field) {
+    JsonValue value = get(field);
     if (JsonValue.isNull(value)) {
       return null;
     }
     if (!(value instanceof Obj object)) {
-      throw typeError("auth", "an object", value);
+      throw typeError(field, "an object", value);
     }
     Map<String, JsonValue> fields = object.members();
     E2AAuth.Builder auth = E2AAuth.newBuilder();

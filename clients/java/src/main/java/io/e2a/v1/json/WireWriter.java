@@ -1,11 +1,13 @@
 package io.e2a.v1.json;
 
+import com.google.protobuf.Descriptors.EnumValueDescriptor;
+import com.google.protobuf.Descriptors.FieldDescriptor;
+import com.google.protobuf.MessageOrBuilder;
 import io.e2a.v1.E2AAuth;
 import io.e2a.v1.E2AEnvelope;
 import io.e2a.v1.E2AProvenance;
 import io.e2a.v1.E2AResponse;
 import io.e2a.v1.HttpHeader;
-import io.e2a.v1.IdentityOrigin;
 import io.e2a.v1.JsonRpcId;
 import java.math.BigInteger;
 import java.util.HashMap;
@@ -39,12 +41,6 @@ final class WireWriter {
     } else {
       str(path, s);
     }
-  }
-
-  /** Field key plus optional string value. */
-  private void opt(String name, boolean has, String s) {
-    key(name);
-    optStr(name, has, s);
   }
 
   /**
@@ -102,23 +98,20 @@ final class WireWriter {
     return new BigInteger(digits).toString();
   }
 
-  private void origin(int value, IdentityOrigin def) {
-    IdentityOrigin origin = IdentityOrigin.forNumber(value);
-    if (origin == IdentityOrigin.IDENTITY_ORIGIN_UNSPECIFIED) {
-      origin = def;
+  /** An enum field as its value's json_value; unspecified (0) is the field's default. */
+  private void enumValue(FieldSpec f, FieldDescriptor fd, int number) {
+    if (number == 0) {
+      str(f.name(), f.def());
+      return;
     }
-    if (origin == null) {
-      throw new E2AJsonException("identity_origin", "unknown IdentityOrigin value " + value);
+    for (FieldSpec.EnumValue each : f.enumValues()) {
+      if (each.number() == number) {
+        str(f.name(), each.name());
+        return;
+      }
     }
-    out.append(
-        switch (origin) {
-          case IDENTITY_ORIGIN_SYSTEM -> "\"system\"";
-          case IDENTITY_ORIGIN_USER -> "\"user\"";
-          case IDENTITY_ORIGIN_AGENT -> "\"agent\"";
-          case IDENTITY_ORIGIN_SERVICE -> "\"service\"";
-          default -> throw new E2AJsonException(
-              "identity_origin", "unknown IdentityOrigin value " + value);
-        });
+    throw new E2AJsonException(
+        f.name(), "unknown " + fd.getEnumType().getName() + " value " + number);
   }
 
   private void provenance(boolean has, E2AProvenance p) {
@@ -194,98 +187,43 @@ final class WireWriter {
   }
 
   static String envelope(E2AEnvelope m) {
-    WireWriter w = new WireWriter();
-    w.out.append('{');
-    w.opt("protocol_version", m.hasProtocolVersion(), m.getProtocolVersion());
-    w.key("provenance");
-    w.provenance(m.hasProvenance(), m.getProvenance());
-    w.opt("request_id", m.hasRequestId(), m.getRequestId());
-    w.key("jsonrpc_id");
-    w.jsonrpcId("jsonrpc_id", m.hasJsonrpcId(), m.getJsonrpcId());
-    w.opt("correlation_id", m.hasCorrelationId(), m.getCorrelationId());
-    w.opt("task_id", m.hasTaskId(), m.getTaskId());
-    w.opt("context_id", m.hasContextId(), m.getContextId());
-    w.opt("session_id", m.hasSessionId(), m.getSessionId());
-    w.opt("message_id", m.hasMessageId(), m.getMessageId());
-    w.opt("timestamp", m.hasTimestamp(), m.getTimestamp());
-    w.key("identity_origin");
-    w.origin(m.getIdentityOriginValue(), IdentityOrigin.IDENTITY_ORIGIN_USER);
-    w.opt("channel", m.hasChannel(), m.getChannel());
-    w.opt("user_id", m.hasUserId(), m.getUserId());
-    w.key("agent_ref");
-    w.object("agent_ref", m.getAgentRef(), true, 2);
-    w.opt("chat_id", m.hasChatId(), m.getChatId());
-    w.opt("source_agent_id", m.hasSourceAgentId(), m.getSourceAgentId());
-    w.opt("agent_id", m.hasAgentId(), m.getAgentId());
-    w.opt("service_id", m.hasServiceId(), m.getServiceId());
-    w.opt("workspace_key", m.hasWorkspaceKey(), m.getWorkspaceKey());
-    w.opt("method", m.hasMethod(), m.getMethod());
-    w.key("params");
-    w.object("params", m.getParams(), false, 2);
-    w.opt("ext_method", m.hasExtMethod(), m.getExtMethod());
-    w.opt("session_update_kind", m.hasSessionUpdateKind(), m.getSessionUpdateKind());
-    w.key("is_stream");
-    w.out.append(m.getIsStream());
-    w.key("expected_output_modes");
-    w.stringList("expected_output_modes", m.getExpectedOutputModesList());
-    w.key("auth");
-    w.auth(m.hasAuth(), m.getAuth());
-    w.key("channel_context");
-    w.object("channel_context", m.getChannelContext(), false, 2);
-    w.key("a2a_metadata");
-    w.object("a2a_metadata", m.getA2AMetadata(), false, 2);
-    w.key("acp_meta");
-    w.object("acp_meta", m.getAcpMeta(), false, 2);
-    w.out.append('}');
-    return w.out.toString();
+    return write(m, WireReader.ENVELOPE);
   }
 
   static String response(E2AResponse m) {
+    return write(m, WireReader.RESPONSE);
+  }
+
+  /** A record's wire JSON: every field of its table, in field order. */
+  @SuppressWarnings("unchecked") // a repeated string field's value is a List<String>
+  private static String write(MessageOrBuilder m, List<FieldSpec> table) {
     WireWriter w = new WireWriter();
     w.out.append('{');
-    w.opt("protocol_version", m.hasProtocolVersion(), m.getProtocolVersion());
-    w.opt("response_id", m.hasResponseId(), m.getResponseId());
-    w.opt("request_id", m.hasRequestId(), m.getRequestId());
-    w.key("sequence");
-    w.out.append(m.getSequence());
-    w.key("is_final");
-    w.out.append(m.getIsFinal());
-    w.key("status");
-    w.str("status", m.getStatus());
-    w.key("response_kind");
-    w.str("response_kind", m.getResponseKind());
-    w.opt("timestamp", m.hasTimestamp(), m.getTimestamp());
-    w.key("provenance");
-    w.provenance(m.hasProvenance(), m.getProvenance());
-    w.key("body");
-    w.object("body", m.getBody(), false, 2);
-    w.key("jsonrpc_id");
-    w.jsonrpcId("jsonrpc_id", m.hasJsonrpcId(), m.getJsonrpcId());
-    w.opt("correlation_id", m.hasCorrelationId(), m.getCorrelationId());
-    w.opt("task_id", m.hasTaskId(), m.getTaskId());
-    w.opt("context_id", m.hasContextId(), m.getContextId());
-    w.opt("session_id", m.hasSessionId(), m.getSessionId());
-    w.opt("message_id", m.hasMessageId(), m.getMessageId());
-    w.key("is_stream");
-    w.out.append(m.getIsStream());
-    w.key("identity_origin");
-    w.origin(m.getIdentityOriginValue(), IdentityOrigin.IDENTITY_ORIGIN_AGENT);
-    w.opt("channel", m.hasChannel(), m.getChannel());
-    w.opt("user_id", m.hasUserId(), m.getUserId());
-    w.key("agent_ref");
-    w.object("agent_ref", m.getAgentRef(), true, 2);
-    w.opt("source_agent_id", m.hasSourceAgentId(), m.getSourceAgentId());
-    w.opt("method", m.hasMethod(), m.getMethod());
-    w.key("projections");
-    w.object("projections", m.getProjections(), false, 2);
-    w.key("channel_context");
-    w.object("channel_context", m.getChannelContext(), false, 2);
-    w.key("metadata");
-    w.object("metadata", m.getMetadata(), false, 2);
-    w.key("a2a_metadata");
-    w.object("a2a_metadata", m.getA2AMetadata(), false, 2);
-    w.key("acp_meta");
-    w.object("acp_meta", m.getAcpMeta(), false, 2);
+    List<FieldDescriptor> fields = m.getDescriptorForType().getFields();
+    for (int i = 0; i < table.size(); i++) {
+      FieldSpec f = table.get(i);
+      FieldDescriptor fd = fields.get(i);
+      String name = f.name();
+      w.key(name);
+      switch (f.kind()) {
+        case JSON_KIND_TEXT -> w.optStr(name, m.hasField(fd), (String) m.getField(fd));
+        case JSON_KIND_PLAIN_TEXT -> w.str(name, (String) m.getField(fd));
+        case JSON_KIND_FLAG -> w.out.append((boolean) m.getField(fd));
+        case JSON_KIND_INTEGER -> w.out.append((long) m.getField(fd));
+        case JSON_KIND_TEXT_LIST -> w.stringList(name, (List<String>) m.getField(fd));
+        case JSON_KIND_OBJECT -> w.object(name, (String) m.getField(fd), false, 2);
+        case JSON_KIND_OPTIONAL_OBJECT -> w.object(name, (String) m.getField(fd), true, 2);
+        case JSON_KIND_JSONRPC_ID ->
+            w.jsonrpcId(name, m.hasField(fd), (JsonRpcId) m.getField(fd));
+        case JSON_KIND_ENUM ->
+            w.enumValue(f, fd, ((EnumValueDescriptor) m.getField(fd)).getNumber());
+        case JSON_KIND_PROVENANCE ->
+            w.provenance(m.hasField(fd), (E2AProvenance) m.getField(fd));
+        case JSON_KIND_AUTH -> w.auth(m.hasField(fd), (E2AAuth) m.getField(fd));
+        default ->
+            throw new E2AJsonException(name, "JSON kind " + f.kind() + " is unknown to this codec");
+      }
+    }
     w.out.append('}');
     return w.out.toString();
   }
