@@ -46,7 +46,11 @@ from tests.support.readiness import (
 )
 from tests.support.waiting import within
 
-pytestmark = [pytest.mark.timeout(120)]
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.postgres,
+    pytest.mark.subprocess,
+]  # PostgreSQL, and e2a-grpc serve for the drain
 UNREACHABLE = "task store's database is unreachable"
 ANSWERS_AGAIN = "task store's database answers again"
 #: Probed this often where the tests wait for the probe (the default is 5 s).

@@ -22,6 +22,8 @@ import e2a_grpc.a2a_server.server
 import a2a.client.transports.jsonrpc, a2a.client.transports.rest
 from a2a.utils import telemetry
 
+pytestmark = [pytest.mark.subprocess]  # a fresh interpreter per test
+
 def functions():
     for name, module in list(sys.modules.items()):
         if not name.startswith("a2a.") or module is None or module is telemetry:

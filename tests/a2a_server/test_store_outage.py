@@ -50,6 +50,8 @@ from tests.support.fakes import ControlledBackend
 from tests.support.log_records import LogRecords, log_records
 from tests.support.postgres import Cluster, throwaway_cluster
 
+pytestmark = [pytest.mark.postgres]  # a PostgreSQL cluster stopped and started
+
 MESSAGE = "task store unavailable; retry"
 DATA = {"reason": "task_store_unavailable", "retryable": True}
 OUTAGE_LOGGER = "e2a_grpc.a2a_server.store_outage"

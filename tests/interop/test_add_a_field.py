@@ -31,7 +31,7 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from tests.interop.test_node_client import _ensure_node_modules
 
 # Building a testee from the copy outlasts the suite's default timeout of a test.
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.subprocess]  # regenerates and builds every testee
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 1200.0

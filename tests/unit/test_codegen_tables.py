@@ -12,6 +12,8 @@ from google.protobuf.compiler import plugin_pb2
 
 from codegen import e2a_tables
 
+pytestmark = [pytest.mark.subprocess]  # runs protoc with the table plugin
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -5,7 +5,7 @@ field of a record message its JSON kind, its default, the name of its legacy rea
 that reader falls back on. ``record_fields`` reads them from the descriptor, checks that the
 dataclass (generated from the schema too, ``model.generated_fields``) declares the same fields in
 the same order with the schema's defaults, and gives each field a ``Kind``; the dict readers,
-``to_dict``, the protobuf codec and the ToACP fast path all work from that table.
+``to_dict`` and the protobuf codec all work from that table.
 """
 
 from __future__ import annotations
