@@ -9,9 +9,7 @@
  * is_canonical_object(text) is exact: it answers as jsontext.canonical_object(text) is not None
  * does (orjson.dumps(orjson.loads(text)) == text, for a JSON object), which the tests check against
  * each other. floats_finite(value) spares jsontext.dumps reading its output back to find a NaN or an
- * infinity that orjson wrote as null. canonical_object_has_key(text, key) is is_canonical_object's
- * check that also tells whether the object has a key at its top level, so a text can be forwarded as
- * it is without reading it into a dict (ToACP).
+ * infinity that orjson wrote as null.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -44,9 +42,6 @@ typedef struct {
     const unsigned char *p;
     const unsigned char *end;
     PyObject *orjson_dumps;
-    const unsigned char *key; /* a key to look for among the outermost object's, or NULL */
-    Py_ssize_t key_size;
-    int key_found;
 } Cursor;
 
 typedef struct {
@@ -418,10 +413,6 @@ static int json_object(Cursor *cursor, int level)
             found = -1;
             break;
         }
-        if (level == 1 && cursor->key != NULL && key.size == cursor->key_size
-            && memcmp(key.text, cursor->key, (size_t)key.size) == 0) {
-            cursor->key_found = 1;
-        }
         if (cursor->p >= cursor->end || *cursor->p != ':') {
             found = 0;
             break;
@@ -475,21 +466,15 @@ static int json_value(Cursor *cursor, int level)
     }
 }
 
-/* Whether UTF-8 ``text`` is a canonical JSON object; -1 with an exception set. With ``cursor``'s key
- * set, key_found says whether the object has it (a key as written: one that needs no escape). */
-static int canonical_object_at(Cursor *cursor)
-{
-    if (cursor->p == cursor->end || *cursor->p != '{') {
-        return 0;
-    }
-    int found = json_object(cursor, 1);
-    return found == 1 ? cursor->p == cursor->end : found;
-}
-
+/* Whether UTF-8 ``text`` is a canonical JSON object; -1 with an exception set. */
 static int canonical_object(const unsigned char *text, Py_ssize_t size, PyObject *orjson_dumps)
 {
-    Cursor cursor = {text, text + size, orjson_dumps, NULL, 0, 0};
-    return canonical_object_at(&cursor);
+    Cursor cursor = {text, text + size, orjson_dumps};
+    if (cursor.p == cursor.end || *cursor.p != '{') {
+        return 0;
+    }
+    int found = json_object(&cursor, 1);
+    return found == 1 ? cursor.p == cursor.end : found;
 }
 
 static PyObject *is_canonical_object(PyObject *module, PyObject *text)
@@ -512,55 +497,6 @@ static PyObject *is_canonical_object(PyObject *module, PyObject *text)
         return NULL;
     }
     return PyBool_FromLong(found);
-}
-
-/* Whether a string goes into JSON as it is, between quotes (orjson escapes nothing else). */
-static int needs_no_escape(Span text)
-{
-    for (Py_ssize_t i = 0; i < text.size; i++) {
-        if (text.text[i] < 0x20 || text.text[i] == '"' || text.text[i] == '\\') {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* canonical_object_has_key(text, key): None if text is not a canonical JSON object, else whether key
- * is one of its own keys (not a nested object's). */
-static PyObject *canonical_object_has_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "canonical_object_has_key() takes two str arguments");
-        return NULL;
-    }
-    Py_ssize_t key_size;
-    const char *key = PyUnicode_AsUTF8AndSize(args[1], &key_size);
-    if (key == NULL) {
-        return NULL;
-    }
-    if (!needs_no_escape((Span){(const unsigned char *)key, key_size})) {
-        PyErr_SetString(PyExc_ValueError, "canonical_object_has_key() looks for keys written without escapes");
-        return NULL;
-    }
-    Py_ssize_t size;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(args[0], &size);
-    if (utf8 == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-            return NULL;
-        }
-        PyErr_Clear(); /* a lone surrogate: no JSON parser reads that text */
-        Py_RETURN_NONE;
-    }
-    Cursor cursor = {(const unsigned char *)utf8, (const unsigned char *)utf8 + size,
-                     module_state(module)->orjson_dumps, (const unsigned char *)key, key_size, 0};
-    int found = canonical_object_at(&cursor);
-    if (found < 0) {
-        return NULL;
-    }
-    if (!found) {
-        Py_RETURN_NONE;
-    }
-    return PyBool_FromLong(cursor.key_found);
 }
 
 /* --- finite floats ------------------------------------------------------------------------- */
@@ -623,8 +559,6 @@ static PyObject *floats_finite(PyObject *Py_UNUSED(module), PyObject *value)
 static PyMethodDef methods[] = {
     {"is_canonical_object", is_canonical_object, METH_O,
      "Whether a str is a JSON object exactly as orjson writes the value it reads as."},
-    {"canonical_object_has_key", (PyCFunction)(void (*)(void))canonical_object_has_key, METH_FASTCALL,
-     "None if a str is not a canonical JSON object, else whether the object has the key."},
     {"floats_finite", floats_finite, METH_O,
      "True if every float in a JSON value is finite, False if one is not, None if the walk cannot tell."},
     {NULL, NULL, 0, NULL},

@@ -244,34 +244,6 @@ def canonical_object(text: str) -> dict[str, Any] | None:
     return orjson.loads(text) if _canonical.is_canonical_object(text) else None
 
 
-def object_or_none(text: str) -> dict[str, Any] | None:
-    """The object ``text`` holds, if orjson reads it as one, else None (``""`` reads as ``{}``).
-
-    For JSON text that is checked and then forwarded unchanged, never for its values: they are
-    not lossless (integers beyond 64 bits come back as floats). It accepts the texts ``loads_object``
-    accepts, except that it gives None, for ``loads_object`` to judge, when the text might be
-    ``MAX_DEPTH`` levels deep: orjson reads up to 1,024 levels, and text forwarded inside another
-    document is one level deeper there. Counting brackets is cheap and can only overestimate depth.
-    """
-    if not text:
-        return {}
-    if text.count("[") + text.count("{") >= MAX_DEPTH:
-        return None
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return value if type(value) is dict else None
-
-
-def canonical_object_has_key(text: str, key: str) -> bool | None:
-    """None if ``text`` is not a JSON object as orjson writes it (``object_or_none`` judges such a
-    text), else whether ``key`` (a key written without escapes) is one of its own keys. For text that
-    is checked and then forwarded unchanged: a canonical object is valid JSON, at most 254 levels deep.
-    """
-    return _canonical.canonical_object_has_key(text, key)
-
-
 def check_value(value: Any, field: str) -> None:
     """Raise an error naming the exact path if ``value`` is not a JSON value E2A can carry."""
     _encodable(value, field, 0)
