@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+pytestmark = [pytest.mark.subprocess]  # a fresh interpreter per test
+
 #: Imports e2a-grpc's users of a2a-sdk, then lists every function or method of a loaded a2a-sdk module
 #: that is one of ``a2a.utils.telemetry``'s wrappers, and how many functions it looked at.
 _FIND_WRAPPERS = """
@@ -21,8 +23,6 @@ import e2a_grpc.backends.a2a
 import e2a_grpc.a2a_server.server
 import a2a.client.transports.jsonrpc, a2a.client.transports.rest
 from a2a.utils import telemetry
-
-pytestmark = [pytest.mark.subprocess]  # a fresh interpreter per test
 
 def functions():
     for name, module in list(sys.modules.items()):

@@ -123,7 +123,7 @@ def _testee_argv(tree: Path, language: str) -> list[str]:
     if language == "ts":
         return ["node", "clients/ts/conformance_testee.mjs"]
     if language == "java":
-        _run(["mvn", "-q", "-B", "-o", "-DskipTests", "package"], tree / "clients" / "java")
+        _run(["mvn", "-q", "-B", "-DskipTests", "package"], tree / "clients" / "java")
         return ["java", "-jar", str(tree / "clients" / "java" / "target" / "e2a-conformance-testee.jar")]
     target = tree / "rust-target"
     compiled = REPO_ROOT / "clients" / "rust" / "target" / "debug"
