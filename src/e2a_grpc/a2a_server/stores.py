@@ -94,7 +94,9 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
         from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
         from sqlalchemy.ext.asyncio import create_async_engine
 
-        engine = create_async_engine(settings.a2a_postgres_url)
+        # pool_pre_ping: a pooled connection a database restart cut is replaced before a call uses it,
+        # so the first calls after a restart work instead of failing once per pooled connection.
+        engine = create_async_engine(settings.a2a_postgres_url, pool_pre_ping=True)
         versioned = VersionedDatabaseTaskStore(engine)
         events = DatabaseTaskEventStream(engine)
         await versioned.initialize()
