@@ -33,6 +33,8 @@ from tests.support.fakes import EndlessBackend
 from tests.support.postgres import Cluster, throwaway_cluster
 from tests.support.processes import free_port, running_server_process
 
+pytestmark = [pytest.mark.postgres, pytest.mark.subprocess]  # PostgreSQL, serve and an ACP agent process
+
 AGENT = Path(__file__).resolve().parents[1] / "support" / "agents" / "acp_agent.py"
 #: Short enough for a test to outlive a lease; the sweep interval is at most half of it.
 LEASE_SECONDS, SWEEP_SECONDS = 2.0, 0.5

@@ -47,7 +47,7 @@ from tests.support.readiness import (
 )
 from tests.support.waiting import within
 
-pytestmark = [pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.timeout(120), pytest.mark.postgres, pytest.mark.subprocess]  # PostgreSQL, serve
 UNREACHABLE = "task store's database is unreachable"
 ANSWERS_AGAIN = "task store's database answers again"
 #: Probed this often where the tests wait for the probe (the default is 5 s).

@@ -56,6 +56,8 @@ OUTAGE_LOGGER = "e2a_grpc.a2a_server.store_outage"
 #: Callers and blocking sends each, in the restart under load (the issue measured 8 callers).
 CALLERS, SENDS_PER_CALLER = 8, 12
 
+pytestmark = pytest.mark.postgres  # a throwaway PostgreSQL cluster
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
