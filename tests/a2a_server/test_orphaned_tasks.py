@@ -184,8 +184,8 @@ async def test_after_an_outage_the_other_instances_get_a_whole_lease_to_renew_th
         )
         await expired.record_owner(task.id)
         # The database was down and answers again: every lease may have expired meanwhile.
-        assert storage.health.outage(ConnectionRefusedError(111, "Connection refused"))
-        storage.health.worked(time.monotonic())
+        storage.health.probed("ConnectionRefusedError: [Errno 111] Connection refused")
+        storage.health.probed(None)
         await sweeper.sweep()
         assert await _state(storage.versioned_store(), task.id) == TaskState.TASK_STATE_WORKING
         await asyncio.sleep(LEASE_SECONDS)  # a lease of a working database: the live ones renewed theirs
