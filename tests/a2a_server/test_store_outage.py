@@ -274,6 +274,22 @@ async def test_a_restart_under_load_answers_every_call_and_leaves_no_task_workin
     assert outage_problems(records) == []
 
 
+@pytest.mark.asyncio
+async def test_the_first_calls_after_a_restart_work_on_the_pooled_connections_it_cut(cluster: Cluster) -> None:
+    """The pool pings a connection before a call uses it (``pool_pre_ping``): none fails once after."""
+    async with (
+        a2a_server(a2a_postgres_url=cluster.url) as server,
+        a2a_client(server, TransportProtocol.JSONRPC, streaming=False) as client,
+    ):
+        # Tasks read at once: as many pooled connections as calls at a time.
+        tasks = [task_of(await stream_events(client, send_request(user_message(f"before {n}")))) for n in range(3)]
+        reads = [client.get_task(GetTaskRequest(id=task.id)) for task in tasks]
+        await asyncio.gather(*reads)
+        await asyncio.to_thread(cluster.restart)
+        again = await asyncio.gather(*(client.get_task(GetTaskRequest(id=task.id)) for task in tasks))
+    assert [task.id for task in again] == [task.id for task in tasks]
+
+
 class _AdaptedDriverError(Exception):
     """What SQLAlchemy's asyncpg adapter puts in ``DBAPIError.orig``: an error with the SQLSTATE."""
 
