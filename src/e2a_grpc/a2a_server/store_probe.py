@@ -49,9 +49,10 @@ class TaskStoreProbe:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._interval):
                     await self._health.check_wanted.wait()
-            problem = await self.check()
-            self._health.check_wanted.clear()  # calls that failed meanwhile are answered by this check
-            self._health.probed(problem)
+            # Cleared before the check: a call that fails while it runs may have met an outage that began
+            # after the check's connection was made, and has the database checked again.
+            self._health.check_wanted.clear()
+            self._health.probed(await self.check())
 
     async def check(self) -> str | None:
         """Why the database cannot be used now (one line), or None if it answers."""
