@@ -32,8 +32,9 @@ from tests.conftest import server_config
 from tests.support.fakes import EndlessBackend
 from tests.support.postgres import Cluster, throwaway_cluster
 from tests.support.processes import free_port, running_server_process
+from tests.support.waiting import within
 
-pytestmark = [pytest.mark.postgres, pytest.mark.subprocess]  # PostgreSQL, and e2a-grpc serve replicas
+pytestmark = [pytest.mark.postgres, pytest.mark.subprocess]  # PostgreSQL, serve and an ACP agent process
 
 AGENT = Path(__file__).resolve().parents[1] / "support" / "agents" / "acp_agent.py"
 #: Short enough for a test to outlive a lease; the sweep interval is at most half of it.
@@ -184,13 +185,45 @@ async def test_after_an_outage_the_other_instances_get_a_whole_lease_to_renew_th
         )
         await expired.record_owner(task.id)
         # The database was down and answers again: every lease may have expired meanwhile.
-        assert storage.health.outage(ConnectionRefusedError(111, "Connection refused"))
-        storage.health.worked(time.monotonic())
+        storage.health.probed("ConnectionRefusedError: [Errno 111] Connection refused")
+        storage.health.probed(None)
         await sweeper.sweep()
         assert await _state(storage.versioned_store(), task.id) == TaskState.TASK_STATE_WORKING
         await asyncio.sleep(LEASE_SECONDS)  # a lease of a working database: the live ones renewed theirs
         await sweeper.sweep()  # (or the server's own sweep did, every half lease)
         assert await _state(storage.versioned_store(), task.id) == TaskState.TASK_STATE_FAILED
+
+
+@pytest.mark.asyncio
+async def test_the_end_of_an_outage_has_the_sweeper_sweep_at_once(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own sweeps are half an hour apart: only the database answering again can have it sweep now."""
+    async with database_server("postgresql", cluster, tmp_path, lease_seconds=3600) as server:
+        storage, sweeper = server.storage, server.orphan_sweeper
+        assert storage is not None and storage.health is not None and storage.leases is not None
+        assert sweeper is not None
+        swept = asyncio.Event()
+        sweep = sweeper.sweep
+
+        async def sweep_and_tell() -> int:
+            failed = await sweep()
+            swept.set()
+            return failed
+
+        monkeypatch.setattr(sweeper, "sweep", sweep_and_tell)
+        task = _task(TaskState.TASK_STATE_WORKING)  # its turn failed in the outage, here
+        await storage.versioned_store().save(
+            task, event=None, prev=None, prev_version=TaskVersion.MISSING, context=ServerCallContext()
+        )
+        await storage.leases.record_owner(task.id)
+        storage.health.probed("ConnectionRefusedError: [Errno 111] Connection refused")
+        assert not swept.is_set()
+        storage.health.probed(None)
+        await within(swept.wait())
+        stored = await storage.versioned_store().get(task.id, ServerCallContext())
+        assert stored is not None and stored.task.status.state == TaskState.TASK_STATE_FAILED
+        assert _error_code(stored.task) == "turn_lost"
 
 
 async def _state(tasks: VersionedTaskStore, task_id: str) -> TaskState:

@@ -25,11 +25,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from e2a_grpc.a2a_server.server import A2A_SERVICE_NAME
+from e2a_grpc.a2a_server.store_outage import StoreHealth
 from e2a_grpc.a2a_server.store_probe import TaskStoreProbe
-from e2a_grpc.grpc.readiness import WHOLE_SERVER, Readiness
+from e2a_grpc.grpc.readiness import WHOLE_SERVER
 from e2a_grpc.grpc.server import SERVICE_NAMES
 from e2a_grpc.settings import READINESS_PATH
-from tests.support.log_records import log_records
+from tests.support.log_records import LogRecords, log_records
 from tests.support.postgres import Cluster, throwaway_cluster
 from tests.support.processes import free_port, running_server_process
 from tests.support.readiness import (
@@ -46,21 +47,23 @@ from tests.support.readiness import (
 )
 from tests.support.waiting import within
 
-pytestmark = [
-    pytest.mark.timeout(120),
-    pytest.mark.postgres,
-    pytest.mark.subprocess,
-]  # PostgreSQL, and e2a-grpc serve for the drain
+pytestmark = [pytest.mark.timeout(120), pytest.mark.postgres, pytest.mark.subprocess]  # PostgreSQL, serve
 UNREACHABLE = "task store's database is unreachable"
 ANSWERS_AGAIN = "task store's database answers again"
 #: Probed this often where the tests wait for the probe (the default is 5 s).
 QUICK_PROBE_SECONDS = 0.2
+STORE_LOGGER = "e2a_grpc.a2a_server.store_outage"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     with throwaway_cluster() as running:
         yield running
+
+
+def store_lines(logs: LogRecords) -> list[int]:
+    """The levels of the lines about the task store's availability, at INFO and above."""
+    return [record.levelno for record in logs.records if record.name == STORE_LOGGER and record.levelno >= logging.INFO]
 
 
 @contextlib.asynccontextmanager
@@ -138,8 +141,9 @@ async def test_a_postgresql_outage_flips_readiness_and_back(cluster: Cluster) ->
     (warning,) = logs.matching(logging.WARNING, UNREACHABLE)
     # The reason is the driver's, in one line, as the outage showed itself first (refused, shutting
     # down, the connection cut mid-query: the moment the probe ran decides).
-    assert re.search(r"unreachable \(\w+: [^\n]+\): health", warning), warning
+    assert re.search(r"unreachable \(\w+: [^\n]+\): calls", warning), warning
     assert len(logs.matching(logging.INFO, ANSWERS_AGAIN)) == 1
+    assert store_lines(logs) == [logging.WARNING, logging.INFO]  # the outage's one pair, from its one owner
 
 
 @pytest.mark.asyncio
@@ -161,6 +165,7 @@ async def test_a_call_that_loses_its_connection_flips_readiness_at_once(cluster:
             finally:
                 await asyncio.to_thread(cluster.start)
     assert len(logs.matching(logging.WARNING, UNREACHABLE)) == 1
+    assert store_lines(logs)[0] == logging.WARNING
 
 
 @pytest.mark.asyncio
@@ -188,6 +193,7 @@ async def test_a_sqlite_database_that_cannot_be_opened_flips_readiness_and_back(
     (warning,) = logs.matching(logging.WARNING, UNREACHABLE)
     assert "unable to open database file" in warning, warning
     assert len(logs.matching(logging.INFO, ANSWERS_AGAIN)) == 1
+    assert store_lines(logs) == [logging.WARNING, logging.INFO]  # the outage's one pair, from its one owner
 
 
 @pytest.mark.asyncio
@@ -201,7 +207,7 @@ async def test_a_database_that_never_answers_counts_as_unreachable_once_the_prob
     listener = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = listener.sockets[0].getsockname()[1]
     engine = create_async_engine(f"postgresql+asyncpg://e2a@127.0.0.1:{port}/postgres")
-    probe = TaskStoreProbe(engine, Readiness(), interval=3600, timeout=0.3)
+    probe = TaskStoreProbe(engine, StoreHealth(), interval=3600, timeout=0.3)
     try:
         assert await within(probe.check()) == "no answer within 0.3 s"
         assert accepted, "the probe never connected"

@@ -50,13 +50,13 @@ from tests.support.fakes import ControlledBackend
 from tests.support.log_records import LogRecords, log_records
 from tests.support.postgres import Cluster, throwaway_cluster
 
-pytestmark = [pytest.mark.postgres]  # a PostgreSQL cluster stopped and started
-
 MESSAGE = "task store unavailable; retry"
 DATA = {"reason": "task_store_unavailable", "retryable": True}
 OUTAGE_LOGGER = "e2a_grpc.a2a_server.store_outage"
 #: Callers and blocking sends each, in the restart under load (the issue measured 8 callers).
 CALLERS, SENDS_PER_CALLER = 8, 12
+
+pytestmark = pytest.mark.postgres  # a throwaway PostgreSQL cluster
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,12 @@ def outage_problems(records: LogRecords) -> list[str]:
 
 
 def outage_lines(records: LogRecords) -> list[tuple[int, str]]:
-    return [(record.levelno, record.getMessage()) for record in records.records if record.name == OUTAGE_LOGGER]
+    """The lines about the database's availability at INFO and above (a call's failure is DEBUG)."""
+    return [
+        (record.levelno, record.getMessage())
+        for record in records.records
+        if record.name == OUTAGE_LOGGER and record.levelno >= logging.INFO
+    ]
 
 
 async def call_outcome(call: Awaitable[Any]) -> BaseException | None:
@@ -173,7 +178,7 @@ async def test_every_a2a_path_answers_the_retryable_error_while_the_database_is_
     assert read.status.state == after.status.state == TaskState.TASK_STATE_COMPLETED
     lines = outage_lines(records)
     assert [level for level, _ in lines] == [logging.WARNING, logging.INFO], lines
-    assert "A2A task store unavailable (" in lines[0][1] and "calls failed meanwhile" in lines[1][1]
+    assert "database is unreachable (" in lines[0][1] and "calls failed meanwhile" in lines[1][1]
     assert outage_problems(records) == []
 
 
@@ -269,6 +274,22 @@ async def test_a_restart_under_load_answers_every_call_and_leaves_no_task_workin
     assert outage_problems(records) == []
 
 
+@pytest.mark.asyncio
+async def test_the_first_calls_after_a_restart_work_on_the_pooled_connections_it_cut(cluster: Cluster) -> None:
+    """The pool pings a connection before a call uses it (``pool_pre_ping``): none fails once after."""
+    async with (
+        a2a_server(a2a_postgres_url=cluster.url) as server,
+        a2a_client(server, TransportProtocol.JSONRPC, streaming=False) as client,
+    ):
+        # Tasks read at once: as many pooled connections as calls at a time.
+        tasks = [task_of(await stream_events(client, send_request(user_message(f"before {n}")))) for n in range(3)]
+        reads = [client.get_task(GetTaskRequest(id=task.id)) for task in tasks]
+        await asyncio.gather(*reads)
+        await asyncio.to_thread(cluster.restart)
+        again = await asyncio.gather(*(client.get_task(GetTaskRequest(id=task.id)) for task in tasks))
+    assert [task.id for task in again] == [task.id for task in tasks]
+
+
 class _AdaptedDriverError(Exception):
     """What SQLAlchemy's asyncpg adapter puts in ``DBAPIError.orig``: an error with the SQLSTATE."""
 
@@ -308,31 +329,79 @@ def test_which_driver_errors_are_an_outage(error: BaseException, outage: bool) -
     assert is_outage(error) is outage
 
 
+REFUSED = "ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 5432)"
+
+
+async def _refused() -> None:
+    raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
+
+
+async def _works() -> int:
+    return 1
+
+
 @pytest.mark.asyncio
-async def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends() -> None:
-    health, recoveries = StoreHealth(), []
-    health.on_recovery(lambda: recoveries.append(True))
-
-    async def refused() -> None:
-        raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
-
-    async def works() -> int:
-        return 1
-
+async def test_an_outage_is_logged_once_when_the_probe_finds_it_and_once_when_it_ends() -> None:
+    health = StoreHealth()
+    changes: list[bool] = []
+    health.on_change(changes.append)
     with log_records() as records:
-        for _ in range(5):
+        for _ in range(2):  # before the probe has answered: the database still counts as available
             with pytest.raises(TaskStoreUnavailableError) as raised:
-                await health.guard(refused())
+                await health.guard(_refused())
             assert raised.value.__cause__ is None and raised.value.data == DATA  # no driver text for the client
-        assert not health.available
+        assert health.available and health.check_wanted.is_set()  # the probe is asked to check at once
+        health.check_wanted.clear()
+        health.probed(REFUSED)
+        assert not health.available and changes == [False]
+        for _ in range(3):
+            with pytest.raises(TaskStoreUnavailableError):
+                await health.guard(_refused())
+        assert not health.check_wanted.is_set()  # in an outage the probe keeps its interval
+        health.probed(REFUSED)  # still down: nothing new to say
         with pytest.raises(ValueError, match="a bug"):  # not an outage: as it was
             await health.guard(_raise(ValueError("a bug")))
-        assert [await health.guard(works()) for _ in range(3)] == [1, 1, 1]
+        assert [await health.guard(_works()) for _ in range(3)] == [1, 1, 1]
+        health.probed(None)  # answers, as the calls said
     lines = outage_lines(records)
     assert [level for level, _ in lines] == [logging.WARNING, logging.INFO]
-    assert "Connect call failed ('127.0.0.1', 5432)" in lines[0][1]  # the driver's text, once
+    assert REFUSED in lines[0][1]  # the driver's text, once
     assert "5 calls failed meanwhile" in lines[1][1]
-    assert health.available and recoveries == [True]
+    assert health.available and changes == [False, True]
+    assert health.recovered_at is not None
+
+
+@pytest.mark.asyncio
+async def test_the_probe_ends_an_outage_without_any_call() -> None:
+    health = StoreHealth()
+    changes: list[bool] = []
+    health.on_change(changes.append)
+    with log_records() as records:
+        health.probed("TimeoutError: no answer within 2 s")
+        health.probed(None)
+    assert [level for level, _ in outage_lines(records)] == [logging.WARNING, logging.INFO]
+    assert "0 calls failed meanwhile" in outage_lines(records)[1][1]
+    assert changes == [False, True]
+
+
+@pytest.mark.asyncio
+async def test_calls_that_lost_a_cut_connection_are_no_outage_when_the_probe_answers() -> None:
+    """A restart cut the pool's connections: each fails once, the database answers a new one."""
+    health = StoreHealth()
+    changes: list[bool] = []
+    health.on_change(changes.append)
+    cut = ConnectionResetError(104, "Connection reset by peer")
+    with log_records() as records:
+        for _ in range(4):
+            assert health.outage(cut)
+        health.probed(None)
+        assert [await health.guard(_works()) for _ in range(2)] == [1, 1]
+        health.probed("OSError: the next outage")  # its count starts afresh
+        health.probed(None)
+    lines = outage_lines(records)
+    assert [level for level, _ in lines] == [logging.WARNING, logging.INFO], lines
+    assert "0 calls failed meanwhile" in lines[1][1]
+    assert changes == [False, True]
 
 
 async def _raise(error: Exception) -> None:
@@ -384,7 +453,7 @@ async def test_a_call_under_way_when_the_outage_began_does_not_end_it() -> None:
     with log_records() as records:
         under_way = asyncio.ensure_future(health.guard(slow()))
         await entered.wait()  # the call is under way
-        assert health.outage(ConnectionResetError(104, "Connection reset by peer"))
+        health.probed("ConnectionResetError: [Errno 104] Connection reset by peer")
         release.set()
         assert await under_way == 1  # on a connection that still worked
         assert not health.available

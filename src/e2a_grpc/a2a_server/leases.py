@@ -22,7 +22,7 @@ SQLite file, which one process owns: the same rules hold), this module finds and
   dropped, and so are the leases of gone instances left with none.
 
 A turn that fails while the database is down is thus marked at the first sweep once the database
-answers again: the sweeper is woken when a call works again (``StoreHealth.on_recovery``).
+answers again: the sweeper is woken when ``StoreHealth`` says it is available again.
 """
 
 from __future__ import annotations
@@ -222,9 +222,10 @@ class OrphanedTaskSweeper:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
 
-    def wake(self) -> None:
-        """Sweep now (the database answers again: turns that failed in the outage can be marked)."""
-        self._wake.set()
+    def store_availability_changed(self, available: bool) -> None:
+        """Sweep now if the database answers again: turns that failed in the outage can be marked."""
+        if available:
+            self._wake.set()
 
     async def _run(self) -> None:
         while True:  # the lease was taken at start: the first sweep is an interval later

@@ -6,14 +6,15 @@ gRPC servicer on a port of its own. The card names every transport served, at th
 Every transport keeps to ``max_message_bytes`` (HTTP: ``body_limit``, which also bounds a body's read
 time and JSON nesting); the HTTP port's connections have a header timeout and a cap
 (``http_connections``). The HTTP port also answers ``/livez`` and ``/readyz`` (``probe_endpoints``), and
-the gRPC port has gRPC health: both say what ``readiness`` says, the task store's database checked by
-``store_probe``.
+the gRPC port has gRPC health: both say what ``readiness`` says, the task store's database's
+availability following ``StoreHealth`` (``store_outage``, fed by ``store_probe``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.metadata
 import logging
 import socket
@@ -200,10 +201,11 @@ class A2AServer:
             )
             await self.readiness.update_health()  # before the port answers health checks
             await self._grpc.start()
-        if self.storage.engine is not None:
+        if self.storage.engine is not None and self.storage.health is not None:
+            self.storage.health.on_change(functools.partial(self.readiness.set_dependency_ready, Dependency.TASK_STORE))
             self._store_probe = TaskStoreProbe(
                 self.storage.engine,
-                self.readiness,
+                self.storage.health,
                 interval=self.settings.a2a_store_probe_interval_seconds,
                 timeout=self.settings.a2a_store_probe_timeout_seconds,
             )
@@ -238,7 +240,7 @@ class A2AServer:
             storage.health,
             self.settings.a2a_sweep_interval_seconds,
         )
-        storage.health.on_recovery(self.orphan_sweeper.wake)
+        storage.health.on_change(self.orphan_sweeper.store_availability_changed)
         self.orphan_sweeper.start()
 
     async def stop(self) -> None:

@@ -7,16 +7,30 @@ database cannot be reached or dropped the connection (``is_outage``) becomes ``T
 retryable: true}``) on whichever path met it: a request handler, the SDK's task producer or consumer, a
 sweeper. Other errors (a concurrent modification, a bug) pass through unchanged.
 
-The raw driver text goes to the log once per outage: one WARNING when a call first fails, one INFO
-with the outage's length and the number of failed calls when a call works again (``StoreHealth``,
-whose ``available`` is the signal a readiness check can read). The SDK's own lines about a
-``TaskStoreUnavailableError`` are dropped by ``QuietStoreOutages``: they would repeat, per task or per
-call, what the WARNING said (its task producer and consumer, and its HTTP+JSON streams, log every
-failure with a traceback; its JSON-RPC and HTTP+JSON routes log every A2A error they answer with).
+``StoreHealth`` is the one record of whether the database is available, fed by the probe's results
+(``store_probe``: ``SELECT 1`` on a new connection) and by the guarded calls' outcomes. The rule:
+
+- An outage begins when the probe finds the database unreachable. A call that meets an outage error
+  while the database counts as available has the probe run at once, so the outage begins with the first
+  failed call; but that call alone does not decide it. A restart cuts every pooled connection, and each
+  may fail once after the database is back: the probe, on a new connection, then answers and nothing
+  changes (no flap of readiness or of log lines).
+- It ends when the probe's ``SELECT 1`` works, or when a call started after the outage began works,
+  whichever comes first (a call under way on a connection the outage has not reached yet says nothing).
+
+Its subscribers follow each change: readiness (``Dependency.TASK_STORE``: health and ``/readyz``) and
+the orphaned-task sweeper, woken when the database answers again. The raw driver text goes to the log
+once per outage: one WARNING when it begins, with the probe's reason; one INFO when it ends, with its
+length and the number of calls that failed with an outage error since the database last answered.
+The SDK's own lines about a ``TaskStoreUnavailableError`` are dropped by ``QuietStoreOutages``: they
+would repeat, per task or per call, what the WARNING said (its task producer and consumer, and its
+HTTP+JSON streams, log every failure with a traceback; its JSON-RPC and HTTP+JSON routes log every A2A
+error they answer with).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
@@ -107,19 +121,21 @@ def driver_text(error: BaseException) -> str:
 
 
 class StoreHealth:
-    """Whether the task store's database answers, from the outcome of every guarded call."""
+    """Whether the task store's database is available (the rule in the module docstring), and its log lines."""
 
     def __init__(self) -> None:
         self.available = True
         #: ``time.monotonic()`` when the database last answered again after an outage (None: no outage seen).
         self.recovered_at: float | None = None
+        #: Set by a call that meets an outage while the database counts as available: the probe checks at once.
+        self.check_wanted = asyncio.Event()
         self._down_since = 0.0
         self._failed_calls = 0
-        self._on_recovery: list[Callable[[], None]] = []
+        self._subscribers: list[Callable[[bool], None]] = []
 
-    def on_recovery(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` each time the database answers again after an outage."""
-        self._on_recovery.append(callback)
+    def on_change(self, callback: Callable[[bool], None]) -> None:
+        """Call ``callback`` with the new availability each time it changes."""
+        self._subscribers.append(callback)
 
     def outage(self, error: BaseException) -> bool:
         """Record a failed call; whether ``error`` is an outage (then the caller raises
@@ -128,14 +144,19 @@ class StoreHealth:
             return False
         self._failed_calls += 1
         if self.available:
-            self.available = False
-            self._down_since = time.monotonic()
-            log.warning(
-                "A2A task store unavailable (%s); calls that need it get a retryable "
-                "'task store unavailable' error until it answers again",
-                driver_text(error),
-            )
+            log.debug("an A2A task store call failed (%s): checking the database now", driver_text(error))
+            self.check_wanted.set()
         return True
+
+    def probed(self, problem: str | None) -> None:
+        """Record the probe's result: None if the database answered, else why not (the driver's reason)."""
+        if problem is not None:
+            if self.available:
+                self._begin_outage(problem)
+        elif not self.available:
+            self._end_outage()
+        else:
+            self._failed_calls = 0  # they lost connections the database had cut: no outage
 
     async def guard(self, call: Awaitable[T]) -> T:
         """The result of a call on the database; an outage is ``TaskStoreUnavailableError``."""
@@ -151,20 +172,33 @@ class StoreHealth:
 
     def worked(self, started: float) -> None:
         """Record a call, started at ``started`` (``time.monotonic()``), that worked."""
-        # A call under way on another connection when the outage began may still end well: only one
-        # started since says the database answers again (else a restart logs a flap of lines).
-        if self.available or started < self._down_since:
-            return
-        self.available = True
+        if not self.available and started >= self._down_since:
+            self._end_outage()
+
+    def _begin_outage(self, reason: str) -> None:
+        self._down_since = time.monotonic()
+        log.warning(
+            "the A2A task store's database is unreachable (%s): calls that need it get the retryable "
+            "'task store unavailable' error, and the A2A service and the server are not ready (gRPC health "
+            "NOT_SERVING, /readyz 503), until it answers again",
+            reason,
+        )
+        self._set_available(False)
+
+    def _end_outage(self) -> None:
         self.recovered_at = time.monotonic()
         log.info(
-            "A2A task store available again after %.1f s; %d calls failed meanwhile",
-            time.monotonic() - self._down_since,
+            "the A2A task store's database answers again after %.1f s; %d calls failed meanwhile: ready",
+            self.recovered_at - self._down_since,
             self._failed_calls,
         )
         self._failed_calls = 0
-        for callback in self._on_recovery:
-            callback()
+        self._set_available(True)
+
+    def _set_available(self, available: bool) -> None:
+        self.available = available
+        for callback in self._subscribers:
+            callback(available)
 
 
 class QuietStoreOutages(logging.Filter):

@@ -94,7 +94,10 @@ async def open_storage(settings: ServerSettings) -> TaskStorage:
         from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
         from sqlalchemy.ext.asyncio import create_async_engine
 
-        engine = create_async_engine(settings.a2a_postgres_url)
+        # pool_pre_ping: a pooled connection a restart (or an idle timeout on the way) cut is replaced
+        # before a call uses it, so the first calls after a restart work instead of failing once per
+        # pooled connection; the price is a round trip per call (README, task store outages).
+        engine = create_async_engine(settings.a2a_postgres_url, pool_pre_ping=True)
         versioned = VersionedDatabaseTaskStore(engine)
         events = DatabaseTaskEventStream(engine)
         await versioned.initialize()

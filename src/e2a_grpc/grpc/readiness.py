@@ -5,7 +5,7 @@ A service is ready while every dependency it requires is ready and the process i
 (SIGTERM: from then on nothing is ready again). The dependencies:
 
 - ``a2a_task_store``: the A2A task store's database (SQLite file or PostgreSQL), required by the A2A
-  service; checked by ``a2a_server.store_probe``;
+  service; as ``a2a_server.store_outage.StoreHealth`` says (fed by ``a2a_server.store_probe``);
 - ``nats_broker``: with ``--publish-nats``, the broker, required by Chat, which waits for it once the
   publisher's queue is full (``FramePublisher.backlogged``).
 
