@@ -58,7 +58,7 @@ from e2a_grpc import conversion
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.chat.events import AgentBackend, BackendError, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
-from e2a_grpc.chat.prompt import read_prompt
+from e2a_grpc.chat.prompt import Prompt, read_prompt
 from e2a_grpc.chat.turn import Turn, TurnLimits, run_turn
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus, SourceProtocol
@@ -166,9 +166,9 @@ class TurnSlots:
 #: ``ServerCallContext.state`` key the request handler sets on a blocking send (the caller waits for
 #: the task's end, and streams nothing).
 BLOCKING_SEND = "e2a_blocking_send"
-#: ``ServerCallContext.state`` key of the send's ``prompt_blocks``, which the handler's prompt check
-#: made: the turn's envelope takes them rather than converting the message again.
-PROMPT_BLOCKS = "e2a_prompt_blocks"
+#: ``ServerCallContext.state`` key of the send's ``Prompt``, which the handler's prompt check read: the
+#: turn takes it rather than converting the message and reading its prompt again.
+PROMPT = "e2a_prompt"
 
 #: How many waiting tasks' agent task ids the executor remembers (the oldest is forgotten first: its
 #: continuation then starts a new task of the agent).
@@ -193,11 +193,12 @@ class BackendExecutor(AgentExecutor):
         #: Records that this instance runs a task's turn, before it starts (``leases``; with a database).
         self.record_owner: Callable[[str], Awaitable[None]] | None = None
 
-    def check_prompt(self, message: Message) -> list[dict[str, Any]]:
-        """The message's ``prompt_blocks``; refuse a message that cannot be a prompt (``E2AFieldError``),
-        or a prompt bigger than Chat takes (``chat_max_prompt_bytes``)."""
-        blocks = prompt_blocks(message)
-        size = read_prompt(E2AEnvelope(params={"content_blocks": blocks})).size_bytes
+    def check_prompt(self, message: Message) -> Prompt:
+        """The message's prompt (its ``prompt_blocks``, as the turn's envelope carries them); refuse a
+        message that cannot be a prompt (``E2AFieldError``), or a prompt bigger than Chat takes
+        (``chat_max_prompt_bytes``)."""
+        prompt = read_prompt(E2AEnvelope(params={"content_blocks": prompt_blocks(message)}))
+        size = prompt.size_bytes
         limit = self._limits.max_prompt_bytes
         if size > limit:
             raise a2a_error(
@@ -206,7 +207,7 @@ class BackendExecutor(AgentExecutor):
                 prompt_bytes=size,
                 max_prompt_bytes=limit,
             )
-        return blocks
+        return prompt
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -217,6 +218,7 @@ class BackendExecutor(AgentExecutor):
             if self.record_owner is not None:
                 await self.record_owner(task_id)
             configuration = context.configuration
+            prompt: Prompt | None = context.call_context.state.get(PROMPT)
             envelope = turn_envelope(
                 message,
                 task_id,
@@ -224,7 +226,7 @@ class BackendExecutor(AgentExecutor):
                 list(configuration.accepted_output_modes) if configuration else [],
                 context.metadata or None,
                 agent_task_id=self._waiting.pop(task_id, None),
-                blocks=context.call_context.state.get(PROMPT_BLOCKS),
+                blocks=None if prompt is None else prompt.blocks or [],  # a new list, not NO_PROMPT's
             )
             frames = FrameBuilder(envelope, self.backend.info, self._clock)
             publisher = _Publisher(
@@ -234,7 +236,7 @@ class BackendExecutor(AgentExecutor):
                 await publisher.start_work()
             # A blocking send waits for the answer alone (see AgentBackend.stream); the handler marks it.
             incremental = not context.call_context.state.get(BLOCKING_SEND, False)
-            turn = asyncio.create_task(self._turn(envelope, frames, publisher, incremental))
+            turn = asyncio.create_task(self._turn(envelope, prompt, frames, publisher, incremental))
             self._turns[task_id] = turn
             try:
                 await turn
@@ -272,13 +274,19 @@ class BackendExecutor(AgentExecutor):
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
     async def _turn(
-        self, envelope: E2AEnvelope, frames: FrameBuilder, publisher: _Publisher, incremental: bool
+        self,
+        envelope: E2AEnvelope,
+        prompt: Prompt | None,
+        frames: FrameBuilder,
+        publisher: _Publisher,
+        incremental: bool,
     ) -> None:
         current = asyncio.current_task()
         assert current is not None
         turn = Turn(current)
         turn.limit_time(self._limits)  # no stall grace: a write is an enqueue, which a client's pace does not hold
-        prompt = read_prompt(envelope)  # check_prompt read the same message's prompt: it is usable
+        if prompt is None:  # an executor run without FrontDoorRequestHandler (e.g. under the SDK's own handler)
+            prompt = read_prompt(envelope)
         events = self.backend.stream(envelope, prompt, incremental=incremental)
         try:
             # Frames carry the agent's own task id (as Chat's do), from which the publisher learns the

@@ -23,7 +23,7 @@ from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundErro
 
 from e2a_grpc.a2a_server.active_tasks import ActiveTasks
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
-from e2a_grpc.a2a_server.executor import BLOCKING_SEND, PROMPT_BLOCKS, BackendExecutor
+from e2a_grpc.a2a_server.executor import BLOCKING_SEND, PROMPT, BackendExecutor
 from e2a_grpc.a2a_server.push_delivery import PushNotifications
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import ErrorCode
@@ -79,8 +79,8 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
         self._active_task_registry = self.active_tasks
 
     def _admit(self, params: SendMessageRequest, context: ServerCallContext) -> str:
-        """Check a send and reserve its turn slot; the key to release the reservation with. The prompt's
-        content blocks go to the turn in ``context`` (``PROMPT_BLOCKS``)."""
+        """Check a send and reserve its turn slot; the key to release the reservation with. The prompt
+        read goes to the turn in ``context`` (``PROMPT``)."""
         if self._push is None and params.configuration.HasField("task_push_notification_config"):
             # The SDK would run the task and drop the config: the client would wait for notifications.
             raise PushNotificationNotSupportedError(message="this agent does not offer push notifications")
@@ -95,7 +95,7 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
             )
         message = params.message
         try:
-            context.state[PROMPT_BLOCKS] = self._executor.check_prompt(message)
+            context.state[PROMPT] = self._executor.check_prompt(message)
         except E2AFieldError as exc:
             raise a2a_error(ErrorCode.INVALID_REQUEST, str(exc), field=exc.field) from None
         self._executor.slots.reserve(message.message_id)
