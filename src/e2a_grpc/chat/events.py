@@ -83,11 +83,15 @@ Event = Delta | Passthrough | Complete | InputRequired | AgentIds
 
 
 class BackendError(Exception):
-    """The agent failed: becomes the final ``e2a.error`` frame (``code``, ``message``, ``details``)."""
+    """The agent failed: becomes the final ``e2a.error`` frame (``code``, ``message``, ``details``).
+
+    ``code``: one of ours, an agent's integer JSON-RPC code, or (relayed from another E2A service,
+    ``chat.relay``) a code that service wrote and this version may not know.
+    """
 
     def __init__(
         self,
-        code: ErrorCode | int,
+        code: ErrorCode | str | int,
         message: str,
         details: dict[str, Any] | None = None,
         external: dict[str, Any] | None = None,

@@ -101,7 +101,7 @@ class Turn:
         #: The limit that ended the turn, if one did (for the metrics).
         self.limit_hit: ErrorCode | None = None
         #: The code of the backend's error that ended the turn, if one did (for the metrics).
-        self.backend_error: ErrorCode | int | None = None
+        self.backend_error: ErrorCode | str | int | None = None
         self._timers: list[asyncio.TimerHandle | OffLoopTimer] = []
 
     def interrupt(self, interruption: Interruption, stall_grace: float | None = None) -> None:
