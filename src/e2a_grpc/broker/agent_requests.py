@@ -20,8 +20,8 @@ from enum import StrEnum
 from typing import Final
 
 from e2a_grpc.broker.agent_records import agent_token
-from e2a_grpc.chat.invariants import ECHOED_FIELDS
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, BrokerMessage, subject_token
+from e2a_grpc.chat.invariants import ECHOED_FIELDS
 from e2a_grpc.errors import E2AValueError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.protocols import cloudevents

@@ -32,7 +32,7 @@ import nats.js.errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from e2a_grpc.broker.agent_records import new_instance_id, now, server_record
 from e2a_grpc.broker.agent_registry import Registration
@@ -48,6 +48,7 @@ from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.frame_messages import subject_token
 from e2a_grpc.broker.frame_publisher import FramePublisher
 from e2a_grpc.broker.lost_requests import end_lost_request
+from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.chat.events import AgentBackend, Event
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, checked_prompt
@@ -55,7 +56,7 @@ from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.grpc.status import SHUTTING_DOWN_MESSAGE
 from e2a_grpc.model import ErrorCode
-from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, AgentWorkerSettings
+from e2a_grpc.settings import AgentWorkerSettings
 
 log = logging.getLogger(__name__)
 
@@ -69,27 +70,6 @@ PULL_RETRY_SECONDS = 0.5
 FINAL_FRAME_SECONDS = 5.0
 #: The JetStream requests of the worker (stream and consumer set-up, last-frame look-ups).
 REQUEST_TIMEOUT_SECONDS = 5.0
-
-
-async def ensure_requests_stream(js: JetStreamContext, config: AgentWorkerSettings, replicas: int = 1) -> None:
-    """The requests' work-queue stream (file storage, request-id de-duplication, bounded age),
-    created unless it exists; gateways and workers may race to."""
-    stream = StreamConfig(
-        name=config.bus_requests_stream,
-        subjects=[f"{config.bus_requests_subject_prefix}.>"],
-        retention=RetentionPolicy.WORK_QUEUE,
-        storage=StorageType.FILE,
-        duplicate_window=NATS_DUPLICATE_WINDOW_SECONDS,
-        max_age=config.bus_requests_max_age_seconds,
-        num_replicas=replicas,
-    )
-    try:
-        await js.stream_info(stream.name or "")
-    except nats.js.errors.NotFoundError:
-        try:
-            await js.add_stream(stream)
-        except nats.js.errors.BadRequestError:
-            await js.stream_info(stream.name or "")  # another process created it first
 
 
 @dataclass
@@ -362,4 +342,3 @@ class AgentWorker:
 _SHUTTING_DOWN = Interruption(ErrorCode.SERVER_SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, {})
 _CANCELLED = Interruption(ErrorCode.CLIENT_CANCELLED, "the client cancelled the call; the agent was stopped", {})
 _DEADLINE = Interruption(ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; the agent was stopped", {})
-
