@@ -125,10 +125,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         tracer: Tracer | None = None,
         frame_sink: FrameSink | None = None,
     ) -> None:
+        self._sink = frame_sink
         self.backend = backend
-        #: The backend's frames are on the broker already: the sink would store them twice.
-        self._frames_published = isinstance(backend, PublishesItsFrames) and backend.publishes_frames
-        self._frame_sink = None if self._frames_published else frame_sink
         self._metrics = metrics
         self._tracer = tracer
         self._methods = methods
@@ -141,6 +139,17 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         #: The hand-offs of closing frames to the frame sink still running (``_end_published_stream``).
         self._closing_hand_offs: set[asyncio.Task[None]] = set()
         self._clock = UtcClock()
+
+    @property
+    def backend(self) -> AgentBackend:
+        return self._backend
+
+    @backend.setter
+    def backend(self, backend: AgentBackend) -> None:
+        self._backend = backend
+        #: The backend's frames are on the broker already: the sink would store them twice.
+        self._frames_published = isinstance(backend, PublishesItsFrames) and backend.publishes_frames
+        self._frame_sink = None if self._frames_published else self._sink
 
     async def Chat(  # type: ignore[override]  # frames are written with context.write, not yielded
         self,
