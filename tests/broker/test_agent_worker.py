@@ -17,6 +17,8 @@ import nats
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
+from e2a.v1.agent_service_pb2 import ChatRequest, ChatResponse
+from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
 from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.broker import stream_reader
@@ -184,10 +186,10 @@ async def test_a_cancelled_call_ends_the_workers_turn_with_client_cancelled_and_
     backend = CountingEcho(delay_seconds=0.05)
     envelope = _request(400)
     async with _worker(config, backend), _gateway(config) as channel:
-        call = achat(channel, envelope)
-        first = await anext(aiter(call))
-        assert first.sequence == 0
-        await call.aclose()  # the client goes away
+        call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
+        first = await call.read()
+        assert isinstance(first, ChatResponse) and first.response.sequence == 0
+        call.cancel()  # the client goes away
         stored = await _broker_copy(broker, config, envelope.request_id or "")
         assert await _requests_left(broker, config) == 0
     assert stored[-1].is_final
