@@ -81,7 +81,9 @@ def _agent() -> str:
 
 def _request(words: int, request_id: str | None = None) -> E2AEnvelope:
     text = " ".join(f"w{n}" for n in range(words))
-    return E2AEnvelope(method="chat.send", request_id=request_id or str(uuid.uuid4()), is_stream=True, params={"text": text})
+    return E2AEnvelope(
+        method="chat.send", request_id=request_id or str(uuid.uuid4()), is_stream=True, params={"text": text}
+    )
 
 
 @contextlib.asynccontextmanager
