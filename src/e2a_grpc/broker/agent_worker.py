@@ -54,7 +54,6 @@ from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, checked_prompt
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
 from e2a_grpc.errors import E2AFieldError
-from e2a_grpc.grpc.status import SHUTTING_DOWN_MESSAGE
 from e2a_grpc.model import ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
 
@@ -339,6 +338,8 @@ class AgentWorker:
             running.turn.interrupt(_CANCELLED)
 
 
-_SHUTTING_DOWN = Interruption(ErrorCode.SERVER_SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, {})
+_SHUTTING_DOWN = Interruption(
+    ErrorCode.SERVER_SHUTTING_DOWN, "the agent worker stopped before the turn ended; the agent was stopped", {}
+)
 _CANCELLED = Interruption(ErrorCode.CLIENT_CANCELLED, "the client cancelled the call; the agent was stopped", {})
 _DEADLINE = Interruption(ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; the agent was stopped", {})
