@@ -16,8 +16,8 @@ from e2a_grpc.broker.agent_records import (
     SCHEMA_VERSION,
     AgentRecord,
     agent_keys,
-    agent_token,
     entry_key,
+    key_token,
     new_instance_id,
     server_record,
 )
@@ -40,13 +40,13 @@ def _record(agent_id: str = "echo", **changes: object) -> AgentRecord:
 
 
 @given(agent_ids)
-def test_an_agent_token_is_one_kv_key_token(agent_id: str) -> None:
-    assert _KV_KEY_TOKEN.fullmatch(agent_token(agent_id))
+def test_a_key_token_is_one_kv_key_token(agent_id: str) -> None:
+    assert _KV_KEY_TOKEN.fullmatch(key_token(agent_id))
 
 
 @given(agent_ids, agent_ids)
 def test_distinct_agent_ids_have_distinct_tokens(first: str, second: str) -> None:
-    assert (agent_token(first) == agent_token(second)) == (first == second)
+    assert (key_token(first) == key_token(second)) == (first == second)
 
 
 @given(agent_ids)
@@ -57,8 +57,8 @@ def test_an_agents_key_filter_matches_its_entries_only(agent_id: str) -> None:
 
 
 def test_ids_readable_as_they_are_stay_so() -> None:
-    assert agent_token("code-reviewer") == "code-reviewer"
-    assert agent_token("a.b_c") == "a_2Eb_5Fc"
+    assert key_token("code-reviewer") == "code-reviewer"
+    assert key_token("a.b_c") == "a_2Eb_5Fc"
 
 
 def test_an_instance_id_is_32_hex_digits() -> None:
