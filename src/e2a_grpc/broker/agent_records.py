@@ -28,7 +28,7 @@ SCHEMA_VERSION: Literal[1] = 1
 #: Bytes of an id written ``_XX`` in its key token (all but those kept as they are).
 _ESCAPED_BYTE = re.compile(rb"[^A-Za-z0-9-]")
 #: An instance id: what ``new_instance_id`` makes, and the only form a key's second token may have.
-_INSTANCE_ID = re.compile(r"^[0-9a-f]{32}$")
+INSTANCE_ID = re.compile(r"^[0-9a-f]{32}$")
 #: The longest agent id (so that a key stays well under NATS's subject size).
 MAX_AGENT_ID_LENGTH = 256
 
@@ -60,7 +60,7 @@ class AgentRecord(BaseModel):
     output_modes: tuple[str, ...] = Field(description="media types of its answers")
     backend: str = Field(min_length=1, description="the kind of agent behind the worker: echo, acp, a2a, ...")
     version: str = Field(description="the version of the worker's software (e2a-grpc's, for this project)")
-    instance_id: str = Field(pattern=_INSTANCE_ID.pattern, description="the worker instance: 32 lower-case hex digits")
+    instance_id: str = Field(pattern=INSTANCE_ID.pattern, description="the worker instance: 32 lower-case hex digits")
     started_at: datetime.datetime = Field(description="when the worker registered (RFC 3339, UTC)")
     heartbeat_at: datetime.datetime = Field(description="when the worker last wrote its entry (RFC 3339, UTC)")
 
@@ -89,7 +89,7 @@ def key_token(value: str) -> str:
 
 def entry_key(agent_id: str, instance_id: str) -> str:
     """The key of one worker instance's entry."""
-    if not _INSTANCE_ID.fullmatch(instance_id):
+    if not INSTANCE_ID.fullmatch(instance_id):
         raise ValueError(f"instance id {instance_id!r} is not 32 lower-case hex digits")
     return f"{key_token(agent_id)}.{instance_id}"
 
