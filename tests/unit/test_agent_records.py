@@ -10,6 +10,7 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 from pydantic import SecretStr, ValidationError
 
 from e2a_grpc.broker.agent_records import (
@@ -19,9 +20,10 @@ from e2a_grpc.broker.agent_records import (
     entry_key,
     key_token,
     new_instance_id,
+    now,
     server_record,
 )
-from e2a_grpc.broker.agent_registry import LiveAgent, live_agents
+from e2a_grpc.broker.agent_registry import LiveAgent, RegistryEntries, live_agents
 from e2a_grpc.cli.agents import agents_json, agents_table
 from e2a_grpc.settings import BackendName, ServerSettings
 from tests.conftest import REPO_ROOT
@@ -140,3 +142,41 @@ def documented_fields(section: str) -> list[str]:
 
 def test_the_document_names_every_field_of_the_schema() -> None:
     assert documented_fields("Values: a JSON object (UTF-8)") == list(AgentRecord.model_fields)
+
+
+def _update(record: AgentRecord, operation: str | None = None) -> KeyValue.Entry:
+    """The update a watch delivers for ``record``'s key (a value, or a delete or purge of the key)."""
+    return KeyValue.Entry(
+        bucket="E2A_AGENTS",
+        key=record.key,
+        value=b"" if operation else record.to_json(),
+        revision=1,
+        delta=0,
+        created=None,
+        operation=operation,
+    )
+
+
+@pytest.mark.parametrize("removal", [KV_DEL, KV_PURGE])
+def test_entries_follow_values_and_removals(removal: str) -> None:
+    entries = RegistryEntries(ttl=60.0)
+    first, second = _record("coder", heartbeat_at=now()), _record("coder", heartbeat_at=now())
+    assert entries.apply(_update(first)) and entries.apply(_update(second))
+    assert entries.workers("coder") == sorted([first, second], key=lambda record: record.started_at)
+    assert entries.apply(_update(first, removal))
+    assert entries.workers("coder") == [second]
+    assert not entries.apply(_update(first, removal))  # nothing left to remove
+    assert entries.apply(_update(second, removal))
+    assert entries.workers("coder") == [] and entries.agents() == []
+
+
+def test_entries_older_than_the_ttl_are_dropped_when_read() -> None:
+    entries = RegistryEntries(ttl=60.0)
+    live = _record("coder", heartbeat_at=now())
+    stale = _record("coder", heartbeat_at=now() - datetime.timedelta(seconds=61))
+    gone = _record("old", heartbeat_at=now() - datetime.timedelta(seconds=60))
+    for record in (live, stale, gone):
+        entries.apply(_update(record))
+    assert entries.workers("coder") == [live]
+    assert entries.agents() == [LiveAgent(live, 1)]
+    assert entries.workers("old") == []
