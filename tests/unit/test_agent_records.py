@@ -180,3 +180,14 @@ def test_entries_older_than_the_ttl_are_dropped_when_read() -> None:
     assert entries.workers("coder") == [live]
     assert entries.agents() == [LiveAgent(live, 1)]
     assert entries.workers("old") == []
+
+
+def test_a_value_that_is_not_a_record_ends_its_keys_entry() -> None:
+    entries = RegistryEntries(ttl=60.0)
+    record = _record("coder", heartbeat_at=now())
+    entries.apply(_update(record))
+    junk = KeyValue.Entry(
+        bucket="E2A_AGENTS", key=record.key, value=b"{}", revision=2, delta=0, created=None, operation=None
+    )
+    assert entries.apply(junk)
+    assert entries.workers("coder") == []

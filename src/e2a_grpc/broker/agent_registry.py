@@ -200,17 +200,20 @@ class RegistryEntries:
         self._by_agent: dict[str, dict[str, AgentRecord]] = {}
 
     def apply(self, entry: KeyValue.Entry) -> bool:
-        """Take one update of the watch; True when it added, replaced or removed a worker's entry."""
+        """Take one update of the watch; True when it added, replaced or removed a worker's entry. A value
+        that is not a record ends the key's entry as a removal does. Entries of the agent that expired
+        go too, so that a gateway keeps no entry of workers killed long ago."""
         token, _, _ = entry.key.partition(".")
-        if entry.operation in _REMOVALS:
+        record = None if entry.operation in _REMOVALS else _record_of(entry.key, entry.value)
+        if record is None:
             if (workers := self._by_agent.get(token)) is None or workers.pop(entry.key, None) is None:
                 return False
             if not workers:
                 del self._by_agent[token]
             return True
-        if (record := _record_of(entry.key, entry.value)) is None:
-            return False
-        self._by_agent.setdefault(token, {})[entry.key] = record
+        workers = self._by_agent.setdefault(token, {})
+        workers[entry.key] = record
+        self._unexpired(token, workers, now())
         return True
 
     def workers(self, agent_id: str) -> list[AgentRecord]:
