@@ -131,6 +131,15 @@ def _registry_bucket() -> Any:
     )
 
 
+def _sessions_bucket() -> Any:
+    return Field(
+        default="E2A_SESSIONS",
+        pattern=_NATS_BUCKET_NAME.pattern,
+        description="session ownership: the JetStream key-value bucket naming the worker that holds each session "
+        "of a bus agent (created if missing, with --registry-ttl-seconds as its TTL)",
+    )
+
+
 #: The NATS server a subscriber reads from when none is given.
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 #: How long JetStream remembers message ids for de-duplication in the stream a server creates (its
@@ -316,6 +325,7 @@ class ServerSettings(BaseSettings):
         "clean stop; default: not registered",
     )
     registry_bucket: str = _registry_bucket()
+    sessions_bucket: str = _sessions_bucket()
     registry_ttl_seconds: float = Field(
         default=60.0,
         ge=1.0,
