@@ -6,8 +6,10 @@ they were made of (``chat.relay``), so the gateway's Chat servicer, limits and A
 with a local backend. The frames are on the broker already (the worker published them), so the
 gateway's frame sink does not publish them again (``publishes_frames``).
 
-- No live worker of X in the agent registry, or none takes the request (its ``taken`` notice) by
-  Start-By: ``AgentUnavailableError`` (UNAVAILABLE) before any frame.
+- A request of a session whose owner (``session_owners``) is live goes to that worker's own subject;
+  any other to the subject every worker of X shares.
+- No live worker of X in the agent registry (the gateway's ``LiveAgents`` view), or none takes the
+  request (its ``taken`` notice) by Start-By: ``AgentUnavailableError`` (UNAVAILABLE) before any frame.
 - After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
   (``lost_requests``) and the turn ends with it.
@@ -33,7 +35,6 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
-from e2a_grpc.broker.agent_registry import AgentRegistry
 from e2a_grpc.broker.agent_requests import (
     MISSED_NOTICES,
     BusRequest,
@@ -42,11 +43,14 @@ from e2a_grpc.broker.agent_requests import (
     read_notice,
     request_message,
     with_request_id,
+    worker_subject,
 )
 from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.frame_messages import frame_subject
+from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
+from e2a_grpc.broker.session_owners import SessionOwners
 from e2a_grpc.chat.events import AgentBackend, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import relay_frames
@@ -67,39 +71,49 @@ BUS_BACKEND_NAME = "nats"
 
 
 class _Bus:
-    """The gateway's connection to the bus, made on the first turn and shared by its turns."""
+    """The gateway's connection to the bus and its live view of the registry, made on the first turn
+    and shared by the turns of one route."""
 
-    def __init__(self, config: ServerSettings) -> None:
+    def __init__(self, config: ServerSettings, replicas: int) -> None:
         self._config = config
+        self._replicas = replicas
         self._lock = asyncio.Lock()
         self.nc: NatsClient | None = None
         self.js: JetStreamContext | None = None
-        self.registry: AgentRegistry | None = None
+        self.live: LiveAgents | None = None
+        self.owners: SessionOwners | None = None
 
-    async def ready(self) -> tuple[NatsClient, JetStreamContext, AgentRegistry]:
+    async def ready(self) -> tuple[NatsClient, JetStreamContext, LiveAgents, SessionOwners]:
         async with self._lock:
-            if self.nc is None or self.js is None or self.registry is None:
+            if self.nc is None or self.js is None or self.live is None or self.owners is None:
                 config = self._config
-                assert config.bus_nats is not None  # make_bus_backend checks it
+                assert config.bus_nats is not None  # BusBackend checks it
                 nc = await connect(config.bus_nats)
                 try:
                     js = nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS)
-                    await ensure_requests_stream(js, config)
-                    try:
-                        kv = await js.key_value(config.registry_bucket)
-                    except nats.js.errors.BucketNotFoundError:
-                        kv = None  # no worker ever registered: every route is unavailable
+                    await ensure_requests_stream(js, config, self._replicas)
+                    owners = await SessionOwners.open(
+                        nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=self._replicas
+                    )
+                    live = await LiveAgents.open(
+                        config.bus_nats,
+                        bucket=config.registry_bucket,
+                        ttl=config.registry_ttl_seconds,
+                        replicas=self._replicas,
+                    )
                 except BaseException:
                     await nc.close()
                     raise
-                self.nc, self.js, self.registry = nc, js, AgentRegistry(nc, kv)
-            return self.nc, self.js, self.registry
+                self.nc, self.js, self.live, self.owners = nc, js, live, owners
+            return self.nc, self.js, self.live, self.owners
 
     async def close(self) -> None:
+        if self.live is not None:
+            await self.live.close()
         if self.nc is not None:
             with contextlib.suppress(OSError, nats.errors.Error):
                 await self.nc.close()
-            self.nc = self.js = self.registry = None
+        self.nc = self.js = self.live = self.owners = None
 
 
 class BusBackend:
@@ -108,33 +122,46 @@ class BusBackend:
     #: The frames of its turns are on the broker already: the gateway's frame sink skips them.
     publishes_frames = True
 
-    def __init__(self, agent_id: str, config: ServerSettings) -> None:
+    def __init__(self, agent_id: str, config: ServerSettings, *, replicas: int = 1) -> None:
         if not config.bus_nats:
             raise ValueError(f"agent {agent_id!r} is routed to nats: the gateway needs --bus-nats")
         self.agent_id = agent_id
         self.info = BackendInfo(BUS_BACKEND_NAME, SourceProtocol.E2A, {"agent_id": agent_id})
         self._config = config
-        self._bus = _Bus(config)
+        self._bus = _Bus(config, replicas)
         self._origin = f"nats agent {agent_id!r}"
 
     async def stream(
         self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
     ) -> AsyncGenerator[Event, None]:
         envelope = with_request_id(envelope)
-        nc, js, registry = await self._bus.ready()
-        try:
-            live = await registry.workers(self.agent_id)
-        except (nats.errors.Error, TimeoutError) as exc:
-            raise AgentUnavailableError(self.agent_id, f"the agent registry cannot be read ({exc!r})") from None
-        if not live:
+        nc, js, live, owners = await self._bus.ready()
+        workers = live.workers(self.agent_id)
+        if not workers:
             raise AgentUnavailableError(self.agent_id, "no live worker in the agent registry")
-        turn = _BusTurn(self, nc, js, envelope)
+        subject = await self._subject(envelope, owners, {worker.instance_id for worker in workers})
+        turn = _BusTurn(self, nc, js, envelope, subject)
         try:
             await turn.open()
             async for event in relay_frames(turn.frames(), envelope, self._origin):
                 yield event
         finally:
             await turn.close()
+
+    async def _subject(self, envelope: E2AEnvelope, owners: SessionOwners, live: set[str]) -> str:
+        """Where the request goes: the worker that holds its session when that worker is live, else
+        any worker (which starts the session anew and says so)."""
+        prefix = self._config.bus_requests_subject_prefix
+        if envelope.session_id:
+            try:
+                owner = await owners.owner(self.agent_id, envelope.session_id)
+            except ValueError:
+                owner = None  # a session id no claim can have (too long for a key): no worker holds it
+            except (nats.errors.Error, TimeoutError) as exc:
+                raise AgentUnavailableError(self.agent_id, f"session ownership cannot be read ({exc!r})") from None
+            if owner is not None and owner.instance_id in live:
+                return worker_subject(prefix, self.agent_id, owner.instance_id)
+        return any_worker_subject(prefix, self.agent_id)
 
     async def cancel_task(self, task_id: str) -> None:
         # A task waiting for its client lives in the worker that ran its turn; the bus has no
@@ -150,8 +177,11 @@ class BusBackend:
 class _BusTurn:
     """One request on the bus: its subscriptions, its publication, and its frames as they come."""
 
-    def __init__(self, backend: BusBackend, nc: NatsClient, js: JetStreamContext, envelope: E2AEnvelope) -> None:
+    def __init__(
+        self, backend: BusBackend, nc: NatsClient, js: JetStreamContext, envelope: E2AEnvelope, subject: str
+    ) -> None:
         self._backend = backend
+        self._subject = subject
         self._config = backend._config
         self._nc = nc
         self._js = js
@@ -181,9 +211,8 @@ class _BusTurn:
             reply_to=inbox,
             start_by=datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=config.bus_start_by_seconds),
         )
-        subject = any_worker_subject(config.bus_requests_subject_prefix, self._backend.agent_id)
         message = request_message(
-            request, subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source
+            request, self._subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source
         )
         await self._js.publish(
             message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers

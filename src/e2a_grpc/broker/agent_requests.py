@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from e2a_grpc.broker.agent_records import agent_token
+from e2a_grpc.broker.agent_records import key_token
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, BrokerMessage, subject_token
 from e2a_grpc.chat.invariants import ECHOED_FIELDS
 from e2a_grpc.errors import E2AValueError
@@ -61,22 +61,22 @@ class Notice(StrEnum):
 
 def any_worker_subject(prefix: str, agent_id: str) -> str:
     """Where a request to any worker of ``agent_id`` goes."""
-    return f"{prefix}.{agent_token(agent_id)}.{ANY_WORKER}"
+    return f"{prefix}.{key_token(agent_id)}.{ANY_WORKER}"
 
 
 def worker_subject(prefix: str, agent_id: str, instance_id: str) -> str:
     """Where a request to one worker instance goes (a session it holds)."""
-    return f"{prefix}.{agent_token(agent_id)}.{ONE_WORKER}.{instance_id}"
+    return f"{prefix}.{key_token(agent_id)}.{ONE_WORKER}.{instance_id}"
 
 
 def shared_consumer(agent_id: str) -> str:
     """The durable pull consumer every worker of ``agent_id`` shares (on ``any_worker_subject``)."""
-    return CONSUMER_PREFIX + agent_token(agent_id)
+    return CONSUMER_PREFIX + key_token(agent_id)
 
 
 def worker_consumer(agent_id: str, instance_id: str) -> str:
     """One worker instance's own pull consumer (on its ``worker_subject``)."""
-    return f"{CONSUMER_PREFIX}{agent_token(agent_id)}-{instance_id}"
+    return f"{CONSUMER_PREFIX}{key_token(agent_id)}-{instance_id}"
 
 
 def cancel_subject(prefix: str, request_id: str) -> str:
