@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import json
+import re
+import sys
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -19,6 +22,7 @@ from nats.js.api import AckPolicy, ConsumerConfig
 
 from e2a.v1.agent_service_pb2 import ChatRequest, ChatResponse
 from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
+from e2a_grpc.backends import make_backend
 from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.broker import stream_reader
@@ -30,12 +34,14 @@ from e2a_grpc.broker.agent_requests import (
 )
 from e2a_grpc.broker.agent_worker import AgentWorker
 from e2a_grpc.broker.request_stream import ensure_requests_stream
-from e2a_grpc.chat.events import Event
+from e2a_grpc.broker.session_owners import SessionOwners
+from e2a_grpc.chat.events import AgentBackend, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
 from tests.conftest import in_process_server
+from tests.support.acp_servers import AGENT as ACP_AGENT
 from tests.support.nats_server import NatsServer, stored_messages
 from tests.support.waiting import within
 
@@ -87,7 +93,7 @@ def _request(words: int, request_id: str | None = None) -> E2AEnvelope:
 
 
 @contextlib.asynccontextmanager
-async def _worker(config: AgentWorkerSettings, backend: CountingEcho) -> AsyncIterator[AgentWorker]:
+async def _worker(config: AgentWorkerSettings, backend: AgentBackend) -> AsyncIterator[AgentWorker]:
     worker = AgentWorker(config, backend)
     await worker.start()
     try:
@@ -282,3 +288,68 @@ async def test_a_stopping_worker_finishes_its_turn_and_acks_it(broker: NatsServe
     assert frames[-1].response_kind == "e2a.complete"
     assert await _requests_left(broker, config) == 0
     assert backend.turns == 1
+
+
+_WHOAMI = re.compile(r"pid (\d+) session (\w+) turn (\d+)")
+
+
+def _acp_settings(broker: NatsServer, agent_id: str) -> AgentWorkerSettings:
+    return _settings(broker, agent_id, backend="acp", acp_command=f"{sys.executable} {ACP_AGENT}")
+
+
+async def _whoami(channel: grpc.aio.Channel, session_id: str) -> tuple[tuple[str, str, int], list[E2AResponse]]:
+    """The ACP agent's pid, its session and the turn number in it, and the frames that said so."""
+    envelope = E2AEnvelope(
+        method="chat.send", request_id=str(uuid.uuid4()), session_id=session_id, params={"text": "whoami"}
+    )
+    frames = [frame async for frame in achat(channel, envelope)]
+    said = _WHOAMI.search(json.dumps(frames[-1].body))
+    assert said is not None, frames[-1].body
+    return (said[1], said[2], int(said[3])), frames
+
+
+async def test_a_session_sticks_to_the_worker_that_holds_it(broker: NatsServer) -> None:
+    config = _acp_settings(broker, _agent())
+    first, second = make_backend(config), make_backend(config)
+    async with _worker(config, first) as one, _worker(config, second) as other, _gateway(config) as channel:
+        turns = [(await _whoami(channel, "sticky"))[0] for _ in range(6)]
+        holders = [worker for worker in (one, other) if worker.sessions is not None and len(worker.sessions)]
+    pids = {pid for pid, _, _ in turns}
+    sessions = {session for _, session, _ in turns}
+    # One agent process, one ACP session (without stickiness: each turn on either worker).
+    assert len(pids) == 1 and len(sessions) == 1
+    assert [turn for _, _, turn in turns] == [1, 2, 3, 4, 5, 6]
+    assert len(holders) == 1
+
+
+async def test_a_session_whose_worker_is_gone_starts_anew_and_says_so(broker: NatsServer) -> None:
+    config = _acp_settings(broker, _agent())
+    gone = "f" * 32  # a worker instance that holds the session and is in no registry entry
+    nc = await nats.connect(broker.url)
+    try:
+        owners = await SessionOwners.open(
+            nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=1
+        )
+        await owners.claim(config.agent_id, "orphan", gone)
+    finally:
+        await nc.close()
+    worker = AgentWorker(config, make_backend(config))
+    await worker.start()
+    try:
+        async with _gateway(config) as channel:
+            (_, session, turn), frames = await _whoami(channel, "orphan")
+            (_, session_again, turn_again), frames_again = await _whoami(channel, "orphan")
+    finally:
+        await worker.stop(config.grace_seconds)
+    notices = [frame.body for frame in frames if frame.response_kind == "ext"]
+    assert notices == [
+        {
+            "event": "session_restarted",
+            "session_id": "orphan",
+            "previous_instance": gone,
+            "instance": worker.instance_id,
+        }
+    ]
+    assert frames[0].response_kind == "ext"  # before the answer
+    assert turn == 1 and (session_again, turn_again) == (session, 2)
+    assert not [frame for frame in frames_again if frame.response_kind == "ext"]

@@ -183,7 +183,13 @@ class AgentWorker:
             await self.publisher.close(0)
             await self._nc.close()
             raise
-        self._pulls = [asyncio.create_task(self._pull(each), name="e2a-agent-pull") for each in subscriptions]
+        # The shared consumer's quota first: it gets what an even split leaves over.
+        quotas = [config.bus_max_turns - (config.bus_max_turns // len(subscriptions)) * (len(subscriptions) - 1)]
+        quotas += [max(1, config.bus_max_turns // len(subscriptions))] * (len(subscriptions) - 1)
+        self._pulls = [
+            asyncio.create_task(self._pull(each, quota), name="e2a-agent-pull")
+            for each, quota in zip(subscriptions, quotas, strict=True)
+        ]
         self._progress = asyncio.create_task(self._tell_progress(), name="e2a-agent-progress")
         if self.sessions is not None:
             self._keeping_sessions = asyncio.create_task(self._keep_sessions(), name="e2a-agent-sessions")
@@ -246,13 +252,14 @@ class AgentWorker:
                 await self._nc.close()
         log.info("agent worker %s stopped", self.instance_id)
 
-    async def _pull(self, subscription: JetStreamContext.PullSubscription) -> None:
-        """Fetch as many requests as there are free turn slots, until the stop. The slots a fetch
-        may fill are reserved while it waits, so that the pulls of two consumers (the shared one and
-        this worker's own) never take more requests than there are slots."""
+    async def _pull(self, subscription: JetStreamContext.PullSubscription, quota: int) -> None:
+        """Fetch as many requests as there are free turn slots (at most ``quota``: the pulls of the
+        shared consumer and of this worker's own share the slots), until the stop. The slots a fetch
+        may fill are reserved while it waits, so that the pulls never take more requests than there
+        are slots; a pull that had its turn lets a waiting one go first."""
         limit = self._config.bus_max_turns
         while not self._stopping:
-            free = limit - len(self._running) - self._reserved
+            free = min(quota, limit - len(self._running) - self._reserved)
             if free <= 0:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
@@ -271,6 +278,7 @@ class AgentWorker:
             for message in messages:
                 self._start(message)
             self._slot_freed.set()
+            await asyncio.sleep(0)  # a pull waiting for the slots runs before this one takes them again
 
     def _start(self, message: Msg) -> None:
         task = asyncio.create_task(self._handle(message), name="e2a-agent-request")
