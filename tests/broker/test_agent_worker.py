@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import nats
 import pytest
+from grpc_health.v1.health_pb2 import HealthCheckResponse
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from e2a.v1.agent_service_pb2 import ChatRequest, ChatResponse
@@ -46,7 +47,8 @@ from e2a_grpc.settings import AgentWorkerSettings
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
 from tests.support.nats_server import NatsServer, stored_messages
-from tests.support.processes import logged_process
+from tests.support.processes import free_port, logged_process
+from tests.support.readiness import health_check, health_statuses, until_status
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
@@ -113,7 +115,10 @@ async def _gateway(config: AgentWorkerSettings) -> AsyncIterator[grpc.aio.Channe
     """A gateway that also publishes its Chat frames (``--publish-nats``): a bus turn's frames are
     the worker's on the broker, never published twice."""
     backend = BusBackend(config.agent_id, config)
-    async with in_process_server(backend=backend, publish_nats=config.bus_nats) as server, grpc.aio.insecure_channel(server.address) as channel:
+    async with (
+        in_process_server(backend=backend, publish_nats=config.bus_nats) as server,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
         yield channel
 
 
@@ -447,18 +452,37 @@ async def test_a_worker_killed_mid_turn_gets_one_agent_unavailable_final_and_its
     assert finals[0].response_id == f"{envelope.request_id}:lost"
 
 
+async def _serving(port: int) -> None:
+    """Return once the worker process's health says SERVING (its port may not listen yet)."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        await within(channel.channel_ready(), STARTUP_SECONDS)
+        await within(until_status(health_statuses(channel, ""), HealthCheckResponse.SERVING))
+
+
+async def _health(port: int) -> int:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return await health_check(channel, "")
+
+
 async def test_sigterm_drains_a_worker_process_its_turn_finishes_and_is_acked(broker: NatsServer) -> None:
     config = _settings(broker, _agent())
     envelope = _request(30)
-    command = _worker_command(config, "--backend", "echo", "--echo-delay-seconds", "0.05")
+    health_port = free_port()
+    command = _worker_command(
+        config, "--backend", "echo", "--echo-delay-seconds", "0.05", "--health-port", str(health_port)
+    )
     with logged_process(command) as (process, _):
+        await _serving(health_port)
         await _live_worker(config)
         async with _gateway(config) as channel:
             call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
             first = await call.read()
             assert isinstance(first, ChatResponse)
             process.send_signal(signal.SIGTERM)
-            rest = await _read_all(call)
+            second = await call.read()  # the turn goes on
+            assert isinstance(second, ChatResponse)
+            assert await _health(health_port) == HealthCheckResponse.NOT_SERVING
+            rest = [second, *await _read_all(call)]
         exit_code = await asyncio.to_thread(process.wait)
     assert exit_code == 0
     assert rest[-1].response.response_kind == "e2a.complete"
