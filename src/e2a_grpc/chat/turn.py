@@ -32,7 +32,7 @@ from e2a_grpc.chat.events import AgentIds, BackendError, Complete, Delta, Event,
 from e2a_grpc.chat.frames import FrameBuilder
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.timers import TURN_TIMERS, OffLoopTimer
-from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError
 from e2a_grpc.model import ErrorCode
 from e2a_grpc.settings import ServerSettings
 
@@ -140,8 +140,14 @@ async def run_turn(
     frames: FrameBuilder,
     output: FrameOutput,
     limits: TurnLimits,
+    *,
+    unavailable_as_status: bool = False,
 ) -> None:
     """Write a frame per backend event to ``output``, then the final frame however the turn ends.
+
+    ``unavailable_as_status``: an ``AgentUnavailableError`` before the first frame is raised, for the
+    caller to end its call with a status a client retries (Chat's UNAVAILABLE), not a frame; after a
+    frame, and without the flag, it ends the turn with an ``agent_unavailable`` frame.
 
     The agent's task / context ids go on the frames where the request set none
     (``FrameBuilder.adopt_agent_ids``). The caller closes ``events``. Raises
@@ -183,6 +189,11 @@ async def run_turn(
     except BackendError as exc:
         turn.backend_error = exc.code
         final = frames.error(exc.code, exc.message, exc.details, exc.external)
+    except AgentUnavailableError as exc:
+        if unavailable_as_status and frames.sequence == 0:
+            raise
+        turn.backend_error = ErrorCode.AGENT_UNAVAILABLE
+        final = frames.error(ErrorCode.AGENT_UNAVAILABLE, str(exc), {"agent_id": exc.agent_id, "why": exc.why})
     except _LimitReached as hit:
         turn.limit_hit = hit.interruption.code
         final = frames.error(hit.interruption.code, hit.interruption.message, hit.interruption.details)

@@ -35,17 +35,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
+from e2a_grpc.backends.routes import AgentRoutes
+from e2a_grpc.chat.call_scope import CURRENT_CALL, TRACE_METADATA_KEYS, CallScope
 from e2a_grpc.chat.events import AgentBackend, Event
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
-from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, UnknownAgentError
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE, status_for
 from e2a_grpc.model import ErrorCode
@@ -123,8 +126,12 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         metrics: ServerMetrics | None = None,
         tracer: Tracer | None = None,
         frame_sink: FrameSink | None = None,
+        routes: AgentRoutes | None = None,
     ) -> None:
+        #: Every request's backend, without a routing table (whatever its agent_id: as before tables).
         self.backend = backend
+        #: The routing table's backends: a request's agent_id picks one, an unknown one gets NOT_FOUND.
+        self.routes = routes
         self._frame_sink = frame_sink
         self._metrics = metrics
         self._tracer = tracer
@@ -150,7 +157,11 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             await context.abort_with_status(status_for(exc))
         if self._shutting_down:
             await context.abort(SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE)
-        frames = FrameBuilder(envelope, self.backend.info, self._clock, log_frames=self._log_frames)
+        try:
+            backend = self.backend if self.routes is None else self.routes.backend_for(envelope.agent_id)
+        except UnknownAgentError as exc:
+            await context.abort_with_status(status_for(exc))
+        frames = FrameBuilder(envelope, backend.info, self._clock, log_frames=self._log_frames)
         task = asyncio.current_task()
         assert task is not None
         turn = Turn(task)
@@ -158,13 +169,17 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         turn.limit_time(self._limits, STALLED_WRITE_GRACE_SECONDS)
         output = _CallOutput(context, self._metrics, self._frame_sink, frames.request_id)
         # Not started yet: the backend runs no code before the first event is asked for.
-        events = self.backend.stream(envelope, prompt)
+        events = backend.stream(envelope, prompt)
         if self._metrics is not None:
             self._metrics.chat_streams_in_flight.inc()
         try:
             try:
-                with self._backend_turn(frames, turn):
-                    await run_turn(turn, prompt, events, frames, output, self._limits)
+                with self._backend_turn(backend, frames, turn):
+                    scope = CURRENT_CALL.set(self._call_scope(context, frames))
+                    try:
+                        await run_turn(turn, prompt, events, frames, output, self._limits, unavailable_as_status=True)
+                    finally:
+                        CURRENT_CALL.reset(scope)
             finally:
                 if self._metrics is not None:
                     self._metrics.chat_streams_in_flight.dec()
@@ -179,10 +194,37 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             if self._frame_sink is not None:
                 await self._end_published_stream(self._frame_sink, frames, output, self._stalled_ending())
             await self._abort_stalled(context)  # the backend is stopped by now
+        except AgentUnavailableError as exc:
+            # Before the first frame (run_turn): the call ends with UNAVAILABLE, which a client retries;
+            # the frame sink has no frame of it, so no stream to end.
+            unavailable = exc
         except BaseException as exc:
             if self._frame_sink is not None:
                 await self._end_published_stream(self._frame_sink, frames, output, self._call_ending(context, exc))
             raise
+        else:
+            return
+        await context.abort_with_status(status_for(unavailable))
+
+    def _call_scope(
+        self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], frames: FrameBuilder
+    ) -> CallScope:
+        """The call as a route to an upstream carries it on: request id, deadline, trace context (this
+        server's span when tracing, else the caller's context as it came)."""
+        remaining = context.time_remaining()
+        trace: tuple[tuple[str, str], ...]
+        if self._tracer is not None:
+            from opentelemetry import propagate
+
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            trace = tuple((key, carrier[key]) for key in TRACE_METADATA_KEYS if key in carrier)
+        else:
+            received = context.invocation_metadata() or ()
+            trace = tuple((key, str(value)) for key, value in received if key in TRACE_METADATA_KEYS)
+        assert frames.request_id is not None  # the FrameBuilder assigns one when the request has none
+        deadline = None if remaining is None else time.monotonic() + remaining
+        return CallScope(frames.request_id, deadline, trace)
 
     async def _end_published_stream(
         self, sink: FrameSink, frames: FrameBuilder, output: _CallOutput, ending: Interruption
@@ -225,7 +267,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         return Interruption(ErrorCode.STREAM_TIME_LIMIT, self._limits.time_limit_message(), details)
 
     @contextlib.contextmanager
-    def _backend_turn(self, frames: FrameBuilder, turn: Turn) -> Iterator[None]:
+    def _backend_turn(self, backend: AgentBackend, frames: FrameBuilder, turn: Turn) -> Iterator[None]:
         """Around one backend turn: its span (a child of the call's) when tracing is on, and a call log
         line (DEBUG) when it ends."""
         request_id = frames.request_id
@@ -233,7 +275,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             if self._tracer is None:
                 yield
             else:
-                attributes = {"e2a.backend": self.backend.info.name}
+                attributes = {"e2a.backend": backend.info.name}
                 if request_id is not None:  # the FrameBuilder assigns one when the request has none
                     attributes["e2a.request_id"] = request_id
                 with self._tracer.start_as_current_span(BACKEND_TURN_SPAN, attributes=attributes) as span:
@@ -268,7 +310,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             # A turn waiting on its backend is interrupted there; one in the middle of a write
             # sees it as soon as the write is done.
             turn.interrupt(_SHUTTING_DOWN)
-        await self.backend.aclose()
+        await (self.backend.aclose() if self.routes is None else self.routes.aclose())
 
     def end_grace(self) -> None:
         """The shutdown's grace period is over: the calls still running are cancelled by the server

@@ -25,7 +25,7 @@ from e2a.v1 import (
     conversion_service_pb2_grpc,
 )
 from e2a_grpc.address import unbracketed_host
-from e2a_grpc.backends import make_backend
+from e2a_grpc.backends import make_backend, make_routes
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
@@ -173,8 +173,14 @@ class E2AServer:
             from e2a_grpc.broker.agent_registry import Registration
 
             self.registration = Registration.from_settings(config)
+        routes = make_routes(config)
         self.chat = ChatServicer(
-            make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
+            make_backend(config) if routes is None else routes.default_backend,
+            config,
+            metrics=self.metrics,
+            tracer=tracer,
+            frame_sink=self.publisher,
+            routes=routes,
         )
         add_chat_service(self.chat, self.server)
         self.health = health.aio.HealthServicer()
@@ -229,9 +235,16 @@ class E2AServer:
             "on" if self.config.tls_cert else "off",
             "bearer token" if self.config.token else "off",
             self.config.max_message_bytes,
-            self.config.backend,
+            self._chat_agents(),
             running_event_loop(),
         )
+
+    def _chat_agents(self) -> str:
+        """What the start's log line says Chat serves: the backend, or each agent of the routing table."""
+        table = self.config.routing
+        if table is None:
+            return str(self.config.backend)
+        return "routing table " + ", ".join(f"{route.agent_id}={route.target}" for route in table.routes)
 
     async def stop_when_signalled(self, *, first: Callable[[], Awaitable[None]] | None = None) -> None:
         """Serve until SIGTERM or SIGINT, then stop gracefully, exiting the process if that overruns the
