@@ -91,8 +91,14 @@ def parse_target(text: str) -> RouteTarget:
         if text.startswith(prefix):
             argument = text[len(prefix) :].strip()
             if not argument:
-                raise ValueError(f"{kind} needs {'a command line' if kind is RouteKind.ACP else 'a URL'} after {prefix}")
-            return RouteTarget(kind, acp_command=argument) if kind is RouteKind.ACP else RouteTarget(kind, a2a_url=argument)
+                raise ValueError(
+                    f"{kind} needs {'a command line' if kind is RouteKind.ACP else 'a URL'} after {prefix}"
+                )
+            return (
+                RouteTarget(kind, acp_command=argument)
+                if kind is RouteKind.ACP
+                else RouteTarget(kind, a2a_url=argument)
+            )
     scheme, separator, rest = text.partition("://")
     if separator and scheme.lower() in _UPSTREAM_SCHEMES:
         address = parse_server_address(f"{_UPSTREAM_SCHEMES[scheme.lower()]}://{rest}")
@@ -211,7 +217,9 @@ def _read_file(path: Path, routes: dict[str, AgentRoute], problems: list[str]) -
         return None
     unknown = sorted(set(document) - {"agents", "default_agent"})
     if unknown:
-        problems.append(f"--agents {path}: unknown top-level keys {unknown}; the file has default_agent and [agents.ID]")
+        problems.append(
+            f"--agents {path}: unknown top-level keys {unknown}; the file has default_agent and [agents.ID]"
+        )
     default = document.get("default_agent")
     if default is not None and not isinstance(default, str):
         problems.append(f"--agents {path}: default_agent must be a string")

@@ -591,8 +591,8 @@ class ServerSettings(BaseSettings):
         if self.workers is not None and self.workers > 1:
             if self.runs_acp:
                 raise ValueError(
-                    "--workers > 1 cannot serve --backend acp (nor a local:acp agent): an ACP chat's agent session lives in the worker "
-                    "process that started it, and a client's next call may reach another worker"
+                    "--workers > 1 cannot serve --backend acp (nor a local:acp agent): an ACP chat's agent session "
+                    "lives in the worker process that started it, and a client's next call may reach another worker"
                 )
             if self.metrics_port is not None:
                 raise ValueError(
