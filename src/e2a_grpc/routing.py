@@ -147,6 +147,11 @@ class AgentRoute(BaseModel):
             raise ValueError(f"{name!r} is not an environment variable name")
         return name
 
+    @property
+    def skill_entries(self) -> tuple[tuple[str, str], ...]:
+        """Its skills as (id, description) pairs."""
+        return skill_entries(";".join(self.skills))
+
     def upstream_token(self) -> str | None:
         """The upstream's bearer token, from the variable ``token_env`` names (unset or empty: none)."""
         return (os.environ.get(self.token_env) or None) if self.token_env else None
@@ -251,3 +256,14 @@ def _route(where: str, fields: dict[str, Any], problems: list[str]) -> AgentRout
             message = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
             problems.append(f"{where}: {field}: {message}")
         return None
+
+
+def skill_entries(text: str) -> tuple[tuple[str, str], ...]:
+    """'id: description' entries separated by ';' as (id, description) pairs (an entry without an id is
+    skipped; one without a description is described by its id)."""
+    entries = []
+    for entry in text.split(";"):
+        skill_id, _, description = entry.partition(":")
+        if skill_id.strip():
+            entries.append((skill_id.strip(), description.strip() or skill_id.strip()))
+    return tuple(entries)

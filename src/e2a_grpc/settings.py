@@ -19,7 +19,14 @@ from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
-from e2a_grpc.routing import AGENT_ID_MAX_CHARS, AGENT_ID_PATTERN, RouteKind, RoutingTable, routing_table
+from e2a_grpc.routing import (
+    AGENT_ID_MAX_CHARS,
+    AGENT_ID_PATTERN,
+    RouteKind,
+    RoutingTable,
+    routing_table,
+    skill_entries,
+)
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -513,7 +520,7 @@ class ServerSettings(BaseSettings):
     @field_validator("a2a_input_modes", "a2a_output_modes", "a2a_skills")
     @classmethod
     def _not_empty_list(cls, text: str, info: ValidationInfo) -> str:
-        entries = _skill_entries(text) if info.field_name == "a2a_skills" else _comma_list(text)
+        entries = skill_entries(text) if info.field_name == "a2a_skills" else _comma_list(text)
         if not entries:
             raise ValueError("needs at least one entry")
         return text
@@ -657,17 +664,7 @@ class ServerSettings(BaseSettings):
     @property
     def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:
         """The A2A server's skills as (id, description) pairs."""
-        return _skill_entries(self.a2a_skills)
-
-
-def _skill_entries(text: str) -> tuple[tuple[str, str], ...]:
-    """'id: description' entries separated by ';' (an entry without an id is skipped)."""
-    entries = []
-    for entry in text.split(";"):
-        skill_id, _, description = entry.partition(":")
-        if skill_id.strip():
-            entries.append((skill_id.strip(), description.strip() or skill_id.strip()))
-    return tuple(entries)
+        return skill_entries(self.a2a_skills)
 
 
 def _comma_list(text: str) -> tuple[str, ...]:

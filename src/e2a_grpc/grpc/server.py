@@ -167,12 +167,12 @@ class E2AServer:
             )
         if self.metrics is not None:
             self.metrics.watch_readiness(self.readiness)
-        #: The agent's entry in the agent registry with --registry-nats (the ``nats`` extra).
-        self.registration: Registration | None = None
+        #: The agents' entries in the agent registry with --registry-nats (the ``nats`` extra).
+        self.registrations: tuple[Registration, ...] = ()
         if config.registry_nats:
             from e2a_grpc.broker.agent_registry import Registration
 
-            self.registration = Registration.from_settings(config)
+            self.registrations = Registration.of_server(config)
         routes = make_routes(config)
         self.chat = ChatServicer(
             make_backend(config) if routes is None else routes.default_backend,
@@ -220,10 +220,12 @@ class E2AServer:
                 raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc or repr(exc)}") from None
         await self.readiness.update_health()  # before the port answers health checks
         await self.server.start()
-        if self.registration is not None:
+        for started, registration in enumerate(self.registrations):
             try:  # once the port is open, so that a gateway that finds the entry finds a server taking calls
-                await self.registration.start()
+                await registration.start()
             except Exception as exc:
+                for registered in self.registrations[:started]:
+                    await registered.close()
                 await self.server.stop(None)
                 raise ListenError(
                     f"cannot register in the agent registry at {self.config.registry_nats}: {exc or repr(exc)}"
@@ -269,10 +271,10 @@ class E2AServer:
         await self.stop(deadline)
 
     async def _leave_registry(self) -> None:
-        """First thing on a stop: the agent leaves the registry, so gateways stop routing to it while
-        its calls drain."""
-        if self.registration is not None:
-            registration, self.registration = self.registration, None
+        """First thing on a stop: the agents leave the registry, so gateways stop routing to them while
+        their calls drain."""
+        registrations, self.registrations = self.registrations, ()
+        for registration in registrations:
             await registration.close()
 
     async def _lame_duck(self, deadline: float) -> None:
