@@ -11,6 +11,7 @@ import ipaddress
 import os
 import re
 import shlex
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Self
@@ -22,6 +23,7 @@ from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
 from e2a_grpc.routing import (
     AGENT_ID_MAX_CHARS,
     AGENT_ID_PATTERN,
+    AgentRoute,
     RouteKind,
     RoutingTable,
     routing_table,
@@ -144,6 +146,16 @@ DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 #: How long JetStream remembers message ids for de-duplication in the stream a server creates (its
 #: default): a frame published again within it is stored once.
 NATS_DUPLICATE_WINDOW_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class AgentCardText:
+    """What an agent's card (A2A) and registry entry say of it."""
+
+    name: str
+    description: str
+    #: (id, description) pairs.
+    skills: tuple[tuple[str, str], ...]
 
 
 class ServerSettings(BaseSettings):
@@ -660,6 +672,17 @@ class ServerSettings(BaseSettings):
     def a2a_push_networks(self) -> tuple[IPNetwork, ...]:
         """The networks webhooks may target besides public addresses."""
         return _network_list(self.a2a_push_allowed_networks)
+
+    def card_text(self, route: AgentRoute | None = None) -> AgentCardText:
+        """An agent's name, description and skills: its routing table entry's where it gives them, else
+        the server's (``a2a_agent_name``, ``a2a_agent_description``, ``a2a_skills``)."""
+        if route is None:
+            return AgentCardText(self.a2a_agent_name, self.a2a_agent_description, self.a2a_skill_entries)
+        return AgentCardText(
+            route.name or self.a2a_agent_name,
+            self.a2a_agent_description if route.description is None else route.description,
+            route.skill_entries or self.a2a_skill_entries,
+        )
 
     @property
     def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:

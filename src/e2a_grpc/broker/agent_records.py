@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from e2a_grpc.routing import AgentRoute, RouteKind
-from e2a_grpc.settings import ServerSettings
+from e2a_grpc.routing import RouteKind
+from e2a_grpc.settings import AgentCardText, ServerSettings
 
 #: The value schema's version; a reader skips entries of a version it does not know.
 SCHEMA_VERSION: Literal[1] = 1
@@ -112,9 +112,7 @@ def server_record(
     return _record(
         config,
         config.agent_id,
-        config.a2a_agent_name,
-        config.a2a_agent_description,
-        config.a2a_skill_entries,
+        config.card_text(),
         config.backend.value,
         instance_id=instance_id,
         started_at=started_at,
@@ -136,39 +134,24 @@ def route_records(
     if table is None:
         return (server_record(config, instance_id=instance_id, started_at=started_at, heartbeat_at=heartbeat_at),)
     return tuple(
-        _route_record(config, route, _LOCAL_BACKENDS[route.target.kind], instance_id, started_at, heartbeat_at)
+        _record(
+            config,
+            route.agent_id,
+            config.card_text(route),
+            _LOCAL_BACKENDS[route.target.kind],
+            instance_id=instance_id,
+            started_at=started_at,
+            heartbeat_at=heartbeat_at,
+        )
         for route in table.routes
         if route.target.kind in _LOCAL_BACKENDS
-    )
-
-
-def _route_record(
-    config: ServerSettings,
-    route: AgentRoute,
-    backend: str,
-    instance_id: str,
-    started_at: datetime.datetime,
-    heartbeat_at: datetime.datetime,
-) -> AgentRecord:
-    return _record(
-        config,
-        route.agent_id,
-        route.name or config.a2a_agent_name,
-        config.a2a_agent_description if route.description is None else route.description,
-        route.skill_entries or config.a2a_skill_entries,
-        backend,
-        instance_id=instance_id,
-        started_at=started_at,
-        heartbeat_at=heartbeat_at,
     )
 
 
 def _record(
     config: ServerSettings,
     agent_id: str,
-    name: str,
-    description: str,
-    skills: tuple[tuple[str, str], ...],
+    card: AgentCardText,
     backend: str,
     *,
     instance_id: str,
@@ -178,9 +161,9 @@ def _record(
     return AgentRecord(
         schema_version=SCHEMA_VERSION,
         agent_id=agent_id,
-        name=name,
-        description=description,
-        skills=tuple(RegistrySkill(id=skill_id, description=text) for skill_id, text in skills),
+        name=card.name,
+        description=card.description,
+        skills=tuple(RegistrySkill(id=skill_id, description=text) for skill_id, text in card.skills),
         input_modes=config.a2a_input_media_types,
         output_modes=config.a2a_output_media_types,
         backend=backend,
