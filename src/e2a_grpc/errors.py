@@ -79,7 +79,7 @@ class AgentUnavailableError(Exception):
     later). Raised before the turn's first frame it ends the call with that status; after one, the turn's
     final ``e2a.error`` frame (``agent_unavailable``) says it instead (``chat.turn``)."""
 
-    def __init__(self, agent_id: str, why: str) -> None:
-        super().__init__(f"agent {agent_id!r} is unavailable: {why}")
+    def __init__(self, agent_id: str, reason: str) -> None:
+        super().__init__(f"agent {agent_id!r} is unavailable: {reason}")
         self.agent_id = agent_id
-        self.why = why
+        self.reason = reason

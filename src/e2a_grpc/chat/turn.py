@@ -193,7 +193,7 @@ async def run_turn(
         if unavailable_as_status and frames.sequence == 0:
             raise
         turn.backend_error = ErrorCode.AGENT_UNAVAILABLE
-        final = frames.error(ErrorCode.AGENT_UNAVAILABLE, str(exc), {"agent_id": exc.agent_id, "why": exc.why})
+        final = frames.error(ErrorCode.AGENT_UNAVAILABLE, str(exc), {"agent_id": exc.agent_id, "reason": exc.reason})
     except _LimitReached as hit:
         turn.limit_hit = hit.interruption.code
         final = frames.error(hit.interruption.code, hit.interruption.message, hit.interruption.details)

@@ -194,17 +194,13 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             if self._frame_sink is not None:
                 await self._end_published_stream(self._frame_sink, frames, output, self._stalled_ending())
             await self._abort_stalled(context)  # the backend is stopped by now
-        except AgentUnavailableError as exc:
-            # Before the first frame (run_turn): the call ends with UNAVAILABLE, which a client retries;
-            # the frame sink has no frame of it, so no stream to end.
-            unavailable = exc
+        except AgentUnavailableError as exc:  # before any frame (run_turn): a status a client may retry on
+            # The frame sink has no frame of the call, so no stream of it to end.
+            await context.abort_with_status(status_for(exc))
         except BaseException as exc:
             if self._frame_sink is not None:
                 await self._end_published_stream(self._frame_sink, frames, output, self._call_ending(context, exc))
             raise
-        else:
-            return
-        await context.abort_with_status(status_for(unavailable))
 
     def _call_scope(
         self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], frames: FrameBuilder
