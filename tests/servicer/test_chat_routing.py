@@ -19,6 +19,9 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
@@ -26,9 +29,11 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta, InputRequired, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.client.chat import achat
+from e2a_grpc.grpc.chat_servicer import BACKEND_TURN_SPAN
+from e2a_grpc.grpc.server import E2AServer
 from e2a_grpc.grpc.status import AGENT_UNAVAILABLE_REASON, UNKNOWN_AGENT_REASON
 from e2a_grpc.model import DeltaKind, ErrorCode, WaitReason
-from tests.conftest import InProcessServer, in_process_server
+from tests.conftest import InProcessServer, in_process_server, server_config
 from tests.support.fakes import ControlledBackend
 from tests.support.processes import free_port
 from tests.support.waiting import within
@@ -368,3 +373,28 @@ async def test_the_projects_own_server_as_upstream_takes_the_routes_token(
     (final,) = refused
     assert final.body["code"] == ErrorCode.UPSTREAM_ERROR and final.body["details"]["grpc_status"] == "UNAUTHENTICATED"
     assert target in final.body["message"]
+
+
+@pytest.mark.asyncio
+async def test_with_tracing_the_upstream_continues_the_gateways_backend_turn_span() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    upstream = _FakeUpstream(lambda envelope: _built(envelope, UPSTREAM_EVENTS))
+    async with _fake_upstream(upstream) as target:
+        gateway = E2AServer(server_config(tracing=True, agent=[f"up={target}"]), tracer_provider=provider)
+        await gateway.start()
+        try:
+            await _frames(
+                f"127.0.0.1:{gateway.port}",
+                _envelope(agent_id="up"),
+                timeout=30,
+                metadata=(("traceparent", TRACEPARENT),),
+            )
+        finally:
+            await gateway.stop()
+    (turn,) = [span for span in exporter.get_finished_spans() if span.name == BACKEND_TURN_SPAN]
+    _, trace_id, parent_id, _ = upstream.calls[0].metadata["traceparent"].split("-")
+    assert trace_id == TRACEPARENT.split("-")[1] == format(turn.context.trace_id, "032x")
+    assert parent_id == format(turn.context.span_id, "016x")  # the gateway's turn, not the caller's span
+    assert dict(turn.attributes or {})["e2a.backend"] == "upstream"
