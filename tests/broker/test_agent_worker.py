@@ -111,12 +111,12 @@ async def _worker(config: AgentWorkerSettings, backend: AgentBackend) -> AsyncIt
 
 
 @contextlib.asynccontextmanager
-async def _gateway(config: AgentWorkerSettings) -> AsyncIterator[grpc.aio.Channel]:
-    """A gateway that also publishes its Chat frames (``--publish-nats``): a bus turn's frames are
-    the worker's on the broker, never published twice."""
+async def _gateway(config: AgentWorkerSettings, *, publish: bool = True) -> AsyncIterator[grpc.aio.Channel]:
+    """A gateway that also publishes its Chat frames (``--publish-nats``, unless not ``publish``): a bus
+    turn's frames are the worker's on the broker, never published twice."""
     backend = BusBackend(config.agent_id, config)
     async with (
-        in_process_server(backend=backend, publish_nats=config.bus_nats) as server,
+        in_process_server(backend=backend, publish_nats=config.bus_nats if publish else None) as server,
         grpc.aio.insecure_channel(server.address) as channel,
     ):
         yield channel
@@ -548,3 +548,12 @@ async def test_a_request_whose_deadline_passes_ends_with_deadline_exceeded_on_th
         assert await _requests_left(broker, config) == 0
     assert stored[-1].is_final and stored[-1].body["code"] == ErrorCode.DEADLINE_EXCEEDED
     assert len(stored) < 400
+
+
+async def test_a_gateway_that_cannot_reach_the_bus_answers_unavailable(broker: NatsServer) -> None:
+    config = _settings(broker, _agent(), bus_nats=f"nats://127.0.0.1:{free_port()}")  # nothing listens
+    async with _gateway(config, publish=False) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await within(_frames(achat(channel, _request(3))))
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "cannot be reached" in (raised.value.details() or "")
