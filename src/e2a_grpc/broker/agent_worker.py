@@ -129,6 +129,7 @@ class AgentWorker:
             bucket=config.registry_bucket,
             ttl=config.registry_ttl_seconds,
             heartbeat=config.registry_heartbeat_seconds,
+            replicas=replicas,
         )
         self.publisher = FramePublisher.from_settings(config, self._url)
         self._nc: NatsClient | None = None
