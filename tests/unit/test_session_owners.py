@@ -12,8 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from e2a_grpc.broker.agent_records import key_token, new_instance_id
-from e2a_grpc.broker.session_owners import MAX_SESSION_KEY_LENGTH, SCHEMA_VERSION, SessionOwner, session_key
+from e2a_grpc.broker.agent_records import key_token, new_instance_id, server_record
+from e2a_grpc.broker.session_owners import (
+    MAX_SESSION_KEY_LENGTH,
+    SCHEMA_VERSION,
+    SessionOwner,
+    owning_worker,
+    session_key,
+)
 from e2a_grpc.settings import ServerSettings
 from tests.unit.test_agent_records import documented_fields
 
@@ -93,6 +99,19 @@ def test_a_reader_ignores_unknown_fields_and_refuses_other_versions_and_instance
     for wrong in ({"schema_version": 2}, {"instance_id": "not-hex"}, {"agent_id": ""}):
         with pytest.raises(ValidationError):
             SessionOwner.from_json(json.dumps({**value, **wrong}).encode())
+
+
+def test_a_sessions_request_goes_to_its_owner_only_while_the_owner_is_a_live_worker() -> None:
+    workers = [
+        server_record(
+            ServerSettings(agent_id="coder"), instance_id=new_instance_id(), started_at=_START, heartbeat_at=_START
+        )
+        for _ in range(3)
+    ]
+    owner = _owner(instance_id=workers[1].instance_id)
+    assert owning_worker(owner, workers) == workers[1]
+    assert owning_worker(owner, [workers[0], workers[2]]) is None  # its worker's entry expired or was deleted
+    assert owning_worker(None, workers) is None
 
 
 def test_the_sessions_bucket_is_a_setting_with_a_default() -> None:
