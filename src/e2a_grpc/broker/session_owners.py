@@ -174,9 +174,10 @@ class SessionOwners:
         return owner
 
     async def refresh(self, claims: Iterable[Claim]) -> Refreshed:
-        """Write every claim again with a new ``refreshed_at`` (all at once: the worker's heartbeat).
-        A claim that expired or was deleted meanwhile is written again; one that another instance
-        took is lost. Raises the first broker error after every write has ended."""
+        """Write every claim again with a new ``refreshed_at`` (all at once: the worker's heartbeat);
+        pass the claims of sessions the worker still holds. A claim that expired or was deleted
+        meanwhile is written again; one that another instance took is lost. Raises the first broker
+        error after every write has ended."""
         claims = list(claims)
         results = await asyncio.gather(*(self._refresh(claim) for claim in claims), return_exceptions=True)
         held, lost = [], []
