@@ -6,6 +6,7 @@ view watches again after a broker restart, and says so once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import uuid
@@ -70,19 +71,30 @@ async def _put(url: str, bucket: str, record: AgentRecord) -> None:
         await nc.close()
 
 
+async def _registered(stack: contextlib.AsyncExitStack, registration: Registration) -> Registration:
+    """``registration`` started, and closed when ``stack`` closes (if the test has not closed it)."""
+    await registration.start()
+    stack.push_async_callback(registration.close)
+    return registration
+
+
+async def _view(stack: contextlib.AsyncExitStack, url: str, bucket: str, ttl: float = TTL) -> LiveAgents:
+    live = await LiveAgents.open(url, bucket=bucket, ttl=ttl, replicas=1)
+    stack.push_async_callback(live.close)
+    return live
+
+
 async def test_the_view_sees_workers_register_heartbeat_and_leave(broker: NatsServer) -> None:
     bucket = _bucket()
-    early = _registration(broker.url, bucket, "coder")
-    await early.start()
-    live = await LiveAgents.open(broker.url, bucket=bucket, ttl=TTL, replicas=1)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        early = await _registered(stack, _registration(broker.url, bucket, "coder"))
+        live = await _view(stack, broker.url, bucket)
         # Entries written before the view opened are in it from the start.
         assert [worker.instance_id for worker in live.workers("coder")] == [early.record.instance_id]
-        late = _registration(broker.url, bucket, "coder")
-        other = _registration(broker.url, bucket, "echo")
-        await late.start()
-        await other.start()
+        late = await _registered(stack, _registration(broker.url, bucket, "coder"))
+        other = await _registered(stack, _registration(broker.url, bucket, "echo"))
         workers = await _until(live, "coder", 2)
+        await _until(live, "echo", 1)
         assert [worker.instance_id for worker in workers] == [early.record.instance_id, late.record.instance_id]
         assert [(agent.record.agent_id, agent.workers) for agent in live.agents()] == [("coder", 2), ("echo", 1)]
         # Heartbeats replace the entry: the view follows them past the TTL.
@@ -97,14 +109,12 @@ async def test_the_view_sees_workers_register_heartbeat_and_leave(broker: NatsSe
         await _until(live, "coder", 0)
         await _until(live, "echo", 0)
         assert live.agents() == []
-    finally:
-        await live.close()
 
 
 async def test_an_entry_no_longer_written_expires_from_the_view_by_itself(broker: NatsServer) -> None:
     bucket = _bucket()
-    live = await LiveAgents.open(broker.url, bucket=bucket, ttl=TTL, replicas=1)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        live = await _view(stack, broker.url, bucket)
         killed = _record("silent")
         await _put(broker.url, bucket, killed)
         (seen,) = await _until(live, "silent", 1)
@@ -121,54 +131,45 @@ async def test_an_entry_no_longer_written_expires_from_the_view_by_itself(broker
         await _put(broker.url, bucket, fresh)
         (worker,) = await _until(live, "stale", 1)
         assert worker.instance_id == fresh.instance_id
-    finally:
-        await live.close()
 
 
 async def test_waiting_for_workers_returns_the_first_to_register_or_none(broker: NatsServer) -> None:
     bucket = _bucket()
-    live = await LiveAgents.open(broker.url, bucket=bucket, ttl=TTL, replicas=1)
-    registration = _registration(broker.url, bucket, "later")
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        live = await _view(stack, broker.url, bucket)
         assert await live.wait_for_workers("nobody", 0.05) == []
         waiting = asyncio.create_task(live.wait_for_workers("later", 10))
-        await registration.start()
+        registration = await _registered(stack, _registration(broker.url, bucket, "later"))
         (worker,) = await within(waiting)
         assert worker.instance_id == registration.record.instance_id
-    finally:
-        await registration.close()
-        await live.close()
 
 
 async def test_the_view_creates_a_missing_bucket_with_its_ttl(broker: NatsServer) -> None:
     bucket = _bucket()
-    live = await LiveAgents.open(broker.url, bucket=bucket, ttl=7.0, replicas=1)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        live = await _view(stack, broker.url, bucket, ttl=7.0)
         assert live.agents() == []
         nc = await nats.connect(broker.url)
-        try:
-            status = await (await nc.jetstream().key_value(bucket)).status()
-        finally:
-            await nc.close()
-        assert status.ttl == 7.0
-    finally:
-        await live.close()
+        stack.push_async_callback(nc.close)
+        assert (await (await nc.jetstream().key_value(bucket)).status()).ttl == 7.0
 
 
 async def test_the_view_watches_again_after_a_broker_restart_and_says_so_once(tmp_path: Path) -> None:
     with running_nats_server(tmp_path / "jetstream") as broker:
         bucket = _bucket()
-        # A TTL that outlives the restart, so that what the view holds is what the broker kept.
-        kept = Registration(broker.url, _record("kept"), bucket=bucket, ttl=60.0, heartbeat=HEARTBEAT)
-        await kept.start()
-        live = await LiveAgents.open(broker.url, bucket=bucket, ttl=60.0, replicas=1)
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+            # A TTL that outlives the restart, so that what the view holds is what the broker kept.
+            kept = await _registered(
+                stack, Registration(broker.url, _record("kept"), bucket=bucket, ttl=60.0, heartbeat=HEARTBEAT)
+            )
+            live = await _view(stack, broker.url, bucket, ttl=60.0)
             with log_records(lambda record: "watching bucket" in record.getMessage()) as logs:
                 await asyncio.to_thread(broker.restart)  # (same port, same JetStream directory)
                 await within(logs.seen.wait(), 30)
                 # The new watch delivers the kept entry again, then the changes made after the restart.
-                joined = Registration(broker.url, _record("joined"), bucket=bucket, ttl=60.0, heartbeat=HEARTBEAT)
-                await joined.start()
+                joined = await _registered(
+                    stack, Registration(broker.url, _record("joined"), bucket=bucket, ttl=60.0, heartbeat=HEARTBEAT)
+                )
                 (worker,) = await within(live.wait_for_workers("joined", 30), 35)
                 assert worker.instance_id == joined.record.instance_id
                 await kept.close()
@@ -179,6 +180,3 @@ async def test_the_view_watches_again_after_a_broker_restart_and_says_so_once(tm
             assert bucket in line
             assert live.rewatches == 1
             assert not logs.at_least(logging.ERROR), logs.at_least(logging.ERROR)
-        finally:
-            await live.close()
-            await kept.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import re
 
 import pytest
@@ -191,3 +192,21 @@ def test_a_value_that_is_not_a_record_ends_its_keys_entry() -> None:
     )
     assert entries.apply(junk)
     assert entries.workers("coder") == []
+
+
+#: Four workers of one agent, each started a second after the one before.
+_WORKERS = [_record("coder", started_at=_START + datetime.timedelta(seconds=index)) for index in range(4)]
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([None, KV_DEL, KV_PURGE])), max_size=30))
+def test_entries_are_the_last_value_of_each_key(updates: list[tuple[int, str | None]]) -> None:
+    entries = RegistryEntries(ttl=math.inf)  # (the records' heartbeats are old: this is not about expiry)
+    expected: dict[int, AgentRecord] = {}
+    for index, operation in updates:
+        entries.apply(_update(_WORKERS[index], operation))
+        if operation is None:
+            expected[index] = _WORKERS[index]
+        else:
+            expected.pop(index, None)
+    assert entries.workers("coder") == [expected[index] for index in sorted(expected)]
+    assert entries.agents() == ([LiveAgent(expected[max(expected)], len(expected))] if expected else [])

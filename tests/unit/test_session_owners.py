@@ -7,13 +7,24 @@ import datetime
 import json
 import re
 
+import nats.js.errors
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from nats.js.kv import KeyValue
 from pydantic import ValidationError
 
-from e2a_grpc.broker.agent_records import key_token, new_instance_id
-from e2a_grpc.broker.session_owners import MAX_SESSION_KEY_LENGTH, SCHEMA_VERSION, SessionOwner, session_key
+from e2a_grpc.broker.agent_records import key_token, new_instance_id, server_record
+from e2a_grpc.broker.session_owners import (
+    MAX_SESSION_KEY_LENGTH,
+    SCHEMA_VERSION,
+    Claim,
+    ClaimContendedError,
+    SessionOwner,
+    SessionOwners,
+    owning_worker,
+    session_key,
+)
 from e2a_grpc.settings import ServerSettings
 from tests.unit.test_agent_records import documented_fields
 
@@ -95,6 +106,19 @@ def test_a_reader_ignores_unknown_fields_and_refuses_other_versions_and_instance
             SessionOwner.from_json(json.dumps({**value, **wrong}).encode())
 
 
+def test_a_sessions_request_goes_to_its_owner_only_while_the_owner_is_a_live_worker() -> None:
+    workers = [
+        server_record(
+            ServerSettings(agent_id="coder"), instance_id=new_instance_id(), started_at=_START, heartbeat_at=_START
+        )
+        for _ in range(3)
+    ]
+    owner = _owner(instance_id=workers[1].instance_id)
+    assert owning_worker(owner, workers) == workers[1]
+    assert owning_worker(owner, [workers[0], workers[2]]) is None  # its worker's entry expired or was deleted
+    assert owning_worker(None, workers) is None
+
+
 def test_the_sessions_bucket_is_a_setting_with_a_default() -> None:
     assert ServerSettings().sessions_bucket == "E2A_SESSIONS"
     with pytest.raises(ValidationError, match="should match pattern"):
@@ -103,3 +127,33 @@ def test_the_sessions_bucket_is_a_setting_with_a_default() -> None:
 
 def test_the_document_names_every_field_of_the_schema() -> None:
     assert documented_fields("Session ownership") == list(SessionOwner.model_fields)
+
+
+class _ContendedBucket:
+    """A bucket whose every claim changes between its read and its write (other instances writing it)."""
+
+    def __init__(self, owner: SessionOwner) -> None:
+        self._owner = owner
+        self.writes = 0
+
+    async def get(self, key: str) -> KeyValue.Entry:
+        return KeyValue.Entry("SESSIONS", key, self._owner.to_json(), self.writes + 1, None, None, None)
+
+    async def update(self, key: str, value: bytes, last: int | None = None) -> int:
+        self.writes += 1
+        raise nats.js.errors.KeyWrongLastSequenceError(description="wrong last sequence")
+
+
+@pytest.mark.asyncio
+async def test_a_claim_that_keeps_changing_under_its_writes_fails_with_a_clear_error() -> None:
+    held = _owner()
+    bucket = _ContendedBucket(_owner(instance_id=new_instance_id()))
+    owners = SessionOwners(bucket, ttl=60.0)  # type: ignore[arg-type]  # the part of KeyValue claims use
+    with pytest.raises(ClaimContendedError, match="changed 4 times while instance"):
+        await owners.claim("coder", "sess-1", held.instance_id)
+    assert bucket.writes == 4
+    # A refresh of a claim the other writers keep rewriting under this instance's name gives up too.
+    bucket = _ContendedBucket(held)
+    owners = SessionOwners(bucket, ttl=60.0)  # type: ignore[arg-type]  # as above
+    with pytest.raises(ClaimContendedError, match=r"while instance [0-9a-f]{32} was refreshing it"):
+        await owners.refresh([Claim(owner=held, revision=1)])

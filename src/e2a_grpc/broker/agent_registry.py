@@ -29,7 +29,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 from e2a_grpc.broker.agent_records import AgentRecord, agent_keys, key_token, new_instance_id, now, route_records
-from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.connection import broker_error_text, connect
 from e2a_grpc.broker.kv_buckets import BROKER_ERRORS, REQUEST_TIMEOUT_SECONDS, expired, open_bucket
 from e2a_grpc.settings import ServerSettings
 
@@ -110,7 +110,7 @@ class Registration:
 
     async def close(self) -> None:
         """Stop the heartbeat and delete the entry (a clean stop); with the broker away, the entry is
-        left to expire with the TTL."""
+        left to expire with the TTL. Closing again does nothing."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.wait((self._task,))
@@ -125,7 +125,7 @@ class Registration:
                 log.warning(
                     "could not delete the registry entry of agent %r (%s): it expires within %g s",
                     self.record.agent_id,
-                    exc or repr(exc),
+                    str(exc) or broker_error_text(exc),
                     self._ttl,
                 )
             else:
@@ -135,6 +135,7 @@ class Registration:
         if self._nc is not None:
             with contextlib.suppress(OSError, nats.errors.Error):  # closing a lost connection raises
                 await self._nc.close()
+        self._task = self._kv = self._nc = None  # closed: closing again does nothing
 
     async def _write(self) -> None:
         assert self._kv is not None
@@ -153,7 +154,7 @@ class Registration:
                 await self._write()
             except BROKER_ERRORS as exc:
                 if self.failing is None:
-                    self.failing = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    self.failing = broker_error_text(exc)
                     self._failing_since = loop.time()
                     log.warning(
                         "agent registry heartbeat failing (%s): the entry of agent %r expires %g s after its last "

@@ -20,14 +20,15 @@ from nats.js.kv import KeyValue
 
 from e2a_grpc.broker.agent_records import AgentRecord
 from e2a_grpc.broker.agent_registry import LiveAgent, RegistryEntries, read_current
-from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.connection import broker_error_text, connect
 from e2a_grpc.broker.kv_buckets import BROKER_ERRORS, REQUEST_TIMEOUT_SECONDS, open_bucket
 
 log = logging.getLogger(__name__)
 
-#: Bounds on the pause between attempts to watch again while the broker is not ready after a reconnection.
-_REWATCH_FIRST_PAUSE_SECONDS = 0.1
-_REWATCH_MAX_PAUSE_SECONDS = 2.0
+#: After a reconnection: the pause between attempts to watch again while the broker does not answer, and
+#: the first attempt's wait for its answer (doubled on each attempt, up to REQUEST_TIMEOUT_SECONDS).
+_REWATCH_PAUSE_SECONDS = 0.1
+_FIRST_PROBE_TIMEOUT_SECONDS = 0.25
 
 
 class LiveAgents:
@@ -133,27 +134,34 @@ class LiveAgents:
             await self._rewatch()
 
     async def _rewatch(self) -> None:
+        assert self._kv is not None
         self.rewatches += 1
         log.info("agent registry view: watching bucket %s again after a reconnection to NATS", self._bucket)
-        pause = _REWATCH_FIRST_PAUSE_SECONDS
-        failing = False
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        probe_timeout = _FIRST_PROBE_TIMEOUT_SECONDS
+        warned = False
         while True:
             try:
+                # A broker just back may leave JetStream requests unanswered until its streams are loaded.
+                # Asking for the bucket's state (no side effect) with a short timeout finds when it answers;
+                # a watch started before would wait its whole timeout and leave its consumer behind.
+                async with asyncio.timeout(probe_timeout):
+                    await self._kv.status()
                 await self._watch()
             except (*BROKER_ERRORS, ConnectionError) as exc:
-                if not failing:
-                    failing = True
+                if not warned and loop.time() - started >= REQUEST_TIMEOUT_SECONDS:
+                    warned = True
                     log.warning(
                         "agent registry view: cannot watch bucket %s yet (%s); retrying, and entries expire by "
                         "their heartbeats meanwhile",
                         self._bucket,
-                        exc or repr(exc),
+                        broker_error_text(exc),
                     )
-                # A broker just back may not serve JetStream yet: retry, ever less often.
-                await asyncio.sleep(pause)
-                pause = min(2 * pause, _REWATCH_MAX_PAUSE_SECONDS)
+                await asyncio.sleep(_REWATCH_PAUSE_SECONDS)  # a retry's pace, not a wait for an event
+                probe_timeout = min(2 * probe_timeout, REQUEST_TIMEOUT_SECONDS)
                 continue
-            if failing:
+            if warned:
                 log.info("agent registry view: watching bucket %s again", self._bucket)
             return
 

@@ -29,7 +29,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from e2a_grpc.broker.agent_records import INSTANCE_ID, MAX_AGENT_ID_LENGTH, key_token, now
+from e2a_grpc.broker.agent_records import INSTANCE_ID, MAX_AGENT_ID_LENGTH, AgentRecord, key_token, now
 from e2a_grpc.broker.kv_buckets import REQUEST_TIMEOUT_SECONDS, expired, open_bucket
 
 log = logging.getLogger(__name__)
@@ -174,9 +174,10 @@ class SessionOwners:
         return owner
 
     async def refresh(self, claims: Iterable[Claim]) -> Refreshed:
-        """Write every claim again with a new ``refreshed_at`` (all at once: the worker's heartbeat).
-        A claim that expired or was deleted meanwhile is written again; one that another instance
-        took is lost. Raises the first broker error after every write has ended."""
+        """Write every claim again with a new ``refreshed_at`` (all at once: the worker's heartbeat);
+        pass the claims of sessions the worker still holds. A claim that expired or was deleted
+        meanwhile is written again; one that another instance took is lost. Raises the first broker
+        error after every write has ended."""
         claims = list(claims)
         results = await asyncio.gather(*(self._refresh(claim) for claim in claims), return_exceptions=True)
         held, lost = [], []
@@ -249,6 +250,15 @@ class SessionOwners:
             deleted: KeyValue.Entry | None = exc.entry
             return _Stored(owner=None, revision=(deleted.revision or 0) if deleted is not None else 0)
         return _Stored(owner=_owner_of(key, entry.value), revision=entry.revision or 0)
+
+
+def owning_worker(owner: SessionOwner | None, workers: Iterable[AgentRecord]) -> AgentRecord | None:
+    """The worker a session's next request goes to: the live worker (``workers``: the agent's live
+    registry entries) that ``owner`` (``SessionOwners.owner``) names; None when the session has no live
+    owner or its owner has no live entry (the request goes to any worker, which starts a new session)."""
+    if owner is None:
+        return None
+    return next((worker for worker in workers if worker.instance_id == owner.instance_id), None)
 
 
 def _owner_of(key: str, value: bytes | None) -> SessionOwner | None:
