@@ -1,0 +1,467 @@
+package e2abus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	e2av1 "e2agrpc/gen/go/e2a/v1"
+	"e2agrpc/gen/go/e2ajson"
+)
+
+// duplicateWindow is how long JetStream remembers a Nats-Msg-Id (settings.NATS_DUPLICATE_WINDOW_SECONDS).
+const duplicateWindow = 120 * time.Second
+
+// pullWait bounds one pull for a request: a stopping worker notices the stop within it, and never
+// drops a request the server already handed it (a pull cut short by a cancelled context could).
+const pullWait = time.Second
+
+// Request is one request a worker took: its envelope, its request id and its prompt's text.
+type Request struct {
+	Envelope  *e2av1.E2AEnvelope
+	RequestID string
+	Prompt    string
+}
+
+// Agent answers requests. Turn sends the answer's text with emit, a piece at a time, and returns
+// the turn's result (the e2a.complete body's "result"); it returns soon after ctx ends.
+type Agent interface {
+	Turn(ctx context.Context, request *Request, emit func(text string) error) (map[string]any, error)
+}
+
+// Config is a worker's bus settings; NewConfig gives the defaults the Python side uses.
+type Config struct {
+	AgentID        string
+	RequestStream  string
+	RequestPrefix  string
+	RequestMaxAge  time.Duration
+	FrameStream    string
+	FramePrefix    string
+	CancelPrefix   string
+	TypePrefix     string
+	AckWait        time.Duration
+	Progress       time.Duration
+	MaxTurns       int
+	SourceProtocol string
+	Converter      string
+}
+
+// NewConfig is the bus's default configuration for a worker of agentID.
+func NewConfig(agentID string) Config {
+	return Config{
+		AgentID:        agentID,
+		RequestStream:  DefaultRequestStream,
+		RequestPrefix:  DefaultRequestPrefix,
+		RequestMaxAge:  time.Hour,
+		FrameStream:    DefaultFrameStream,
+		FramePrefix:    DefaultFramePrefix,
+		CancelPrefix:   DefaultCancelPrefix,
+		TypePrefix:     DefaultTypePrefix,
+		AckWait:        30 * time.Second,
+		Progress:       5 * time.Second,
+		MaxTurns:       16,
+		SourceProtocol: "e2a",
+		Converter:      "e2abus",
+	}
+}
+
+// The causes a turn ends early for.
+var (
+	errCancelled    = errors.New("the client cancelled the request")
+	errDeadline     = errors.New("the request's deadline passed")
+	errShuttingDown = errors.New("the worker stopped before the turn finished (its drain grace ran out)")
+)
+
+// Worker takes requests of one agent from the shared work-queue consumer and runs each as a turn
+// of its Agent, at most MaxTurns at a time.
+type Worker struct {
+	cfg        Config
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	agent      Agent
+	log        *slog.Logger
+	instanceID string
+	consumer   jetstream.Consumer
+	frames     jetstream.Stream
+	slots      chan struct{}
+	turns      sync.WaitGroup
+	// turnsCtx ends every running turn (cause errShuttingDown) when the drain grace runs out.
+	turnsCtx  context.Context
+	stopTurns context.CancelCauseFunc
+}
+
+// NewWorker makes sure the request and frame streams and the agent's shared consumer exist (each
+// created when missing, as the gateway would) and returns the worker, not yet pulling.
+func NewWorker(ctx context.Context, nc *nats.Conn, cfg Config, agent Agent, instanceID string, log *slog.Logger) (*Worker, error) {
+	if cfg.MaxTurns < 1 {
+		return nil, fmt.Errorf("max turns must be at least 1, got %d", cfg.MaxTurns)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ensureStream(ctx, js, jetstream.StreamConfig{
+		Name: cfg.RequestStream, Subjects: []string{cfg.RequestPrefix + ".>"}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: duplicateWindow, MaxAge: cfg.RequestMaxAge,
+	}); err != nil {
+		return nil, err
+	}
+	frames, err := ensureStream(ctx, js, jetstream.StreamConfig{
+		Name: cfg.FrameStream, Subjects: []string{cfg.FramePrefix + ".>"}, Storage: jetstream.FileStorage,
+		Duplicates: duplicateWindow,
+	})
+	if err != nil {
+		return nil, err
+	}
+	consumer, err := ensureConsumer(ctx, js, cfg.RequestStream, jetstream.ConsumerConfig{
+		Durable: SharedConsumer(cfg.AgentID), FilterSubject: AnyWorkerSubject(cfg.RequestPrefix, cfg.AgentID),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait, MaxDeliver: -1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	turnsCtx, stopTurns := context.WithCancelCause(context.Background())
+	return &Worker{
+		cfg: cfg, nc: nc, js: js, agent: agent, log: log, instanceID: instanceID, consumer: consumer,
+		frames: frames, slots: make(chan struct{}, cfg.MaxTurns), turnsCtx: turnsCtx, stopTurns: stopTurns,
+	}, nil
+}
+
+// JetStream is the worker's JetStream context (for its registration).
+func (w *Worker) JetStream() jetstream.JetStream { return w.js }
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	stream, err := js.Stream(ctx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		stream, err = js.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			stream, err = js.Stream(ctx, cfg.Name) // another process created it first
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	return stream, nil
+}
+
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	consumer, err := js.Consumer(ctx, stream, cfg.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		consumer, err = js.CreateConsumer(ctx, stream, cfg)
+		if errors.Is(err, jetstream.ErrConsumerExists) {
+			consumer, err = js.Consumer(ctx, stream, cfg.Durable)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s of stream %s: %w", cfg.Durable, stream, err)
+	}
+	return consumer, nil
+}
+
+// Pull takes requests until ctx ends, one at a time and only while a turn slot is free (so the
+// requests it cannot run yet stay in the stream for other workers), each run in its own goroutine.
+func (w *Worker) Pull(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case w.slots <- struct{}{}:
+		}
+		msg, err := w.consumer.Next(jetstream.FetchMaxWait(pullWait))
+		if err != nil {
+			<-w.slots
+			if !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+				w.log.Warn("pulling a request failed", "error", err)
+				select { // a broken connection: do not spin
+				case <-ctx.Done():
+				case <-time.After(pullWait):
+				}
+			}
+			continue
+		}
+		w.turns.Add(1)
+		go func() {
+			defer func() { <-w.slots; w.turns.Done() }()
+			w.handle(msg)
+		}()
+	}
+}
+
+// Drain waits for the running turns for at most grace, then ends those still running (each with a
+// final server_shutting_down frame) and waits for them to finish.
+func (w *Worker) Drain(grace time.Duration) {
+	done := make(chan struct{})
+	go func() { w.turns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		w.log.Warn("drain grace ran out: ending the running turns", "grace", grace)
+		w.stopTurns(errShuttingDown)
+		<-done
+	}
+}
+
+// handle runs one request from taking it to acking it (or leaving it, when its final frame could
+// not be stored: the redelivery then writes the agent_unavailable frame).
+func (w *Worker) handle(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.log.Error("a request message without JetStream metadata", "error", err)
+		return
+	}
+	log := w.log.With("stream_seq", meta.Sequence.Stream, "delivery", meta.NumDelivered)
+	request, limits, err := w.read(msg)
+	if err != nil {
+		log.Warn("refused a request", "error", err)
+		w.refuse(msg, request, err, log)
+		return
+	}
+	log = log.With("request_id", request.RequestID)
+	if meta.NumDelivered > 1 {
+		// Another worker took it and never acked: at most once, so it is not run again.
+		if err := w.settleLost(request, meta.NumDelivered); err != nil {
+			log.Error("could not settle a redelivered request (left for its next delivery)", "error", err)
+			return
+		}
+		log.Info("a redelivered request was not run again (at most once)")
+		w.finish(msg.Term, log)
+		return
+	}
+	if !limits.startBy.IsZero() && time.Now().After(limits.startBy) {
+		log.Info("dropped a request taken after its Start-By", "start_by", limits.startBy)
+		w.finish(msg.Ack, log)
+		return
+	}
+	if w.turn(msg, request, limits, log) {
+		w.finish(msg.Ack, log)
+	}
+}
+
+// finish acks (or terms) the request message, logging a failure: the message is redelivered then,
+// and its next taker finds its final frame stored.
+func (w *Worker) finish(ack func() error, log *slog.Logger) {
+	if err := ack(); err != nil {
+		log.Warn("acking a request failed", "error", err)
+	}
+}
+
+// requestLimits are the bus headers that bound a request in time, and where its notices go.
+type requestLimits struct {
+	startBy  time.Time
+	deadline time.Time
+	replyTo  string
+}
+
+// read is the request a message carries; on error the request holds what could be read of it
+// (its id, perhaps), for the refusal's frame.
+func (w *Worker) read(msg jetstream.Msg) (*Request, requestLimits, error) {
+	header := msg.Headers()
+	request := &Request{Envelope: &e2av1.E2AEnvelope{}, RequestID: header.Get(MsgIDHeader)}
+	var limits requestLimits
+	limits.replyTo = header.Get(ReplyToHeader)
+	var err error
+	if limits.startBy, err = headerTime(header, StartByHeader); err != nil {
+		return request, limits, err
+	}
+	if limits.deadline, err = headerTime(header, DeadlineHeader); err != nil {
+		return request, limits, err
+	}
+	event, err := EventOfMessage(context.Background(), header, msg.Data())
+	if err != nil {
+		return request, limits, err
+	}
+	envelope, err := e2ajson.UnmarshalEnvelope(event.Data())
+	if err != nil {
+		return request, limits, fmt.Errorf("the request's envelope: %w", err)
+	}
+	if envelope.RequestId != nil && *envelope.RequestId != "" {
+		request.RequestID = *envelope.RequestId
+	}
+	if request.RequestID == "" {
+		return request, limits, errors.New("the request has no request_id and no Nats-Msg-Id")
+	}
+	request.Envelope = envelope
+	if request.Prompt, err = PromptText(envelope.Params); err != nil {
+		return request, limits, err
+	}
+	return request, limits, nil
+}
+
+func headerTime(header nats.Header, name string) (time.Time, error) {
+	text := header.Get(name)
+	if text == "" {
+		return time.Time{}, nil
+	}
+	at, err := time.Parse(time.RFC3339Nano, text)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("header %s: %q is not an RFC 3339 time", name, text)
+	}
+	return at, nil
+}
+
+// refuse ends a request that cannot be run with a final e2a.error frame (invalid_prompt for its
+// prompt, invalid_request for the rest) when it has an id to file the frame under, and terms it.
+func (w *Worker) refuse(msg jetstream.Msg, request *Request, cause error, log *slog.Logger) {
+	if request.RequestID != "" {
+		code, field := "invalid_request", "$"
+		var promptErr *PromptError
+		var fieldErr *e2ajson.FieldError
+		switch {
+		case errors.As(cause, &promptErr):
+			code, field = CodeInvalidPrompt, promptErr.Field
+		case errors.As(cause, &fieldErr):
+			field = fieldErr.Field
+		}
+		builder := w.frameBuilder(request)
+		frame, err := builder.Error(code, cause.Error(), map[string]any{"field": field})
+		if err == nil {
+			err = w.publish(frame, frame.GetResponseId())
+		}
+		if err != nil {
+			log.Error("could not publish the refusal's frame", "error", err)
+			return // redelivered later, then settled as lost
+		}
+	}
+	w.finish(msg.Term, log)
+}
+
+func (w *Worker) frameBuilder(request *Request) *FrameBuilder {
+	return NewFrameBuilder(request.Envelope, request.RequestID, w.cfg.SourceProtocol, w.cfg.Converter)
+}
+
+// publish stores a frame in the frame stream, waiting for JetStream's ack.
+func (w *Worker) publish(frame *e2av1.E2AResponse, msgID string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
+	defer cancel()
+	message, err := FrameMessage(ctx, frame, w.cfg.FramePrefix, w.cfg.TypePrefix, msgID)
+	if err != nil {
+		return err
+	}
+	_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: message.Subject, Header: message.Header, Data: message.Data})
+	return err
+}
+
+// settleLost writes the one agent_unavailable final frame of a request whose first taker was lost,
+// unless its frame subject already ends with a final frame (the gateway, or another worker, wrote
+// it). Its sequence follows the last frame stored; its Nats-Msg-Id makes every writer's copy one.
+func (w *Worker) settleLost(request *Request, delivery uint64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
+	defer cancel()
+	builder := w.frameBuilder(request)
+	subject := FrameSubject(w.cfg.FramePrefix, request.Envelope.SessionId, request.RequestID)
+	last, err := w.frames.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return fmt.Errorf("reading the last frame on %s: %w", subject, err)
+	default:
+		frame, err := e2ajson.UnmarshalResponse(last.Data)
+		if err != nil {
+			return fmt.Errorf("the last frame on %s: %w", subject, err)
+		}
+		if frame.IsFinal {
+			return nil
+		}
+		builder.StartAt(frame.Sequence + 1)
+		builder.AdoptAgentIDs(frame.TaskId, frame.ContextId)
+	}
+	frame, err := builder.Error(CodeAgentUnavailable,
+		fmt.Sprintf("the worker that took request %s stopped before its final frame; requests run at most once, so it was not run again", request.RequestID),
+		map[string]any{"request_id": request.RequestID, "delivery": delivery})
+	if err != nil {
+		return err
+	}
+	return w.publish(frame, LostFrameMsgID(request.RequestID))
+}
+
+// turn runs the request's turn: notices to the gateway, frames to the frame stream, until its one
+// final frame is stored (true) or a frame could not be stored (false: the request stays unacked).
+func (w *Worker) turn(msg jetstream.Msg, request *Request, limits requestLimits, log *slog.Logger) bool {
+	ctx, cancel := context.WithCancelCause(w.turnsCtx)
+	defer cancel(nil)
+	if !limits.deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, limits.deadline, errDeadline)
+		defer stop()
+	}
+	cancelSub, err := w.nc.Subscribe(CancelSubject(w.cfg.CancelPrefix, request.RequestID), func(*nats.Msg) { cancel(errCancelled) })
+	if err != nil {
+		log.Error("could not subscribe to the request's cancel subject", "error", err)
+		return false
+	}
+	defer func() { _ = cancelSub.Unsubscribe() }()
+	w.notice(limits.replyTo, NoticeTaken, log)
+	progressDone := make(chan struct{})
+	defer close(progressDone)
+	go w.progress(msg, limits.replyTo, progressDone, log)
+
+	builder := w.frameBuilder(request)
+	emit := func(text string) error {
+		frame, err := builder.TextChunk(text)
+		if err == nil {
+			err = w.publish(frame, frame.GetResponseId())
+		}
+		return err
+	}
+	result, turnErr := w.agent.Turn(ctx, request, emit)
+	var final *e2av1.E2AResponse
+	switch cause := context.Cause(ctx); {
+	case cause == errCancelled:
+		final, err = builder.Error(CodeClientCancelled, "the client cancelled the request", nil)
+	case cause == errDeadline:
+		final, err = builder.Error(CodeDeadlineExceeded, "the request's deadline passed before the turn finished",
+			map[string]any{"deadline": limits.deadline.UTC().Format(time.RFC3339Nano)})
+	case cause == errShuttingDown:
+		final, err = builder.Error(CodeShuttingDown, errShuttingDown.Error(), nil)
+	case turnErr != nil:
+		log.Error("the agent's turn failed", "error", turnErr)
+		final, err = builder.Error(CodeInternal, "the agent failed: "+turnErr.Error(), nil)
+	default:
+		final, err = builder.Complete(result)
+	}
+	if err == nil {
+		err = w.publish(final, final.GetResponseId())
+	}
+	if err != nil {
+		log.Error("could not store the request's final frame; it is left unacked", "error", err)
+		return false
+	}
+	return true
+}
+
+// progress says the turn is alive every Progress interval until done: a working notice to the
+// gateway and an in-progress ack to JetStream (so a turn longer than AckWait is not redelivered).
+func (w *Worker) progress(msg jetstream.Msg, replyTo string, done <-chan struct{}, log *slog.Logger) {
+	ticker := time.NewTicker(w.cfg.Progress)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ticker.C:
+			w.notice(replyTo, NoticeWorking, log)
+			if err := msg.InProgress(); err != nil {
+				log.Warn("an in-progress ack failed", "error", err)
+			}
+		}
+	}
+}
+
+// notice sends a notice (no payload) to the gateway's inbox of the request, if it gave one.
+func (w *Worker) notice(replyTo, kind string, log *slog.Logger) {
+	if replyTo == "" {
+		return
+	}
+	header := nats.Header{}
+	header.Set(NoticeHeader, kind)
+	header.Set(WorkerHeader, w.instanceID)
+	if err := w.nc.PublishMsg(&nats.Msg{Subject: replyTo, Header: header}); err != nil {
+		log.Warn("a notice could not be sent", "notice", kind, "error", err)
+	}
+}
