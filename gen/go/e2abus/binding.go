@@ -174,9 +174,36 @@ func (m *headerMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) er
 	return nil
 }
 
+// GetAttribute and GetExtension read single attributes (binding.MessageMetadataReader, which
+// sdk-go's transformers use).
+func (m *headerMessage) GetAttribute(kind spec.Kind) (spec.Attribute, any) {
+	attribute := m.version.AttributeFromKind(kind)
+	if attribute == nil {
+		return nil, nil
+	}
+	if kind == spec.DataContentType {
+		if m.contentType == "" {
+			return attribute, nil
+		}
+		return attribute, m.contentType
+	}
+	if value, ok := m.attributes[attributePrefix+attribute.Name()]; ok {
+		return attribute, value
+	}
+	return attribute, nil
+}
+
+func (m *headerMessage) GetExtension(name string) any {
+	if value, ok := m.attributes[attributePrefix+name]; ok {
+		return value
+	}
+	return nil
+}
+
 func (m *headerMessage) Finish(error) error { return nil }
 
 var (
-	_ binding.Message      = (*headerMessage)(nil)
-	_ binding.BinaryWriter = (*headerWriter)(nil)
+	_ binding.Message               = (*headerMessage)(nil)
+	_ binding.MessageMetadataReader = (*headerMessage)(nil)
+	_ binding.BinaryWriter          = (*headerWriter)(nil)
 )
