@@ -1,0 +1,333 @@
+"""The Go agent worker (gen/go/cmd/e2a-echo-worker) against a real nats-server: built and started
+with its README's commands, it registers in the registry, answers requests published per the bus
+contract with frames that keep the section 12 invariants (StreamChecker), sends its notices, honours
+Start-By, deadline and cancel, runs a redelivered request at most once (one agent_unavailable frame,
+none when a final frame is stored already), refuses a bad prompt with a frame, and drains on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import nats
+import nats.js.errors
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.js import JetStreamContext
+
+from e2a_grpc.broker.agent_records import AgentRecord, agent_token, entry_key
+from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message
+from e2a_grpc.broker.stream_reader import streams_filter
+from e2a_grpc.chat.events import BackendInfo, Complete, Delta
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
+from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
+from tests.support.bus_requests import (
+    FRAME_PREFIX,
+    TYPE_PREFIX,
+    Exchange,
+    cancel_subject,
+    open_exchange,
+    publish_request,
+    request_subject,
+)
+from tests.support.nats_server import NatsServer, stored_messages
+from tests.support.processes import REPO_ROOT, process_output
+from tests.support.waiting import within
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.asyncio, pytest.mark.subprocess]
+
+GO = shutil.which("go")
+GO_MODULE = REPO_ROOT / "gen" / "go"
+README = GO_MODULE / "cmd" / "e2a-echo-worker" / "README.md"
+REQUEST_STREAM = "E2A_REQUESTS"
+REGISTRY_BUCKET = "E2A_AGENTS"
+#: How long a poll of the broker's state (what another process did) may take.
+BROKER_STATE_SECONDS = 15.0
+#: A build on a cold cache compiles nats.go and sdk-go.
+BUILD_TIMEOUT_SECONDS = 600
+
+
+def readme_commands() -> tuple[list[str], list[str]]:
+    """The build and the run command of the README's "Try it" block (run in gen/go)."""
+    _, section = README.read_text().split("\n## Try it\n", 1)
+    block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert block is not None, "the README's Try it section has no sh block"
+    lines = [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
+    assert len(lines) == 3 and lines[0] == ["cd", "gen/go"], lines
+    build, run = lines[1], lines[2]
+    assert build[:2] == ["go", "build"] and run[0] == build[build.index("-o") + 1], (build, run)
+    return build, run
+
+
+@pytest.fixture(scope="module")
+def worker_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if GO is None:
+        pytest.skip("go is not installed (CI installs it)")
+    build, _ = readme_commands()
+    binary = tmp_path_factory.mktemp("go-worker") / "e2a-echo-worker"
+    build[build.index("-o") + 1] = str(binary)
+    subprocess.run(build, cwd=GO_MODULE, check=True, timeout=BUILD_TIMEOUT_SECONDS)
+    return binary
+
+
+def worker_arguments(url: str, agent_id: str, *extra: str) -> list[str]:
+    """The README's run command's arguments, with the test's server and agent id."""
+    _, run = readme_commands()
+    arguments = run[1:]
+    arguments[arguments.index("--nats") + 1] = url
+    arguments[arguments.index("--agent-id") + 1] = agent_id
+    return [*arguments, *extra]
+
+
+@dataclass
+class GoWorker:
+    process: asyncio.subprocess.Process
+    instance_id: str
+    log: IO[bytes]
+
+    def output(self) -> str:
+        return process_output(self.log)
+
+
+@contextlib.asynccontextmanager
+async def go_worker(binary: Path, url: str, agent_id: str, *extra: str) -> AsyncIterator[GoWorker]:
+    """The worker, once it printed ``ready <instance id>``; SIGTERM (then SIGKILL) at the end."""
+    with tempfile.TemporaryFile("w+b") as log:
+        process = await asyncio.create_subprocess_exec(
+            binary, *worker_arguments(url, agent_id, *extra), stdout=asyncio.subprocess.PIPE, stderr=log
+        )
+        try:
+            assert process.stdout is not None
+            line = await within(process.stdout.readline(), 30)
+            if not line.startswith(b"ready "):
+                await within(process.wait(), 30)
+                pytest.fail(f"the Go worker did not start ({process.returncode}):\n{process_output(log)}")
+            yield GoWorker(process, line.split()[1].decode(), log)
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                try:
+                    await within(process.wait(), 30)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+
+
+@contextlib.asynccontextmanager
+async def connected(url: str) -> AsyncIterator[tuple[NatsClient, JetStreamContext]]:
+    nc = await nats.connect(url)
+    try:
+        yield nc, nc.jetstream()
+    finally:
+        await nc.close()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Wait (bounded) for broker state another process changes on its own time."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BROKER_STATE_SECONDS
+    while not await check():
+        if loop.time() > deadline:
+            pytest.fail(f"not within {BROKER_STATE_SECONDS} s: {what}")
+        await asyncio.sleep(0.05)
+
+
+async def requests_left(url: str, agent_id: str) -> int:
+    return await stored_messages(url, REQUEST_STREAM, request_subject(agent_id))
+
+
+def new_agent_id() -> str:
+    """An agent of the test's own: its shared consumer is created with the test's settings."""
+    return f"go.echo-{uuid.uuid4().hex[:8]}"
+
+
+def envelope(agent_id: str, params: dict[str, Any], **fields: Any) -> E2AEnvelope:
+    return E2AEnvelope.from_dict(
+        {
+            "request_id": f"req-{uuid.uuid4()}",
+            "session_id": "session 1",
+            "method": "session/prompt",
+            "channel": "web",
+            "is_stream": True,
+            "agent_id": agent_id,
+            "params": params,
+            **fields,
+        }
+    )
+
+
+@contextlib.asynccontextmanager
+async def exchange_of(nc: NatsClient, js: JetStreamContext, request: E2AEnvelope) -> AsyncIterator[Exchange]:
+    exchange = await open_exchange(nc, js, request)
+    try:
+        yield exchange
+    finally:
+        await exchange.close()
+
+
+def text_of(frames: list[Any]) -> str:
+    return "".join(frame.body["delta"] for frame in frames if frame.response_kind == ResponseKind.E2A_CHUNK)
+
+
+async def test_answers_a_request_and_registers(broker: NatsServer, worker_binary: Path) -> None:
+    agent_id = new_agent_id()
+    async with go_worker(worker_binary, broker.url, agent_id) as worker, connected(broker.url) as (nc, js):
+        entry = await (await js.key_value(REGISTRY_BUCKET)).get(entry_key(agent_id, worker.instance_id))
+        assert entry.value is not None
+        record = AgentRecord.from_json(entry.value)
+        assert (record.agent_id, record.instance_id, record.backend) == (agent_id, worker.instance_id, "go")
+        assert entry.key.startswith(agent_token(agent_id) + ".")
+
+        request = envelope(agent_id, {"text": "hello from Go"}, jsonrpc_id=7, correlation_id="c-1", user_id="u")
+        async with exchange_of(nc, js, request) as exchange:
+            await publish_request(js, exchange, agent_id)
+            assert await exchange.notice() == ("taken", worker.instance_id)
+            frames = await exchange.final_frames()
+            assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK] * 3 + [
+                ResponseKind.E2A_COMPLETE
+            ]
+            assert text_of(frames) == "hello from Go"
+            assert frames[-1].body == {"result": {"content": "hello from Go"}}
+            assert frames[0].provenance.source_protocol == SourceProtocol.E2A
+            assert all(
+                msg.headers and msg.headers[MSG_ID_HEADER] == frame.response_id for frame, msg in exchange.frames
+            )
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
+
+
+async def _is_zero(count: Awaitable[int]) -> bool:
+    return await count == 0
+
+
+async def test_refuses_a_bad_prompt_with_a_frame(broker: NatsServer, worker_binary: Path) -> None:
+    agent_id = new_agent_id()
+    async with go_worker(worker_binary, broker.url, agent_id), connected(broker.url) as (nc, js):
+        async with exchange_of(nc, js, envelope(agent_id, {"text": 5})) as exchange:
+            await publish_request(js, exchange, agent_id)
+            (final,) = await exchange.final_frames()
+            assert final.body["code"] == ErrorCode.INVALID_PROMPT
+            assert final.body["details"] == {"field": "params.text"}
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request terminated")
+
+
+async def test_cancel_ends_the_turn_and_working_notices_come(broker: NatsServer, worker_binary: Path) -> None:
+    agent_id = new_agent_id()
+    flags = ("--delay", "200ms", "--progress", "100ms", "--ack-wait", "2s")
+    async with go_worker(worker_binary, broker.url, agent_id, *flags) as worker, connected(broker.url) as (nc, js):
+        async with exchange_of(nc, js, envelope(agent_id, {"text": "word " * 50})) as exchange:
+            await publish_request(js, exchange, agent_id)
+            assert await exchange.notice() == ("taken", worker.instance_id)
+            assert await exchange.notice() == ("working", worker.instance_id)
+            await exchange.next_frame()
+            await nc.publish(cancel_subject(exchange.request_id), b"")
+            frames = await exchange.final_frames()
+            assert frames[-1].body["code"] == ErrorCode.CLIENT_CANCELLED
+            assert len(frames) < 50
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
+
+
+async def test_deadline_ends_the_turn(broker: NatsServer, worker_binary: Path) -> None:
+    agent_id = new_agent_id()
+    async with (
+        go_worker(worker_binary, broker.url, agent_id, "--delay", "100ms"),
+        connected(broker.url) as (nc, js),
+        exchange_of(nc, js, envelope(agent_id, {"text": "word " * 100})) as exchange,
+    ):
+        deadline = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=0.5)
+        await publish_request(js, exchange, agent_id, deadline=deadline)
+        frames = await exchange.final_frames()
+        assert frames[-1].body["code"] == ErrorCode.DEADLINE_EXCEEDED
+        assert len(frames) < 100
+
+
+async def test_a_request_taken_after_its_start_by_is_dropped(broker: NatsServer, worker_binary: Path) -> None:
+    agent_id = new_agent_id()
+    async with go_worker(worker_binary, broker.url, agent_id), connected(broker.url) as (nc, js):
+        late = envelope(agent_id, {"text": "too late"})
+        async with exchange_of(nc, js, late) as exchange:
+            started = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)
+            await publish_request(js, exchange, agent_id, start_by=started)
+            await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the late request acked")
+            assert exchange.notices.empty()
+        assert await stored_messages(broker.url, "E2A_FRAMES", _frames_of(late)) == 0
+
+
+def _frames_of(request: E2AEnvelope) -> str:
+    return streams_filter(FRAME_PREFIX, session_id=request.session_id, request_id=request.request_id)
+
+
+@pytest.mark.parametrize("final_stored", [False, True], ids=["lost-mid-turn", "lost-before-ack"])
+async def test_a_redelivered_request_is_not_run_again(
+    broker: NatsServer, worker_binary: Path, final_stored: bool
+) -> None:
+    """At most once: the test plays the worker that took the request, wrote frames and died before
+    acking; the Go worker the request is redelivered to writes the one agent_unavailable frame after
+    them (none if a final frame is stored) and terminates the request, running nothing."""
+    agent_id = new_agent_id()
+    flags = ("--ack-wait", "1s", "--progress", "200ms")
+    async with go_worker(worker_binary, broker.url, agent_id, *flags):
+        pass  # creates the streams and the agent's shared consumer (ack wait 1 s), then leaves
+    async with connected(broker.url) as (nc, js):
+        request = envelope(agent_id, {"text": "run me once"})
+        async with exchange_of(nc, js, request) as exchange:
+            await publish_request(js, exchange, agent_id)
+            lost_worker = await js.pull_subscribe_bind(
+                durable=f"e2a-agent-{agent_token(agent_id)}", stream=REQUEST_STREAM
+            )
+            (taken,) = await lost_worker.fetch(1, timeout=10)
+            assert taken.metadata.num_delivered == 1
+            builder = FrameBuilder(request, BackendInfo(name="lost", source_protocol=SourceProtocol.E2A), UtcClock())
+            written = [builder.delta(Delta(DeltaKind.TEXT, "run "))]
+            if final_stored:
+                written.append(builder.for_event(Complete({"content": "run "})))
+            for frame in written:
+                message = frame_message(
+                    frame_record(frame), subject_prefix=FRAME_PREFIX, type_prefix=TYPE_PREFIX, source=None
+                )
+                await js.publish(message.subject, message.payload, headers=message.headers)
+
+            async with go_worker(worker_binary, broker.url, agent_id, *flags):
+                await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request terminated")
+            frames = await exchange.final_frames()
+            assert exchange.notices.empty(), "the Go worker took the redelivered request"
+            if final_stored:
+                assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_COMPLETE]
+                assert await stored_messages(broker.url, "E2A_FRAMES", _frames_of(request)) == 2
+            else:
+                assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_ERROR]
+                assert frames[-1].body["code"] == ErrorCode.AGENT_UNAVAILABLE
+                headers = exchange.frames[-1][1].headers or {}
+                assert headers[MSG_ID_HEADER] == f"{request.request_id}:lost"
+
+
+async def test_sigterm_leaves_the_registry_and_finishes_the_turn(broker: NatsServer, worker_binary: Path) -> None:
+    agent_id = new_agent_id()
+    async with (
+        go_worker(worker_binary, broker.url, agent_id, "--delay", "100ms") as worker,
+        connected(broker.url) as (nc, js),
+    ):
+        registry = await js.key_value(REGISTRY_BUCKET)
+        text = "one two three four five six"
+        async with exchange_of(nc, js, envelope(agent_id, {"text": text})) as exchange:
+            await publish_request(js, exchange, agent_id)
+            await exchange.next_frame()
+            worker.process.send_signal(signal.SIGTERM)
+            frames = await exchange.final_frames()
+            assert frames[-1].response_kind == ResponseKind.E2A_COMPLETE
+            assert text_of(frames) == text
+        assert await within(worker.process.wait(), 30) == 0, worker.output()
+        with pytest.raises(nats.js.errors.KeyNotFoundError):
+            await registry.get(entry_key(agent_id, worker.instance_id))
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
