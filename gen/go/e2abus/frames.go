@@ -28,7 +28,7 @@ const (
 	CodeAgentUnavailable = "agent_unavailable"
 	CodeClientCancelled  = "client_cancelled"
 	CodeDeadlineExceeded = "deadline_exceeded"
-	CodeInvalidPrompt    = "invalid_prompt"
+	CodeInvalidRequest   = "invalid_request"
 	CodeInternal         = "internal"
 	CodeShuttingDown     = "server_shutting_down"
 )
@@ -77,19 +77,11 @@ func NewFrameBuilder(envelope *e2av1.E2AEnvelope, requestID, sourceProtocol, con
 	return &FrameBuilder{template: template, Now: time.Now, NewID: uuid.NewString}
 }
 
-// StartAt makes the next frame's sequence number sequence (a frame written after frames stored by
-// another worker: the lost-request frame).
-func (b *FrameBuilder) StartAt(sequence int64) { b.next = sequence }
-
-// AdoptAgentIDs carries the agent's task and context ids, where the request set none, on the next
-// frames (a frame that follows frames of another worker that named them).
-func (b *FrameBuilder) AdoptAgentIDs(taskID, contextID *string) {
-	if b.template.TaskId == nil {
-		b.template.TaskId = taskID
-	}
-	if b.template.ContextId == nil {
-		b.template.ContextId = contextID
-	}
+// FrameBuilderAfter goes on from last, a frame another worker stored: the next frames keep its
+// fields (its request's correlation fields, an agent task id it adopted) and follow its sequence.
+func FrameBuilderAfter(last *e2av1.E2AResponse) *FrameBuilder {
+	template := proto.Clone(last).(*e2av1.E2AResponse)
+	return &FrameBuilder{template: template, next: last.Sequence + 1, Now: time.Now, NewID: uuid.NewString}
 }
 
 // TextChunk is an e2a.chunk frame with a text delta.
@@ -153,8 +145,8 @@ type Frame struct {
 }
 
 // FrameMessage writes a frame's NATS message: its CloudEvent in binary mode on its frame subject,
-// de-duplicated by msgID (its response id; the lost-request frame's is LostFrameMsgID).
-func FrameMessage(ctx context.Context, frame *e2av1.E2AResponse, framePrefix, typePrefix, msgID string) (*Frame, error) {
+// de-duplicated by its response id (Nats-Msg-Id).
+func FrameMessage(ctx context.Context, frame *e2av1.E2AResponse, framePrefix, typePrefix string) (*Frame, error) {
 	data, err := e2ajson.MarshalResponse(frame)
 	if err != nil {
 		return nil, fmt.Errorf("frame %d: %w", frame.Sequence, err)
@@ -183,7 +175,7 @@ func FrameMessage(ctx context.Context, frame *e2av1.E2AResponse, framePrefix, ty
 	if err != nil {
 		return nil, fmt.Errorf("frame %d: %w", frame.Sequence, err)
 	}
-	header[MsgIDHeader] = []string{msgID}
+	header[MsgIDHeader] = []string{frame.GetResponseId()}
 	return &Frame{Subject: FrameSubject(framePrefix, frame.SessionId, frame.GetRequestId()), Header: header, Data: payload}, nil
 }
 

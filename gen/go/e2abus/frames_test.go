@@ -59,20 +59,24 @@ func TestFramesKeepTheStreamInvariants(t *testing.T) {
 	}
 }
 
-func TestErrorFrameAndStartAt(t *testing.T) {
-	b := testBuilder(&e2av1.E2AEnvelope{})
-	b.StartAt(4)
-	task := "task-9"
-	b.AdoptAgentIDs(&task, nil)
+func TestErrorFrameAfterAnotherWorkersFrame(t *testing.T) {
+	task, request := "task-9", "r-1"
+	last := &e2av1.E2AResponse{RequestId: &request, TaskId: &task, Sequence: 3, ResponseKind: KindChunk, Status: StatusInProgress, Body: `{"delta":"x"}`}
+	b := FrameBuilderAfter(last)
+	b.NewID = func() string { return "r-1:lost" }
 	frame, err := b.Error(CodeAgentUnavailable, "gone", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frame.Sequence != 4 || frame.Status != StatusFailed || frame.ResponseKind != KindError || frame.GetTaskId() != task || frame.ContextId != nil {
+	if frame.Sequence != 4 || !frame.IsFinal || frame.Status != StatusFailed || frame.ResponseKind != KindError ||
+		frame.GetTaskId() != task || frame.GetRequestId() != request || frame.GetResponseId() != "r-1:lost" {
 		t.Errorf("frame %v", frame)
 	}
 	if frame.Body != `{"code":"agent_unavailable","message":"gone","details":{}}` {
 		t.Errorf("body %s", frame.Body)
+	}
+	if last.Sequence != 3 || last.IsFinal {
+		t.Error("the stored frame was changed")
 	}
 }
 
@@ -83,7 +87,7 @@ func TestFrameMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	message, err := FrameMessage(context.Background(), frame, DefaultFramePrefix, DefaultTypePrefix, "msg-1")
+	message, err := FrameMessage(context.Background(), frame, DefaultFramePrefix, DefaultTypePrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +95,7 @@ func TestFrameMessage(t *testing.T) {
 		t.Errorf("subject %q", message.Subject)
 	}
 	want := map[string]string{
-		"Nats-Msg-Id":        "msg-1",
+		"Nats-Msg-Id":        "id-1",
 		"ce-id":              "id-1",
 		"ce-source":          "/e2a/channels/web%2520chat", // the source percent-encoded again, as a header value
 		"ce-type":            "io.e2a.message.stream.stream",

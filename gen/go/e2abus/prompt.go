@@ -16,25 +16,22 @@ const (
 
 var promptTextKeys = []string{"text", "content", "query"}
 
-// PromptError says what is wrong with a request's prompt, naming the params key that holds it.
-type PromptError struct {
+// RequestError says why Chat refuses a request, naming the field at fault (a params key of the prompt).
+type RequestError struct {
 	Field   string
 	Message string
 }
 
-func (e *PromptError) Error() string { return e.Field + ": " + e.Message }
+func (e *RequestError) Error() string { return e.Field + ": " + e.Message }
 
 // PromptText is the text of a request's prompt: the text of its text content blocks, in order.
 // The prompt is params.prompt whatever it holds; else params.content_blocks when a non-empty
 // list; else the first of params.text, content and query that is set (not empty, null, 0 or
 // false), which must be a string. A request without any has the empty prompt.
 func PromptText(params string) (string, error) {
-	if params == "" {
-		return "", nil
-	}
 	document, err := e2ajson.DecodeObject(params)
 	if err != nil {
-		return "", &PromptError{Field: "params", Message: err.Error()}
+		return "", &RequestError{Field: "params", Message: err.Error()}
 	}
 	if value, ok := document[promptKey]; ok {
 		return blocksText("params."+promptKey, value)
@@ -49,37 +46,37 @@ func PromptText(params string) (string, error) {
 		}
 		text, ok := value.(string)
 		if !ok {
-			return "", &PromptError{Field: "params." + key, Message: fmt.Sprintf(
+			return "", &RequestError{Field: "params." + key, Message: fmt.Sprintf(
 				"the prompt's text must be a string, got %s (the first of %s that is set is the prompt)",
 				jsonType(value), strings.Join(promptTextKeys, ", "))}
 		}
 		return text, nil
 	}
-	return "", nil
+	return "", &RequestError{Field: "params", Message: "no prompt: give prompt, content_blocks, text, content or query"}
 }
 
 func blocksText(field string, value any) (string, error) {
 	blocks, ok := value.([]any)
 	if !ok {
-		return "", &PromptError{Field: field, Message: "expected a list of content blocks, got " + jsonType(value)}
+		return "", &RequestError{Field: field, Message: "expected a list of content blocks, got " + jsonType(value)}
 	}
 	if len(blocks) == 0 {
-		return "", &PromptError{Field: field, Message: "the prompt has no content blocks"}
+		return "", &RequestError{Field: field, Message: "the prompt has no content blocks"}
 	}
 	var text strings.Builder
 	for index, item := range blocks {
 		block, ok := item.(map[string]any)
 		if !ok {
-			return "", &PromptError{Field: fmt.Sprintf("%s[%d]", field, index), Message: "expected a content block object, got " + jsonType(item)}
+			return "", &RequestError{Field: fmt.Sprintf("%s[%d]", field, index), Message: "expected a content block object, got " + jsonType(item)}
 		}
 		kind, ok := block["type"].(string)
 		if !ok {
-			return "", &PromptError{Field: fmt.Sprintf("%s[%d].type", field, index), Message: "a content block has a string type"}
+			return "", &RequestError{Field: fmt.Sprintf("%s[%d].type", field, index), Message: "a content block has a string type"}
 		}
 		if kind == "text" {
 			part, ok := block["text"].(string)
 			if !ok {
-				return "", &PromptError{Field: fmt.Sprintf("%s[%d].text", field, index), Message: "a text block has a string text"}
+				return "", &RequestError{Field: fmt.Sprintf("%s[%d].text", field, index), Message: "a text block has a string text"}
 			}
 			text.WriteString(part)
 		}

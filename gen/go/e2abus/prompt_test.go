@@ -7,8 +7,6 @@ import (
 
 func TestPromptText(t *testing.T) {
 	cases := map[string]string{
-		``:                                      "",
-		`{}`:                                    "",
 		`{"text":"hi"}`:                         "hi",
 		`{"text":"","content":"c","query":"q"}`: "c",
 		`{"text":0,"query":"q"}`:                "q",
@@ -36,8 +34,8 @@ func TestPromptTextRefusals(t *testing.T) {
 	}
 	for params, field := range cases {
 		_, err := PromptText(params)
-		var promptErr *PromptError
-		if !errors.As(err, &promptErr) || promptErr.Field != field {
+		var requestErr *RequestError
+		if !errors.As(err, &requestErr) || requestErr.Field != field {
 			t.Errorf("PromptText(%s) = %v, want an error naming %s", params, err, field)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +47,7 @@ type Config struct {
 	FramePrefix    string
 	CancelPrefix   string
 	TypePrefix     string
+	Methods        []string
 	AckWait        time.Duration
 	Progress       time.Duration
 	MaxTurns       int
@@ -58,11 +61,12 @@ func NewConfig(agentID string) Config {
 		AgentID:        agentID,
 		RequestStream:  DefaultRequestStream,
 		RequestPrefix:  DefaultRequestPrefix,
-		RequestMaxAge:  time.Hour,
+		RequestMaxAge:  10 * time.Minute,
 		FrameStream:    DefaultFrameStream,
 		FramePrefix:    DefaultFramePrefix,
 		CancelPrefix:   DefaultCancelPrefix,
 		TypePrefix:     DefaultTypePrefix,
+		Methods:        []string{"chat.send", "session/prompt"},
 		AckWait:        30 * time.Second,
 		Progress:       5 * time.Second,
 		MaxTurns:       16,
@@ -207,90 +211,93 @@ func (w *Worker) Drain(grace time.Duration) {
 	}
 }
 
-// handle runs one request from taking it to acking it (or leaving it, when its final frame could
-// not be stored: the redelivery then writes the agent_unavailable frame).
+// handle runs one request from taking it to acking it (docs/agent-bus.md, "What a worker does").
 func (w *Worker) handle(msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		w.log.Error("a request message without JetStream metadata", "error", err)
 		return
 	}
-	log := w.log.With("stream_seq", meta.Sequence.Stream, "delivery", meta.NumDelivered)
-	request, limits, err := w.read(msg)
+	log := w.log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream, "delivery", meta.NumDelivered)
+	request, limits, err := readRequest(msg.Headers(), msg.Data())
 	if err != nil {
-		log.Warn("refused a request", "error", err)
-		w.refuse(msg, request, err, log)
+		log.Warn("a message that is no request of the bus: terminated, unrun", "error", err)
+		w.settle(msg.Term, log)
 		return
 	}
 	log = log.With("request_id", request.RequestID)
 	if meta.NumDelivered > 1 {
 		// Another worker took it and never acked: at most once, so it is not run again.
-		if err := w.settleLost(request, meta.NumDelivered); err != nil {
-			log.Error("could not settle a redelivered request (left for its next delivery)", "error", err)
+		if err := w.answerLost(request); err != nil {
+			log.Warn("cannot answer a redelivered request agent_unavailable now (left for its next delivery)", "error", err)
 			return
 		}
-		log.Info("a redelivered request was not run again (at most once)")
-		w.finish(msg.Term, log)
+		log.Info("a redelivered request was answered agent_unavailable, unrun (at most once)")
+		w.settle(msg.Term, log)
 		return
 	}
-	if !limits.startBy.IsZero() && time.Now().After(limits.startBy) {
-		log.Info("dropped a request taken after its Start-By", "start_by", limits.startBy)
-		w.finish(msg.Ack, log)
+	if time.Now().After(limits.startBy) {
+		log.Info("a request taken after its Start-By was dropped unrun (the gateway gave up)", "start_by", limits.startBy)
+		w.settle(msg.Ack, log)
 		return
 	}
-	if w.turn(msg, request, limits, log) {
-		w.finish(msg.Ack, log)
+	if w.run(msg, request, limits, log) {
+		w.settle(msg.Ack, log)
+	} else {
+		// Not stored: delivered again, the request gets its agent_unavailable frame (never a second run).
+		log.Error("the request's final frame was not stored; released for its lost-request answer")
+		w.settle(msg.Nak, log)
 	}
 }
 
-// finish acks (or terms) the request message, logging a failure: the message is redelivered then,
-// and its next taker finds its final frame stored.
-func (w *Worker) finish(ack func() error, log *slog.Logger) {
+// settle acks, naks or terminates the request message, logging a failure (JetStream then delivers
+// it again, and its next taker finds its final frame stored, or answers it agent_unavailable).
+func (w *Worker) settle(ack func() error, log *slog.Logger) {
 	if err := ack(); err != nil {
-		log.Warn("acking a request failed", "error", err)
+		log.Warn("settling a request message failed", "error", err)
 	}
 }
 
 // requestLimits are the bus headers that bound a request in time, and where its notices go.
 type requestLimits struct {
 	startBy  time.Time
-	deadline time.Time
+	deadline time.Time // zero: none
 	replyTo  string
 }
 
-// read is the request a message carries; on error the request holds what could be read of it
-// (its id, perhaps), for the refusal's frame.
-func (w *Worker) read(msg jetstream.Msg) (*Request, requestLimits, error) {
-	header := msg.Headers()
-	request := &Request{Envelope: &e2av1.E2AEnvelope{}, RequestID: header.Get(MsgIDHeader)}
+// readRequest is the request a message carries, or an error naming what makes it no request of the
+// bus: not a CloudEvent in binary mode, an event that carries a response, an envelope that does not
+// read or has no request_id, a required header missing (E2A-Reply-To, E2A-Start-By) or a time that is
+// not RFC 3339.
+func readRequest(header nats.Header, data []byte) (*Request, requestLimits, error) {
 	var limits requestLimits
-	limits.replyTo = header.Get(ReplyToHeader)
-	var err error
-	if limits.startBy, err = headerTime(header, StartByHeader); err != nil {
-		return request, limits, err
-	}
-	if limits.deadline, err = headerTime(header, DeadlineHeader); err != nil {
-		return request, limits, err
-	}
-	event, err := EventOfMessage(context.Background(), header, msg.Data())
+	event, err := EventOfMessage(context.Background(), header, data)
 	if err != nil {
-		return request, limits, err
+		return nil, limits, err
+	}
+	if kind, ok := event.Extensions()["mcptype"]; ok && kind != "request" {
+		return nil, limits, fmt.Errorf("header ce-mcptype: the bus carries requests, this event carries a %v", kind)
 	}
 	envelope, err := e2ajson.UnmarshalEnvelope(event.Data())
 	if err != nil {
-		return request, limits, fmt.Errorf("the request's envelope: %w", err)
+		return nil, limits, fmt.Errorf("the request's envelope: %w", err)
 	}
-	if envelope.RequestId != nil && *envelope.RequestId != "" {
-		request.RequestID = *envelope.RequestId
+	if envelope.GetRequestId() == "" {
+		return nil, limits, errors.New("data.request_id: a request on the bus needs a request_id")
 	}
-	if request.RequestID == "" {
-		return request, limits, errors.New("the request has no request_id and no Nats-Msg-Id")
+	if limits.replyTo = header.Get(ReplyToHeader); limits.replyTo == "" {
+		return nil, limits, fmt.Errorf("header %s: a request on the bus needs the gateway's inbox", ReplyToHeader)
 	}
-	request.Envelope = envelope
-	if request.Prompt, err = PromptText(envelope.Params); err != nil {
-		return request, limits, err
+	if header.Get(StartByHeader) == "" {
+		return nil, limits, fmt.Errorf("header %s: a request on the bus needs the time it must start by", StartByHeader)
 	}
-	return request, limits, nil
+	if limits.startBy, err = headerTime(header, StartByHeader); err != nil {
+		return nil, limits, err
+	}
+	if limits.deadline, err = headerTime(header, DeadlineHeader); err != nil {
+		return nil, limits, err
+	}
+	return &Request{Envelope: envelope, RequestID: envelope.GetRequestId()}, limits, nil
 }
 
 func headerTime(header nats.Header, name string) (time.Time, error) {
@@ -305,41 +312,25 @@ func headerTime(header nats.Header, name string) (time.Time, error) {
 	return at, nil
 }
 
-// refuse ends a request that cannot be run with a final e2a.error frame (invalid_prompt for its
-// prompt, invalid_request for the rest) when it has an id to file the frame under, and terms it.
-func (w *Worker) refuse(msg jetstream.Msg, request *Request, cause error, log *slog.Logger) {
-	if request.RequestID != "" {
-		code, field := "invalid_request", "$"
-		var promptErr *PromptError
-		var fieldErr *e2ajson.FieldError
-		switch {
-		case errors.As(cause, &promptErr):
-			code, field = CodeInvalidPrompt, promptErr.Field
-		case errors.As(cause, &fieldErr):
-			field = fieldErr.Field
-		}
-		builder := w.frameBuilder(request)
-		frame, err := builder.Error(code, cause.Error(), map[string]any{"field": field})
-		if err == nil {
-			err = w.publish(frame, frame.GetResponseId())
-		}
-		if err != nil {
-			log.Error("could not publish the refusal's frame", "error", err)
-			return // redelivered later, then settled as lost
-		}
+// checkRequest is the request's prompt text, or a *RequestError naming the field Chat would refuse
+// it for: a method Chat does not take, a prompt ACP would not send, or no prompt at all.
+func (w *Worker) checkRequest(envelope *e2av1.E2AEnvelope) (string, error) {
+	if !slices.Contains(w.cfg.Methods, envelope.GetMethod()) {
+		return "", &RequestError{Field: "method", Message: fmt.Sprintf("Chat takes one of %s, got %q", strings.Join(w.cfg.Methods, ", "), envelope.GetMethod())}
 	}
-	w.finish(msg.Term, log)
+	return PromptText(envelope.Params)
 }
 
 func (w *Worker) frameBuilder(request *Request) *FrameBuilder {
 	return NewFrameBuilder(request.Envelope, request.RequestID, w.cfg.SourceProtocol, w.cfg.Converter)
 }
 
-// publish stores a frame in the frame stream, waiting for JetStream's ack.
-func (w *Worker) publish(frame *e2av1.E2AResponse, msgID string) error {
+// publish stores a frame in the frame stream, waiting for JetStream's ack; its Nats-Msg-Id is its
+// response id.
+func (w *Worker) publish(frame *e2av1.E2AResponse) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
 	defer cancel()
-	message, err := FrameMessage(ctx, frame, w.cfg.FramePrefix, w.cfg.TypePrefix, msgID)
+	message, err := FrameMessage(ctx, frame, w.cfg.FramePrefix, w.cfg.TypePrefix)
 	if err != nil {
 		return err
 	}
@@ -347,10 +338,10 @@ func (w *Worker) publish(frame *e2av1.E2AResponse, msgID string) error {
 	return err
 }
 
-// settleLost writes the one agent_unavailable final frame of a request whose first taker was lost,
-// unless its frame subject already ends with a final frame (the gateway, or another worker, wrote
-// it). Its sequence follows the last frame stored; its Nats-Msg-Id makes every writer's copy one.
-func (w *Worker) settleLost(request *Request, delivery uint64) error {
+// answerLost writes the one agent_unavailable final frame of a request whose first taker was lost
+// (docs/agent-bus.md, "Semantics: at most once"), unless its frame subject already ends with a final
+// frame: one after the last frame stored, keeping that frame's fields, or the request's first frame.
+func (w *Worker) answerLost(request *Request) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
 	defer cancel()
 	builder := w.frameBuilder(request)
@@ -368,21 +359,23 @@ func (w *Worker) settleLost(request *Request, delivery uint64) error {
 		if frame.IsFinal {
 			return nil
 		}
-		builder.StartAt(frame.Sequence + 1)
-		builder.AdoptAgentIDs(frame.TaskId, frame.ContextId)
+		builder = FrameBuilderAfter(frame)
 	}
-	frame, err := builder.Error(CodeAgentUnavailable,
-		fmt.Sprintf("the worker that took request %s stopped before its final frame; requests run at most once, so it was not run again", request.RequestID),
-		map[string]any{"request_id": request.RequestID, "delivery": delivery})
+	lostID := LostFrameMsgID(request.RequestID)
+	builder.NewID = func() string { return lostID }
+	frame, err := builder.Error(CodeAgentUnavailable, lostMessage, map[string]any{"noticed_by": "worker"})
 	if err != nil {
 		return err
 	}
-	return w.publish(frame, LostFrameMsgID(request.RequestID))
+	return w.publish(frame)
 }
 
-// turn runs the request's turn: notices to the gateway, frames to the frame stream, until its one
-// final frame is stored (true) or a frame could not be stored (false: the request stays unacked).
-func (w *Worker) turn(msg jetstream.Msg, request *Request, limits requestLimits, log *slog.Logger) bool {
+// lostMessage is the message of the agent_unavailable frame of a lost request (agent_requests.lost_final_frame's).
+const lostMessage = "the agent worker running this request was lost before it ended; it was not run again"
+
+// run sends the taken notice and runs the request's turn, its frames to the frame stream, until its
+// one final frame is stored (true) or a frame could not be stored (false).
+func (w *Worker) run(msg jetstream.Msg, request *Request, limits requestLimits, log *slog.Logger) bool {
 	ctx, cancel := context.WithCancelCause(w.turnsCtx)
 	defer cancel(nil)
 	if !limits.deadline.IsZero() {
@@ -402,37 +395,47 @@ func (w *Worker) turn(msg jetstream.Msg, request *Request, limits requestLimits,
 	go w.progress(msg, limits.replyTo, progressDone, log)
 
 	builder := w.frameBuilder(request)
-	emit := func(text string) error {
-		frame, err := builder.TextChunk(text)
-		if err == nil {
-			err = w.publish(frame, frame.GetResponseId())
-		}
-		return err
-	}
-	result, turnErr := w.agent.Turn(ctx, request, emit)
 	var final *e2av1.E2AResponse
-	switch cause := context.Cause(ctx); {
-	case cause == errCancelled:
-		final, err = builder.Error(CodeClientCancelled, "the client cancelled the request", nil)
-	case cause == errDeadline:
-		final, err = builder.Error(CodeDeadlineExceeded, "the request's deadline passed before the turn finished",
-			map[string]any{"deadline": limits.deadline.UTC().Format(time.RFC3339Nano)})
-	case cause == errShuttingDown:
-		final, err = builder.Error(CodeShuttingDown, errShuttingDown.Error(), nil)
-	case turnErr != nil:
-		log.Error("the agent's turn failed", "error", turnErr)
-		final, err = builder.Error(CodeInternal, "the agent failed: "+turnErr.Error(), nil)
-	default:
-		final, err = builder.Complete(result)
+	var refusal *RequestError
+	if request.Prompt, err = w.checkRequest(request.Envelope); errors.As(err, &refusal) {
+		final, err = builder.Error(CodeInvalidRequest, refusal.Error(), map[string]any{"field": refusal.Field})
+	} else if err == nil {
+		final, err = w.turn(ctx, request, builder, limits, log)
 	}
 	if err == nil {
-		err = w.publish(final, final.GetResponseId())
+		err = w.publish(final)
 	}
 	if err != nil {
-		log.Error("could not store the request's final frame; it is left unacked", "error", err)
+		log.Error("could not store the request's final frame", "error", err)
 		return false
 	}
 	return true
+}
+
+// turn runs the agent's turn and returns its final frame: e2a.complete, or the e2a.error of what
+// ended it early (cancel, deadline, the drain's end, the agent's failure).
+func (w *Worker) turn(ctx context.Context, request *Request, builder *FrameBuilder, limits requestLimits, log *slog.Logger) (*e2av1.E2AResponse, error) {
+	emit := func(text string) error {
+		frame, err := builder.TextChunk(text)
+		if err == nil {
+			err = w.publish(frame)
+		}
+		return err
+	}
+	result, err := w.agent.Turn(ctx, request, emit)
+	switch cause := context.Cause(ctx); {
+	case cause == errCancelled:
+		return builder.Error(CodeClientCancelled, "the client cancelled the request", nil)
+	case cause == errDeadline:
+		return builder.Error(CodeDeadlineExceeded, "the request's deadline passed before the turn finished",
+			map[string]any{"deadline": limits.deadline.UTC().Format(time.RFC3339Nano)})
+	case cause == errShuttingDown:
+		return builder.Error(CodeShuttingDown, errShuttingDown.Error(), nil)
+	case err != nil:
+		log.Error("the agent's turn failed", "error", err)
+		return builder.Error(CodeInternal, "the agent failed: "+err.Error(), nil)
+	}
+	return builder.Complete(result)
 }
 
 // progress says the turn is alive every Progress interval until done: a working notice to the
