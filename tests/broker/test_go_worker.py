@@ -33,6 +33,8 @@ from e2a_grpc.broker.stream_reader import streams_filter
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
+from e2a_grpc.protocols.cloudevent_formats import to_http_binary
+from e2a_grpc.protocols.cloudevents import record_to_event
 from tests.support.bus_requests import (
     FRAME_PREFIX,
     TYPE_PREFIX,
@@ -211,15 +213,43 @@ async def _is_zero(count: Awaitable[int]) -> bool:
     return await count == 0
 
 
-async def test_refuses_a_bad_prompt_with_a_frame(broker: NatsServer, worker_binary: Path) -> None:
+@pytest.mark.parametrize(
+    ("params", "method", "field"),
+    [
+        ({"text": 5}, "session/prompt", "params.text"),
+        ({}, "chat.send", "params"),
+        ({"text": "hi"}, "tasks/get", "method"),
+    ],
+    ids=["text-not-a-string", "no-prompt", "method"],
+)
+async def test_refuses_what_chat_refuses_with_a_frame(
+    broker: NatsServer, worker_binary: Path, params: dict[str, Any], method: str, field: str
+) -> None:
     agent_id = new_agent_id()
-    async with go_worker(worker_binary, broker.url, agent_id), connected(broker.url) as (nc, js):
-        async with exchange_of(nc, js, envelope(agent_id, {"text": 5})) as exchange:
+    request = envelope(agent_id, params, method=method)
+    async with go_worker(worker_binary, broker.url, agent_id) as worker, connected(broker.url) as (nc, js):
+        async with exchange_of(nc, js, request) as exchange:
             await publish_request(js, exchange, agent_id)
+            assert await exchange.notice() == ("taken", worker.instance_id)
             (final,) = await exchange.final_frames()
-            assert final.body["code"] == ErrorCode.INVALID_PROMPT
-            assert final.body["details"] == {"field": "params.text"}
-        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request terminated")
+            assert final.body["code"] == ErrorCode.INVALID_REQUEST
+            assert final.body["details"] == {"field": field}
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
+
+
+async def test_terminates_a_message_that_is_no_bus_request(broker: NatsServer, worker_binary: Path) -> None:
+    """No E2A-Reply-To: logged and terminated, unrun, no frame; the next request is answered."""
+    agent_id = new_agent_id()
+    async with go_worker(worker_binary, broker.url, agent_id) as worker, connected(broker.url) as (nc, js):
+        stray = envelope(agent_id, {"text": "stray"})
+        binary = to_http_binary(record_to_event(stray, type_prefix=TYPE_PREFIX))
+        await js.publish(request_subject(agent_id), binary.body, headers=binary.headers)
+        async with exchange_of(nc, js, envelope(agent_id, {"text": "next"})) as exchange:
+            await publish_request(js, exchange, agent_id)
+            assert text_of(await exchange.final_frames()) == "next"
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "both messages settled")
+        assert await stored_messages(broker.url, "E2A_FRAMES", _frames_of(stray)) == 0
+        assert "no request of the bus" in worker.output()
 
 
 async def test_cancel_ends_the_turn_and_working_notices_come(broker: NatsServer, worker_binary: Path) -> None:
@@ -309,7 +339,8 @@ async def test_a_redelivered_request_is_not_run_again(
                 assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_ERROR]
                 assert frames[-1].body["code"] == ErrorCode.AGENT_UNAVAILABLE
                 headers = exchange.frames[-1][1].headers or {}
-                assert headers[MSG_ID_HEADER] == f"{request.request_id}:lost"
+                assert headers[MSG_ID_HEADER] == frames[-1].response_id == f"{request.request_id}:lost"
+                assert frames[-1].body["details"] == {"noticed_by": "worker"}
 
 
 async def test_sigterm_leaves_the_registry_and_finishes_the_turn(broker: NatsServer, worker_binary: Path) -> None:

@@ -4,8 +4,8 @@ notices that come back to its inbox, and its frames read from the frame stream a
 section 12 invariants.
 
 A request is its envelope's CloudEvent in binary mode (``record_to_event``, ``to_http_binary``)
-on ``<prefix>.<agent token>.any``, with ``Nats-Msg-Id`` (the request id), ``E2A-Reply-To`` and, when
-given, ``E2A-Start-By`` / ``E2A-Deadline`` (RFC 3339, UTC).
+on ``<prefix>.<agent token>.any``, with ``Nats-Msg-Id`` (the request id), ``E2A-Reply-To``,
+``E2A-Start-By`` and, when given, ``E2A-Deadline`` (RFC 3339, UTC).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ START_BY_HEADER = "E2A-Start-By"
 DEADLINE_HEADER = "E2A-Deadline"
 NOTICE_HEADER = "E2A-Notice"
 WORKER_HEADER = "E2A-Worker"
+#: How long after its publication a request may be taken when the test sets no Start-By (the gateway's default).
+START_BY_SECONDS = 5.0
 
 
 def rfc3339(moment: datetime.datetime) -> str:
@@ -122,12 +124,18 @@ async def publish_request(
     start_by: datetime.datetime | None = None,
     deadline: datetime.datetime | None = None,
 ) -> None:
-    """Publish the exchange's request for the workers of ``agent_id``, as the gateway does."""
+    """Publish the exchange's request for the workers of ``agent_id``, as the gateway does (Start-By
+    ``START_BY_SECONDS`` from now unless given)."""
     binary = to_http_binary(record_to_event(exchange.envelope, type_prefix=TYPE_PREFIX))
     assert exchange._notices_sub is not None
-    headers = {**binary.headers, MSG_ID_HEADER: exchange.request_id, REPLY_TO_HEADER: exchange._notices_sub.subject}
-    if start_by is not None:
-        headers[START_BY_HEADER] = rfc3339(start_by)
+    if start_by is None:
+        start_by = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=START_BY_SECONDS)
+    headers = {
+        **binary.headers,
+        MSG_ID_HEADER: exchange.request_id,
+        REPLY_TO_HEADER: exchange._notices_sub.subject,
+        START_BY_HEADER: rfc3339(start_by),
+    }
     if deadline is not None:
         headers[DEADLINE_HEADER] = rfc3339(deadline)
     await js.publish(request_subject(agent_id), binary.body, headers=headers)
