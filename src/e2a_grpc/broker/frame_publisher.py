@@ -177,6 +177,8 @@ class FramePublisher:
         #: The frames sent and not acknowledged yet, by reply subject, oldest first.
         self._unacked: dict[str, _Publish] = {}
         self._window_open = asyncio.Event()
+        #: Who waits to hear whether a frame was stored (``when_stored``), by the frame's bytes.
+        self._stored_waiters: dict[bytes, asyncio.Future[bool]] = {}
         self._making_stream: asyncio.Task[None] | None = None
         #: Frames the broker has acknowledged.
         self.published = 0
@@ -203,12 +205,14 @@ class FramePublisher:
         self.backlog_listeners: list[Callable[[bool], None]] = []
 
     @classmethod
-    def from_settings(cls, config: ServerSettings) -> FramePublisher:
-        """The publisher ``serve --publish-nats`` runs (``config.publish_nats`` is its URL)."""
-        if not config.publish_nats:
+    def from_settings(cls, config: ServerSettings, url: str | None = None) -> FramePublisher:
+        """The publisher ``serve --publish-nats`` runs (``config.publish_nats`` is its URL), or an agent
+        worker's (``url``: the agent bus's)."""
+        url = url or config.publish_nats
+        if not url:
             raise ValueError("publish_nats: no NATS URL to publish to")
         return cls(
-            config.publish_nats,
+            url,
             stream=config.nats_stream,
             subject_prefix=config.nats_subject_prefix,
             type_prefix=config.cloudevents_type_prefix,
@@ -247,10 +251,29 @@ class FramePublisher:
         """Hand over a frame, a serialized ChatResponse (Chat waits here only while the queue is full)."""
         if self.closed:
             self.dropped += 1
+            self._tell_stored(frame, False)
             return
         await self._queue.put(frame)
         if self._queue.full():
             self._set_backlogged(True)
+
+    def when_stored(self, frame: bytes) -> asyncio.Future[bool]:
+        """A future of whether ``frame`` (to be handed to ``put`` next) ends up stored by the broker
+        (True: it or its stand-in was acknowledged) or is given up on (False): an agent worker acks its
+        request once the final frame is stored. Ask before ``put``."""
+        waiter = self._stored_waiters.get(frame)
+        if waiter is None:
+            waiter = self._stored_waiters[frame] = asyncio.get_running_loop().create_future()
+        return waiter
+
+    def _tell_stored(self, frame: bytes, stored: bool) -> None:
+        waiter = self._stored_waiters.pop(frame, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(stored)
+
+    def _tell_all_given_up(self) -> None:
+        for frame in list(self._stored_waiters):
+            self._tell_stored(frame, False)
 
     async def flush(self) -> None:
         """Wait until every frame handed over so far is acknowledged by the broker (or given up on)."""
@@ -289,6 +312,7 @@ class FramePublisher:
                 given_up += 1
             await asyncio.sleep(0)  # each caller woken by the room made hands its frame over
         self._give_up(given_up)
+        self._tell_all_given_up()
         if given_up:
             log.warning("%d Chat frames were not published to NATS before shutdown: given up on", given_up)
 
@@ -324,6 +348,7 @@ class FramePublisher:
                 log.error("%s: %s", _NOT_PUBLISHED, _frame_name(frame))
                 batch.popleft()
                 self._give_up()
+                self._tell_stored(frame, False)
                 return
             publish = _Publish(frame, stand_in)
             publish.stand_in = True
@@ -336,6 +361,7 @@ class FramePublisher:
                 log.error("Chat frame %s is %s; not published", publish.frame_id, reason)
                 batch.popleft()
                 self._give_up()
+                self._tell_stored(frame, False)
                 return
             log.error("Chat frame %s is %s; a stand-in is published in its place", publish.frame_id, reason)
         self._published_so_far += 1
@@ -440,6 +466,7 @@ class FramePublisher:
         if isinstance(answer, dict) and "seq" in answer and "error" not in answer:
             self.published += 1  # stored (or a duplicate of one stored): it counts
             self._settle(publish)
+            self._tell_stored(publish.frame, True)
             if self.failing is not None:
                 self._recovered()
         elif _is_permanent_refusal(answer):
@@ -472,6 +499,7 @@ class FramePublisher:
         """Give up on a frame sent (or about to be): it will not be sent again."""
         if self._settle(publish):
             self.dropped += 1
+            self._tell_stored(publish.frame, False)
 
     def _give_up(self, frames: int = 1) -> None:
         """Done with frames taken from the queue and never sent."""
@@ -558,6 +586,7 @@ class FramePublisher:
         self._batch.clear()
         self._unacked.clear()
         self._give_up(given_up)
+        self._tell_all_given_up()
         self._window_open.set()
         self._set_backlogged(False)  # every frame is given up on at once from now on: none waits
         self._tasks.append(asyncio.create_task(self._discard(), name="e2a-nats-publisher-discard"))
@@ -565,5 +594,5 @@ class FramePublisher:
     async def _discard(self) -> None:
         """After a failure: take every frame handed over, and give up on it, so Chat never waits."""
         while True:
-            await self._queue.get()
+            self._tell_stored(await self._queue.get(), False)
             self._give_up()

@@ -1,0 +1,345 @@
+"""An agent worker on the bus (``e2a-grpc agent``; nats-py, the ``nats`` extra; docs/agent-bus.md).
+
+The worker takes request CloudEvents of its agent id from the JetStream work-queue consumer that
+every worker of the agent shares, and runs each as a Chat turn with the Chat servicer's machinery
+(``chat.turn.run_turn``, ``FrameBuilder``, ``TurnLimits``), so its frames and final frames are those
+a direct Chat call gets. The frames go to the broker path's frame subjects through a
+``FramePublisher``; a request is acked once its final frame is stored.
+
+- Bounded: it pulls only as many requests as it has free turn slots (``bus_max_turns``); the rest
+  wait in the stream.
+- At most once: a request delivered again (someone took it and never acked) is never run; its
+  ``agent_unavailable`` final frame is written unless its stream has a final frame
+  (``lost_requests``), and it is terminated. A request taken after its Start-By is acked, unrun.
+- The gateway hears ``taken`` when a turn starts and ``working`` every ``bus_progress_seconds`` while
+  it runs (JetStream gets an in-progress ack then too, so the ack wait never runs out on a live turn).
+- Cancel (``e2a.cancel.<request token>``) and the request's deadline end the turn as Chat's client
+  cancel and deadline do: final ``client_cancelled`` / ``deadline_exceeded`` frames on the broker.
+- ``stop`` drains: leave the registry, stop pulling, let running turns finish within the grace, then
+  end the rest with ``server_shutting_down``; every request taken is acked, none is nacked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+from dataclasses import dataclass, field
+
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from e2a_grpc.broker.agent_records import new_instance_id, now, server_record
+from e2a_grpc.broker.agent_registry import Registration
+from e2a_grpc.broker.agent_requests import (
+    BusRequest,
+    Notice,
+    any_worker_subject,
+    notice_headers,
+    read_request,
+    shared_consumer,
+)
+from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.frame_messages import subject_token
+from e2a_grpc.broker.frame_publisher import FramePublisher
+from e2a_grpc.broker.lost_requests import end_lost_request
+from e2a_grpc.broker.request_stream import ensure_requests_stream
+from e2a_grpc.chat.events import AgentBackend, Event
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock
+from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, checked_prompt
+from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
+from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.model import ErrorCode
+from e2a_grpc.settings import AgentWorkerSettings
+
+log = logging.getLogger(__name__)
+
+#: How long one pull waits for requests: also how long a stop waits for the pull in flight, whose
+#: requests it then runs (a request delivered to a worker that no longer pulls would be delivered
+#: again later, and answered agent_unavailable).
+PULL_SECONDS = 1.0
+#: Pause after a pull failed on the connection (the client reconnects meanwhile).
+PULL_RETRY_SECONDS = 0.5
+#: How long after the grace the turns ended with server_shutting_down may take to store that frame.
+FINAL_FRAME_SECONDS = 5.0
+#: The JetStream requests of the worker (stream and consumer set-up, last-frame look-ups).
+REQUEST_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass
+class _Running:
+    """A request being run: its message (acked once the final frame is stored) and its turn."""
+
+    request: BusRequest
+    message: Msg
+    turn: Turn | None = None
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+
+class _BrokerOutput:
+    """Where a worker's turn writes its frames: the publisher; the final frame is watched until stored."""
+
+    __slots__ = ("_publisher", "final_stored")
+
+    def __init__(self, publisher: FramePublisher) -> None:
+        self._publisher = publisher
+        self.final_stored: asyncio.Future[bool] | None = None
+
+    async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
+        await self.put(frame)
+
+    async def put(self, frame: bytes) -> None:
+        # Every frame is watched, as run_turn says only after the write which one was final; the
+        # publisher forgets a watch once the frame is stored.
+        self.final_stored = self._publisher.when_stored(frame)
+        await self._publisher.put(frame)
+
+
+class AgentWorker:
+    """Runs requests of ``config.agent_id`` from the bus with ``backend`` until ``stop``."""
+
+    def __init__(self, config: AgentWorkerSettings, backend: AgentBackend, *, replicas: int = 1) -> None:
+        assert config.bus_nats is not None  # AgentWorkerSettings requires it
+        self._config = config
+        self._url = config.bus_nats
+        self._backend = backend
+        self._replicas = replicas
+        self._limits = TurnLimits.from_settings(config)
+        self._clock = UtcClock()
+        self.instance_id = new_instance_id()
+        started = now()
+        record = server_record(config, instance_id=self.instance_id, started_at=started, heartbeat_at=started)
+        self.registration = Registration(
+            self._url,
+            record,
+            bucket=config.registry_bucket,
+            ttl=config.registry_ttl_seconds,
+            heartbeat=config.registry_heartbeat_seconds,
+        )
+        self.publisher = FramePublisher.from_settings(config, self._url)
+        self._nc: NatsClient | None = None
+        self._js: JetStreamContext | None = None
+        #: Requests being run, by their request id's subject token (what a cancel names).
+        self._running: dict[str, _Running] = {}
+        self._turn_ended = asyncio.Event()
+        self._stopping = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pulling: asyncio.Task[None] | None = None
+        self._progress: asyncio.Task[None] | None = None
+        #: Requests run to their final frame, and requests answered agent_unavailable unrun (redelivered).
+        self.turns_run = 0
+        self.lost_answered = 0
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
+
+    async def start(self) -> None:
+        """Connect, make the streams and the shared consumer, register, and start pulling; raises if
+        the broker cannot be reached now."""
+        config = self._config
+        self._nc = await connect(self._url)
+        self._js = self._nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS)
+        try:
+            await ensure_requests_stream(self._js, config, self._replicas)
+            await self.publisher.start()
+            subscription = await self._js.pull_subscribe(
+                any_worker_subject(config.bus_requests_subject_prefix, config.agent_id),
+                durable=shared_consumer(config.agent_id),
+                stream=config.bus_requests_stream,
+                config=ConsumerConfig(
+                    ack_policy=AckPolicy.EXPLICIT,
+                    ack_wait=config.bus_ack_wait_seconds,
+                    max_deliver=-1,
+                    max_ack_pending=-1,
+                ),
+            )
+            await self._nc.subscribe(f"{config.bus_cancel_subject_prefix}.*", cb=self._on_cancel)
+            await self.registration.start()
+        except BaseException:
+            await self.publisher.close(0)
+            await self._nc.close()
+            raise
+        self._pulling = asyncio.create_task(self._pull(subscription), name="e2a-agent-pull")
+        self._progress = asyncio.create_task(self._tell_progress(), name="e2a-agent-progress")
+        log.info(
+            "agent worker %s of agent %r takes requests from %s (%d turns at a time)",
+            self.instance_id,
+            config.agent_id,
+            self._url,
+            config.bus_max_turns,
+        )
+
+    async def stop(self, grace: float) -> None:
+        """Drain (see the module docstring): returns once every request taken is acked and the
+        connections are closed."""
+        self._stopping = True
+        await self.registration.close()
+        if self._pulling is not None:
+            await asyncio.wait((self._pulling,))  # its requests, if any, are running now
+        if self._tasks:
+            _, late = await asyncio.wait(set(self._tasks), timeout=grace)
+            for running in list(self._running.values()):
+                if running.turn is not None:
+                    running.turn.interrupt(_SHUTTING_DOWN)
+            if late:
+                await asyncio.wait(late, timeout=FINAL_FRAME_SECONDS)
+        if self._progress is not None:
+            self._progress.cancel()
+            await asyncio.wait((self._progress,))
+        await self.publisher.close(FINAL_FRAME_SECONDS)
+        await self._backend.aclose()
+        if self._nc is not None:
+            with contextlib.suppress(OSError, nats.errors.Error):
+                await self._nc.close()
+        log.info("agent worker %s stopped", self.instance_id)
+
+    async def _pull(self, subscription: JetStreamContext.PullSubscription) -> None:
+        """Fetch as many requests as there are free turn slots, until the stop."""
+        limit = self._config.bus_max_turns
+        while not self._stopping:
+            free = limit - len(self._running)
+            if free <= 0:
+                self._turn_ended.clear()
+                await self._turn_ended.wait()
+                continue
+            try:
+                messages = await subscription.fetch(free, timeout=PULL_SECONDS)
+            except (nats.errors.TimeoutError, TimeoutError):
+                continue
+            except nats.errors.Error as exc:
+                log.debug("pulling requests failed (%r); pulling again", exc)
+                await asyncio.sleep(PULL_RETRY_SECONDS)
+                continue
+            for message in messages:
+                self._start(message)
+
+    def _start(self, message: Msg) -> None:
+        task = asyncio.create_task(self._handle(message), name="e2a-agent-request")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, message: Msg) -> None:
+        try:
+            request = read_request(message.headers or {}, message.data)
+        except E2AFieldError as exc:
+            log.warning("a message on %s is no request of the bus (%s): terminated, unrun", message.subject, exc)
+            await message.term()
+            return
+        if message.metadata.num_delivered > 1:
+            await self._answer_lost(request, message)
+            return
+        if datetime.datetime.now(datetime.UTC) > request.start_by:
+            log.info("request %s taken after its Start-By: dropped unrun (the gateway gave up)", request.request_id)
+            await message.ack()
+            return
+        running = _Running(request, message)
+        token = subject_token(request.request_id)
+        self._running[token] = running
+        try:
+            await self._notify(request, Notice.TAKEN)
+            stored = await self._run(running)
+            if stored:
+                await message.ack()
+            else:
+                # Not stored: the broker's copy has no end. Delivered again, the request gets its
+                # agent_unavailable final frame from whoever takes it (never a second run).
+                log.error("request %s: its final frame was not stored; released for its lost-request answer", token)
+                await message.nak()
+        except nats.errors.Error as exc:
+            log.warning("request %s: the broker failed while it ran (%r)", request.request_id, exc)
+        finally:
+            del self._running[token]
+            for timer in running.timers:
+                timer.cancel()
+            self._turn_ended.set()
+
+    async def _run(self, running: _Running) -> bool:
+        """Run the request's turn; return whether its final frame was stored."""
+        request = running.request
+        envelope = request.envelope
+        frames = FrameBuilder(envelope, self._backend.info, self._clock, log_frames=self._config.log_frames)
+        output = _BrokerOutput(self.publisher)
+        try:
+            prompt = checked_prompt(envelope, DEFAULT_CHAT_METHODS)
+        except E2AFieldError as exc:
+            await output.put(frames.error(ErrorCode.INVALID_REQUEST, str(exc), {"field": exc.field}))
+            assert output.final_stored is not None
+            return await output.final_stored
+        task = asyncio.current_task()
+        assert task is not None
+        turn = running.turn = Turn(task)
+        turn.limit_time(self._limits)
+        if request.deadline is not None:
+            remaining = (request.deadline - datetime.datetime.now(datetime.UTC)).total_seconds()
+            running.timers.append(asyncio.get_running_loop().call_later(max(remaining, 0), turn.interrupt, _DEADLINE))
+        events = self._backend.stream(envelope, prompt)
+        try:
+            try:
+                await run_turn(turn, prompt, events, frames, output, self._limits)
+            finally:
+                turn.cancel_timers()
+                await events.aclose()
+        except (asyncio.CancelledError, TurnStalled):
+            # Not cancelled from outside (the stop interrupts, it does not cancel): a bug of ours.
+            if not frames.finished:
+                await output.put(frames.error(ErrorCode.INTERNAL, "the agent worker failed; see its log"))
+            raise
+        self.turns_run += 1
+        assert output.final_stored is not None
+        return await output.final_stored
+
+    async def _answer_lost(self, request: BusRequest, message: Msg) -> None:
+        """A request delivered again: its worker was lost. Never run; answered agent_unavailable."""
+        assert self._js is not None
+        config = self._config
+        try:
+            await end_lost_request(
+                self._js,
+                request.envelope,
+                stream=config.nats_stream,
+                subject_prefix=config.nats_subject_prefix,
+                type_prefix=config.cloudevents_type_prefix,
+                source=config.cloudevents_source,
+                noticed_by="worker",
+            )
+        except nats.errors.Error as exc:
+            # Left unacked: delivered again after the ack wait, and answered then.
+            log.warning("request %s: cannot answer it agent_unavailable now (%r)", request.request_id, exc)
+            return
+        self.lost_answered += 1
+        await message.term()
+
+    async def _notify(self, request: BusRequest, notice: Notice) -> None:
+        assert self._nc is not None
+        await self._nc.publish(request.reply_to, b"", headers=notice_headers(notice, self.instance_id))
+
+    async def _tell_progress(self) -> None:
+        """Every ``bus_progress_seconds``: a ``working`` notice and an in-progress ack per running turn."""
+        while True:
+            await asyncio.sleep(self._config.bus_progress_seconds)
+            for running in list(self._running.values()):
+                try:
+                    await self._notify(running.request, Notice.WORKING)
+                    await running.message.in_progress()
+                except nats.errors.Error as exc:
+                    log.debug("progress of request %s not sent (%r)", running.request.request_id, exc)
+
+    async def _on_cancel(self, message: Msg) -> None:
+        token = message.subject.rsplit(".", 1)[-1]
+        running = self._running.get(token)
+        if running is not None and running.turn is not None:
+            log.debug("request %s cancelled by its gateway", running.request.request_id)
+            running.turn.interrupt(_CANCELLED)
+
+
+_SHUTTING_DOWN = Interruption(
+    ErrorCode.SERVER_SHUTTING_DOWN, "the agent worker stopped before the turn ended; the agent was stopped", {}
+)
+_CANCELLED = Interruption(ErrorCode.CLIENT_CANCELLED, "the client cancelled the call; the agent was stopped", {})
+_DEADLINE = Interruption(ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; the agent was stopped", {})

@@ -1,0 +1,30 @@
+"""The agent bus's requests stream (nats-py, the ``nats`` extra; docs/agent-bus.md)."""
+
+from __future__ import annotations
+
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+
+from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
+
+
+async def ensure_requests_stream(js: JetStreamContext, config: ServerSettings, replicas: int = 1) -> None:
+    """The requests' work-queue stream (file storage, request-id de-duplication, bounded age),
+    created unless it exists; gateways and workers may race to."""
+    stream = StreamConfig(
+        name=config.bus_requests_stream,
+        subjects=[f"{config.bus_requests_subject_prefix}.>"],
+        retention=RetentionPolicy.WORK_QUEUE,
+        storage=StorageType.FILE,
+        duplicate_window=NATS_DUPLICATE_WINDOW_SECONDS,
+        max_age=config.bus_requests_max_age_seconds,
+        num_replicas=replicas,
+    )
+    try:
+        await js.stream_info(stream.name or "")
+    except nats.js.errors.NotFoundError:
+        try:
+            await js.add_stream(stream)
+        except nats.js.errors.BadRequestError:
+            await js.stream_info(stream.name or "")  # another process created it first
