@@ -27,21 +27,25 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
-from e2a_grpc.broker.agent_records import AgentRecord, agent_token, entry_key
+from e2a_grpc.broker.agent_records import AgentRecord, entry_key, key_token
+from e2a_grpc.broker.agent_requests import Notice, shared_consumer
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message
-from e2a_grpc.broker.stream_reader import streams_filter
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.cloudevent_formats import to_http_binary
 from e2a_grpc.protocols.cloudevents import record_to_event
+from e2a_grpc.settings import ServerSettings
 from tests.support.bus_requests import (
     FRAME_PREFIX,
+    FRAME_STREAM,
+    REQUESTS_STREAM,
     TYPE_PREFIX,
     Exchange,
-    cancel_subject,
+    frames_filter,
     open_exchange,
     publish_request,
+    request_cancel_subject,
     request_subject,
 )
 from tests.support.nats_server import NatsServer, stored_messages
@@ -53,8 +57,7 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.asyncio, pytest.mark.subproc
 GO = shutil.which("go")
 GO_MODULE = REPO_ROOT / "gen" / "go"
 README = GO_MODULE / "cmd" / "e2a-echo-worker" / "README.md"
-REQUEST_STREAM = "E2A_REQUESTS"
-REGISTRY_BUCKET = "E2A_AGENTS"
+REGISTRY_BUCKET: str = ServerSettings.model_fields["registry_bucket"].default
 #: How long a poll of the broker's state (what another process did) may take.
 BROKER_STATE_SECONDS = 15.0
 #: A build on a cold cache compiles nats.go and sdk-go.
@@ -147,7 +150,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
 
 
 async def requests_left(url: str, agent_id: str) -> int:
-    return await stored_messages(url, REQUEST_STREAM, request_subject(agent_id))
+    return await stored_messages(url, REQUESTS_STREAM, request_subject(agent_id))
 
 
 def new_agent_id() -> str:
@@ -190,12 +193,12 @@ async def test_answers_a_request_and_registers(broker: NatsServer, worker_binary
         assert entry.value is not None
         record = AgentRecord.from_json(entry.value)
         assert (record.agent_id, record.instance_id, record.backend) == (agent_id, worker.instance_id, "go")
-        assert entry.key.startswith(agent_token(agent_id) + ".")
+        assert entry.key.startswith(key_token(agent_id) + ".")
 
         request = envelope(agent_id, {"text": "hello from Go"}, jsonrpc_id=7, correlation_id="c-1", user_id="u")
         async with exchange_of(nc, js, request) as exchange:
             await publish_request(js, exchange, agent_id)
-            assert await exchange.notice() == ("taken", worker.instance_id)
+            assert await exchange.notice() == (Notice.TAKEN, worker.instance_id)
             frames = await exchange.final_frames()
             assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK] * 3 + [
                 ResponseKind.E2A_COMPLETE
@@ -230,7 +233,7 @@ async def test_refuses_what_chat_refuses_with_a_frame(
     async with go_worker(worker_binary, broker.url, agent_id) as worker, connected(broker.url) as (nc, js):
         async with exchange_of(nc, js, request) as exchange:
             await publish_request(js, exchange, agent_id)
-            assert await exchange.notice() == ("taken", worker.instance_id)
+            assert await exchange.notice() == (Notice.TAKEN, worker.instance_id)
             (final,) = await exchange.final_frames()
             assert final.body["code"] == ErrorCode.INVALID_REQUEST
             assert final.body["details"] == {"field": field}
@@ -248,7 +251,7 @@ async def test_terminates_a_message_that_is_no_bus_request(broker: NatsServer, w
             await publish_request(js, exchange, agent_id)
             assert text_of(await exchange.final_frames()) == "next"
         await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "both messages settled")
-        assert await stored_messages(broker.url, "E2A_FRAMES", _frames_of(stray)) == 0
+        assert await stored_messages(broker.url, FRAME_STREAM, frames_filter(stray)) == 0
         assert "no request of the bus" in worker.output()
 
 
@@ -258,10 +261,10 @@ async def test_cancel_ends_the_turn_and_working_notices_come(broker: NatsServer,
     async with go_worker(worker_binary, broker.url, agent_id, *flags) as worker, connected(broker.url) as (nc, js):
         async with exchange_of(nc, js, envelope(agent_id, {"text": "word " * 50})) as exchange:
             await publish_request(js, exchange, agent_id)
-            assert await exchange.notice() == ("taken", worker.instance_id)
-            assert await exchange.notice() == ("working", worker.instance_id)
+            assert await exchange.notice() == (Notice.TAKEN, worker.instance_id)
+            assert await exchange.notice() == (Notice.WORKING, worker.instance_id)
             await exchange.next_frame()
-            await nc.publish(cancel_subject(exchange.request_id), b"")
+            await nc.publish(request_cancel_subject(exchange.request_id), b"")
             frames = await exchange.final_frames()
             assert frames[-1].body["code"] == ErrorCode.CLIENT_CANCELLED
             assert len(frames) < 50
@@ -291,11 +294,7 @@ async def test_a_request_taken_after_its_start_by_is_dropped(broker: NatsServer,
             await publish_request(js, exchange, agent_id, start_by=started)
             await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the late request acked")
             assert exchange.notices.empty()
-        assert await stored_messages(broker.url, "E2A_FRAMES", _frames_of(late)) == 0
-
-
-def _frames_of(request: E2AEnvelope) -> str:
-    return streams_filter(FRAME_PREFIX, session_id=request.session_id, request_id=request.request_id)
+        assert await stored_messages(broker.url, FRAME_STREAM, frames_filter(late)) == 0
 
 
 @pytest.mark.parametrize("final_stored", [False, True], ids=["lost-mid-turn", "lost-before-ack"])
@@ -313,9 +312,7 @@ async def test_a_redelivered_request_is_not_run_again(
         request = envelope(agent_id, {"text": "run me once"})
         async with exchange_of(nc, js, request) as exchange:
             await publish_request(js, exchange, agent_id)
-            lost_worker = await js.pull_subscribe_bind(
-                durable=f"e2a-agent-{agent_token(agent_id)}", stream=REQUEST_STREAM
-            )
+            lost_worker = await js.pull_subscribe_bind(durable=shared_consumer(agent_id), stream=REQUESTS_STREAM)
             (taken,) = await lost_worker.fetch(1, timeout=10)
             assert taken.metadata.num_delivered == 1
             builder = FrameBuilder(request, BackendInfo(name="lost", source_protocol=SourceProtocol.E2A), UtcClock())
@@ -334,7 +331,7 @@ async def test_a_redelivered_request_is_not_run_again(
             assert exchange.notices.empty(), "the Go worker took the redelivered request"
             if final_stored:
                 assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_COMPLETE]
-                assert await stored_messages(broker.url, "E2A_FRAMES", _frames_of(request)) == 2
+                assert await stored_messages(broker.url, FRAME_STREAM, frames_filter(request)) == 2
             else:
                 assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_ERROR]
                 assert frames[-1].body["code"] == ErrorCode.AGENT_UNAVAILABLE

@@ -1,11 +1,7 @@
-"""The agent bus's wire as a gateway speaks it (the bus contract, docs/agent-bus.md), for tests of
-workers the project does not run itself (the Go worker): a request published on JetStream, the
-notices that come back to its inbox, and its frames read from the frame stream and checked with the
-section 12 invariants.
-
-A request is its envelope's CloudEvent in binary mode (``record_to_event``, ``to_http_binary``)
-on ``<prefix>.<agent token>.any``, with ``Nats-Msg-Id`` (the request id), ``E2A-Reply-To``,
-``E2A-Start-By`` and, when given, ``E2A-Deadline`` (RFC 3339, UTC).
+"""The agent bus as a gateway speaks it (docs/agent-bus.md), for tests of workers the project does not
+run itself (the Go worker): a request published on JetStream (``agent_requests.request_message``),
+the notices that come back to its inbox, and its frames read from the frame stream and checked with
+the section 12 invariants. The names are the settings' defaults, as gateways and workers have them.
 """
 
 from __future__ import annotations
@@ -13,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 from dataclasses import dataclass, field
+from typing import Any
 
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
@@ -20,40 +17,45 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
-from e2a_grpc.broker.agent_records import agent_token
-from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, subject_token
+from e2a_grpc.broker.agent_requests import (
+    BusRequest,
+    Notice,
+    any_worker_subject,
+    cancel_subject,
+    read_notice,
+    request_message,
+)
 from e2a_grpc.broker.stream_reader import frame_of, streams_filter
 from e2a_grpc.chat.invariants import StreamChecker
 from e2a_grpc.model import E2AEnvelope, E2AResponse
-from e2a_grpc.protocols.cloudevent_formats import to_http_binary
-from e2a_grpc.protocols.cloudevents import record_to_event
+from e2a_grpc.settings import ServerSettings
 from tests.support.waiting import within
 
-#: The contract's default names (the gateway's and workers' settings default to them).
-REQUEST_PREFIX = "e2a.requests"
-FRAME_STREAM = "E2A_FRAMES"
-FRAME_PREFIX = "e2a.frames"
-CANCEL_PREFIX = "e2a.cancel"
-TYPE_PREFIX = "io.e2a"
-REPLY_TO_HEADER = "E2A-Reply-To"
-START_BY_HEADER = "E2A-Start-By"
-DEADLINE_HEADER = "E2A-Deadline"
-NOTICE_HEADER = "E2A-Notice"
-WORKER_HEADER = "E2A-Worker"
-#: How long after its publication a request may be taken when the test sets no Start-By (the gateway's default).
+
+def _default(name: str) -> Any:
+    return ServerSettings.model_fields[name].default
+
+
+REQUESTS_STREAM: str = _default("bus_requests_stream")
+REQUESTS_PREFIX: str = _default("bus_requests_subject_prefix")
+CANCEL_PREFIX: str = _default("bus_cancel_subject_prefix")
+FRAME_STREAM: str = _default("nats_stream")
+FRAME_PREFIX: str = _default("nats_subject_prefix")
+TYPE_PREFIX: str = _default("cloudevents_type_prefix")
+#: How long after its publication a request may be taken when the test sets no Start-By.
 START_BY_SECONDS = 5.0
 
 
-def rfc3339(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
-
-
 def request_subject(agent_id: str) -> str:
-    return f"{REQUEST_PREFIX}.{agent_token(agent_id)}.any"
+    return any_worker_subject(REQUESTS_PREFIX, agent_id)
 
 
-def cancel_subject(request_id: str) -> str:
-    return f"{CANCEL_PREFIX}.{subject_token(request_id)}"
+def request_cancel_subject(request_id: str) -> str:
+    return cancel_subject(CANCEL_PREFIX, request_id)
+
+
+def frames_filter(envelope: E2AEnvelope) -> str:
+    return streams_filter(FRAME_PREFIX, session_id=envelope.session_id, request_id=envelope.request_id)
 
 
 @dataclass
@@ -71,8 +73,13 @@ class Exchange:
         assert self.envelope.request_id is not None
         return self.envelope.request_id
 
+    @property
+    def reply_to(self) -> str:
+        assert self._notices_sub is not None
+        return self._notices_sub.subject
+
     async def next_frame(self) -> tuple[E2AResponse, Msg]:
-        """The next frame stored for the request, checked against its envelope as it comes."""
+        """The next frame stored for the request."""
         assert self._frames_sub is not None
         msg = await self._frames_sub.next_msg(timeout=10)
         frame = frame_of(msg)
@@ -89,11 +96,12 @@ class Exchange:
         checker.finish()
         return [frame for frame, _ in self.frames]
 
-    async def notice(self) -> tuple[str, str]:
-        """The next notice: its kind (taken, working) and the worker instance that sent it."""
+    async def notice(self) -> tuple[Notice, str]:
+        """The next notice: its kind and the worker instance that sent it."""
         msg = await within(self.notices.get())
-        headers = msg.headers or {}
-        return headers[NOTICE_HEADER], headers[WORKER_HEADER]
+        notice = read_notice(msg.headers)
+        assert notice is not None, f"not a notice: {msg.headers}"
+        return notice
 
     async def close(self) -> None:
         for subscription in (self._frames_sub, self._notices_sub):
@@ -103,15 +111,12 @@ class Exchange:
 
 async def open_exchange(nc: NatsClient, js: JetStreamContext, envelope: E2AEnvelope) -> Exchange:
     """Subscribe to the request's notices and frames (an ordered consumer from the stream's first
-    message, so that no frame is missed) before the request is published."""
-    assert envelope.request_id, "the bus needs the request id (the gateway assigns one)"
+    message, so that no frame is missed) before the request is published, as the gateway does."""
+    assert envelope.request_id, "the bus names a request by its request id (the gateway assigns one)"
     exchange = Exchange(envelope)
     exchange._notices_sub = await nc.subscribe(nc.new_inbox(), cb=exchange.notices.put)
     exchange._frames_sub = await js.subscribe(
-        streams_filter(FRAME_PREFIX, session_id=envelope.session_id, request_id=envelope.request_id),
-        stream=FRAME_STREAM,
-        ordered_consumer=True,
-        deliver_policy=DeliverPolicy.ALL,
+        frames_filter(envelope), stream=FRAME_STREAM, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
     )
     return exchange
 
@@ -124,18 +129,10 @@ async def publish_request(
     start_by: datetime.datetime | None = None,
     deadline: datetime.datetime | None = None,
 ) -> None:
-    """Publish the exchange's request for the workers of ``agent_id``, as the gateway does (Start-By
+    """Publish the exchange's request to any worker of ``agent_id``, as the gateway does (Start-By
     ``START_BY_SECONDS`` from now unless given)."""
-    binary = to_http_binary(record_to_event(exchange.envelope, type_prefix=TYPE_PREFIX))
-    assert exchange._notices_sub is not None
     if start_by is None:
         start_by = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=START_BY_SECONDS)
-    headers = {
-        **binary.headers,
-        MSG_ID_HEADER: exchange.request_id,
-        REPLY_TO_HEADER: exchange._notices_sub.subject,
-        START_BY_HEADER: rfc3339(start_by),
-    }
-    if deadline is not None:
-        headers[DEADLINE_HEADER] = rfc3339(deadline)
-    await js.publish(request_subject(agent_id), binary.body, headers=headers)
+    request = BusRequest(exchange.envelope, reply_to=exchange.reply_to, start_by=start_by, deadline=deadline)
+    message = request_message(request, request_subject(agent_id), type_prefix=TYPE_PREFIX, source=None)
+    await js.publish(message.subject, message.payload, headers=message.headers)
