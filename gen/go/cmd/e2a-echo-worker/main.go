@@ -157,18 +157,24 @@ func run(o *options, log *slog.Logger) error {
 	}
 	heartbeats, stopHeartbeats := context.WithCancel(context.Background())
 	defer stopHeartbeats()
-	go registration.Beat(heartbeats, o.registryHeartbeat, reconnected, log)
+	beating := make(chan struct{})
+	go func() { registration.Beat(heartbeats, o.registryHeartbeat, reconnected, log); close(beating) }()
 	log.Info("taking requests", "agent_id", o.agentID, "instance_id", instanceID, "nats", nc.ConnectedUrlRedacted())
 	fmt.Println("ready", instanceID) // one line on stdout: what a supervisor (or a test) waits for
 
-	worker.Pull(signals)
-	// Draining: leave the registry first so gateways stop routing here, then finish the turns.
+	pulling := make(chan struct{})
+	go func() { worker.Pull(signals); close(pulling) }()
+	<-signals.Done()
+	// Draining: leave the registry first (no heartbeat may write the entry again after), so that
+	// gateways stop routing here; then stop pulling and let the running turns finish.
 	stopHeartbeats()
+	<-beating
 	leave, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelLeave()
 	if err := registration.Leave(leave); err != nil {
 		log.Warn("could not leave the registry (the entry expires with its TTL)", "error", err)
 	}
+	<-pulling
 	log.Info("draining", "grace", o.grace)
 	worker.Drain(o.grace)
 	return nc.Drain()
