@@ -21,21 +21,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import grpc
 import nats
 import nats.js.errors
 import pytest
+from a2a.utils.constants import TransportProtocol
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
+from e2a_grpc.a2a_server.server import A2AServer
+from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.broker.agent_records import AgentRecord, entry_key, key_token
 from e2a_grpc.broker.agent_requests import Notice, shared_consumer
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
-from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, ResponseKind, SourceProtocol
+from e2a_grpc.chat.invariants import StreamChecker
+from e2a_grpc.client import achat
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.cloudevent_formats import to_http_binary
 from e2a_grpc.protocols.cloudevents import record_to_event
 from e2a_grpc.settings import ServerSettings
+from tests.a2a_server.conftest import a2a_client, send_request, states, streamed_text, user_message
+from tests.conftest import in_process_server, server_config
 from tests.support.bus_requests import (
     FRAME_PREFIX,
     FRAME_STREAM,
@@ -359,3 +367,43 @@ async def test_sigterm_leaves_the_registry_and_finishes_the_turn(broker: NatsSer
         with pytest.raises(nats.js.errors.KeyNotFoundError):
             await registry.get(entry_key(agent_id, worker.instance_id))
         await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
+
+
+def _content(frames: list[E2AResponse]) -> list[tuple[int, str, bool, str, Any]]:
+    """What must be the same whichever agent answered: everything but ids, timestamps, provenance."""
+    return [(frame.sequence, frame.response_kind, frame.is_final, frame.status, frame.body) for frame in frames]
+
+
+async def test_chat_and_a2a_calls_through_the_python_gateway(broker: NatsServer, worker_binary: Path) -> None:
+    """The gateway's bus route to the Go worker: a Chat call gets the frames the Python echo backend
+    gives (checked with StreamChecker), and an A2A call through the gateway's front door gets the answer."""
+    agent_id = new_agent_id()
+    text = "hello from Go through the gateway"
+    request = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), is_stream=True, params={"text": text})
+    async with in_process_server() as direct, grpc.aio.insecure_channel(direct.address) as channel:
+        expected = [frame async for frame in achat(channel, request)]
+
+    settings = server_config(bus_nats=broker.url, a2a_port=0)
+    backend = BusBackend(agent_id, settings)
+    async with go_worker(worker_binary, broker.url, agent_id):
+        async with (
+            in_process_server(backend=backend, bus_nats=broker.url) as gateway,
+            grpc.aio.insecure_channel(gateway.address) as channel,
+        ):
+            frames = [frame async for frame in achat(channel, request)]
+        checker = StreamChecker(request)
+        for frame in frames:
+            checker.check(frame)
+        checker.finish()
+        assert _content(frames) == _content(expected)
+
+        a2a = A2AServer(settings, backend)
+        await a2a.start()
+        try:
+            async with a2a_client(a2a, TransportProtocol.JSONRPC) as client:
+                events = [event async for event in client.send_message(send_request(user_message(text)))]
+        finally:
+            await a2a.stop()
+            await backend.aclose()
+        assert streamed_text(events) == text
+        assert states(events)[-1] == "TASK_STATE_COMPLETED"
