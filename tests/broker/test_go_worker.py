@@ -305,13 +305,17 @@ async def test_a_request_taken_after_its_start_by_is_dropped(broker: NatsServer,
         assert await stored_messages(broker.url, FRAME_STREAM, frames_filter(late)) == 0
 
 
-@pytest.mark.parametrize("final_stored", [False, True], ids=["lost-mid-turn", "lost-before-ack"])
+@pytest.mark.parametrize(
+    "written",
+    [(), ("chunk",), ("chunk", "final")],
+    ids=["lost-before-its-first-frame", "lost-mid-turn", "lost-before-its-ack"],
+)
 async def test_a_redelivered_request_is_not_run_again(
-    broker: NatsServer, worker_binary: Path, final_stored: bool
+    broker: NatsServer, worker_binary: Path, written: tuple[str, ...]
 ) -> None:
-    """At most once: the test plays the worker that took the request, wrote frames and died before
-    acking; the Go worker the request is redelivered to writes the one agent_unavailable frame after
-    them (none if a final frame is stored) and terminates the request, running nothing."""
+    """At most once: the test plays the worker that took the request, wrote ``written`` frames and
+    died before acking; the Go worker the request is redelivered to writes the one agent_unavailable
+    frame after them (none when a final frame is stored) and terminates the request, running nothing."""
     agent_id = new_agent_id()
     flags = ("--ack-wait", "1s", "--progress", "200ms")
     async with go_worker(worker_binary, broker.url, agent_id, *flags):
@@ -324,28 +328,29 @@ async def test_a_redelivered_request_is_not_run_again(
             (taken,) = await lost_worker.fetch(1, timeout=10)
             assert taken.metadata.num_delivered == 1
             builder = FrameBuilder(request, BackendInfo(name="lost", source_protocol=SourceProtocol.E2A), UtcClock())
-            written = [builder.delta(Delta(DeltaKind.TEXT, "run "))]
-            if final_stored:
-                written.append(builder.for_event(Complete({"content": "run "})))
-            for frame in written:
-                message = frame_message(
-                    frame_record(frame), subject_prefix=FRAME_PREFIX, type_prefix=TYPE_PREFIX, source=None
-                )
+            events: dict[str, Delta | Complete] = {
+                "chunk": Delta(DeltaKind.TEXT, "run "),
+                "final": Complete({"content": "run "}),
+            }
+            for kind in written:
+                frame = frame_record(builder.for_event(events[kind]))
+                message = frame_message(frame, subject_prefix=FRAME_PREFIX, type_prefix=TYPE_PREFIX, source=None)
                 await js.publish(message.subject, message.payload, headers=message.headers)
 
             async with go_worker(worker_binary, broker.url, agent_id, *flags):
                 await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request terminated")
             frames = await exchange.final_frames()
             assert exchange.notices.empty(), "the Go worker took the redelivered request"
-            if final_stored:
-                assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_COMPLETE]
+            kinds = [frame.response_kind for frame in frames]
+            if "final" in written:
+                assert kinds == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_COMPLETE]
                 assert await stored_messages(broker.url, FRAME_STREAM, frames_filter(request)) == 2
             else:
-                assert [frame.response_kind for frame in frames] == [ResponseKind.E2A_CHUNK, ResponseKind.E2A_ERROR]
+                assert kinds == [ResponseKind.E2A_CHUNK] * len(written) + [ResponseKind.E2A_ERROR]
                 assert frames[-1].body["code"] == ErrorCode.AGENT_UNAVAILABLE
+                assert frames[-1].body["details"] == {"noticed_by": "worker"}
                 headers = exchange.frames[-1][1].headers or {}
                 assert headers[MSG_ID_HEADER] == frames[-1].response_id == f"{request.request_id}:lost"
-                assert frames[-1].body["details"] == {"noticed_by": "worker"}
 
 
 async def test_sigterm_leaves_the_registry_and_finishes_the_turn(broker: NatsServer, worker_binary: Path) -> None:
