@@ -412,3 +412,24 @@ async def test_chat_and_a2a_calls_through_the_python_gateway(broker: NatsServer,
             await backend.aclose()
         assert streamed_text(events) == text
         assert states(events)[-1] == "TASK_STATE_COMPLETED"
+
+
+async def test_pulls_only_with_a_free_turn_slot(broker: NatsServer, worker_binary: Path) -> None:
+    """Backpressure: with one turn slot the worker holds one request at a time; the rest wait in the
+    stream (for other workers), and each is taken once the one before it is acked."""
+    agent_id = new_agent_id()
+    flags = ("--max-turns", "1", "--delay", "50ms")
+    async with (
+        go_worker(worker_binary, broker.url, agent_id, *flags) as worker,
+        connected(broker.url) as (nc, js),
+        contextlib.AsyncExitStack() as stack,
+    ):
+        requests = [envelope(agent_id, {"text": f"request {n} of three"}) for n in range(3)]
+        exchanges = [await stack.enter_async_context(exchange_of(nc, js, request)) for request in requests]
+        for exchange in exchanges:
+            await publish_request(js, exchange, agent_id)
+        for exchange in exchanges:
+            assert await exchange.notice() == (Notice.TAKEN, worker.instance_id)
+            consumer = await js.consumer_info(REQUESTS_STREAM, shared_consumer(agent_id))
+            assert consumer.num_ack_pending == 1
+            assert text_of(await exchange.final_frames()) == exchange.envelope.params["text"]
