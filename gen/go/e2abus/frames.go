@@ -33,8 +33,12 @@ const (
 	CodeShuttingDown     = "server_shutting_down"
 )
 
-// protocolVersion is what a frame says when the request names no protocol version.
-const protocolVersion = "1.0"
+// protocolVersion is what a frame says when the request names no protocol version: the schema's
+// default of E2AEnvelope.protocol_version (its e2a.v1.json option), as the Python FrameBuilder's.
+var protocolVersion = func() string {
+	field := (&e2av1.E2AEnvelope{}).ProtoReflect().Descriptor().Fields().ByName("protocol_version")
+	return proto.GetExtension(field.Options(), e2av1.E_Json).(*e2av1.JsonField).GetDefaultValue()
+}()
 
 // FrameBuilder writes the frames of one request in order: each echoes the request's correlation
 // fields (spec 12.4), is numbered 0, 1, 2, ..., has a fresh UUID and an RFC 3339 UTC timestamp, and
@@ -53,8 +57,8 @@ type FrameBuilder struct {
 func NewFrameBuilder(envelope *e2av1.E2AEnvelope, requestID, sourceProtocol, converter string) *FrameBuilder {
 	version := envelope.ProtocolVersion
 	if version == nil {
-		version = new(string)
-		*version = protocolVersion
+		schemaDefault := protocolVersion
+		version = &schemaDefault
 	}
 	template := &e2av1.E2AResponse{
 		ProtocolVersion: version,

@@ -137,3 +137,18 @@ func TestResponseTypeAndSource(t *testing.T) {
 		t.Error("a source with a space")
 	}
 }
+
+func TestProtocolVersionIsTheSchemasDefault(t *testing.T) {
+	frame, err := testBuilder(&e2av1.E2AEnvelope{}).TextChunk("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What e2ajson reads for an envelope without one (the same schema option).
+	envelope, err := e2ajson.UnmarshalEnvelope([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frame.GetProtocolVersion() == "" || frame.GetProtocolVersion() != envelope.GetProtocolVersion() {
+		t.Errorf("protocol version %q, want %q", frame.GetProtocolVersion(), envelope.GetProtocolVersion())
+	}
+}
