@@ -811,6 +811,14 @@ class AgentWorkerSettings(ServerSettings):
         "requests past this wait in the stream (backpressure)",
     )
 
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="agent worker: serve gRPC health on HOST:PORT (0 picks a free port): SERVING while the worker "
+        "takes requests and its frames reach the broker, NOT_SERVING from SIGTERM on (serve's rule); default: none",
+    )
+
     @model_validator(mode="after")
     def _needs_the_bus(self) -> Self:
         if not self.bus_nats:

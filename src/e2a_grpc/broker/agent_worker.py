@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 import nats.errors
@@ -43,19 +44,23 @@ from e2a_grpc.broker.agent_requests import (
     notice_headers,
     read_request,
     shared_consumer,
+    worker_consumer,
+    worker_subject,
 )
 from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.frame_messages import subject_token
 from e2a_grpc.broker.frame_publisher import FramePublisher
+from e2a_grpc.broker.held_sessions import HeldSessions
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
-from e2a_grpc.chat.events import AgentBackend, Event
+from e2a_grpc.broker.session_owners import ClaimContendedError, SessionOwners
+from e2a_grpc.chat.events import AgentBackend, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, checked_prompt
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
 from e2a_grpc.errors import E2AFieldError
-from e2a_grpc.model import ErrorCode
-from e2a_grpc.settings import AgentWorkerSettings
+from e2a_grpc.model import ErrorCode, ResponseKind
+from e2a_grpc.settings import AgentWorkerSettings, BackendName
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +72,10 @@ PULL_SECONDS = 1.0
 PULL_RETRY_SECONDS = 0.5
 #: How long after the grace the turns ended with server_shutting_down may take to store that frame.
 FINAL_FRAME_SECONDS = 5.0
+#: The backends that keep sessions in the worker's process: their workers claim them.
+SESSION_BACKENDS = frozenset({BackendName.ACP})
+#: ``body.event`` of the ``ext`` frame a turn starts with when its session's worker was lost.
+SESSION_RESTARTED = "session_restarted"
 #: The JetStream requests of the worker (stream and consumer set-up, last-frame look-ups).
 REQUEST_TIMEOUT_SECONDS = 5.0
 
@@ -126,11 +135,17 @@ class AgentWorker:
         self._js: JetStreamContext | None = None
         #: Requests being run, by their request id's subject token (what a cancel names).
         self._running: dict[str, _Running] = {}
-        self._turn_ended = asyncio.Event()
+        #: Set when a turn slot is freed (a turn ended, a pull returned its reservation).
+        self._slot_freed = asyncio.Event()
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
-        self._pulling: asyncio.Task[None] | None = None
+        #: Turn slots promised to a pull in flight (its requests start once it returns).
+        self._reserved = 0
+        self._pulls: list[asyncio.Task[None]] = []
         self._progress: asyncio.Task[None] | None = None
+        self._keeping_sessions: asyncio.Task[None] | None = None
+        #: The sessions this worker holds, when its backend keeps them in its process (acp).
+        self.sessions: HeldSessions | None = None
         #: Requests run to their final frame, and requests answered agent_unavailable unrun (redelivered).
         self.turns_run = 0
         self.lost_answered = 0
@@ -159,14 +174,25 @@ class AgentWorker:
                     max_ack_pending=-1,
                 ),
             )
+            subscriptions = [subscription]
+            if config.backend in SESSION_BACKENDS:
+                subscriptions.append(await self._own_subscription())
             await self._nc.subscribe(f"{config.bus_cancel_subject_prefix}.*", cb=self._on_cancel)
             await self.registration.start()
         except BaseException:
             await self.publisher.close(0)
             await self._nc.close()
             raise
-        self._pulling = asyncio.create_task(self._pull(subscription), name="e2a-agent-pull")
+        # The shared consumer's quota first: it gets what an even split leaves over.
+        quotas = [config.bus_max_turns - (config.bus_max_turns // len(subscriptions)) * (len(subscriptions) - 1)]
+        quotas += [max(1, config.bus_max_turns // len(subscriptions))] * (len(subscriptions) - 1)
+        self._pulls = [
+            asyncio.create_task(self._pull(each, quota), name="e2a-agent-pull")
+            for each, quota in zip(subscriptions, quotas, strict=True)
+        ]
         self._progress = asyncio.create_task(self._tell_progress(), name="e2a-agent-progress")
+        if self.sessions is not None:
+            self._keeping_sessions = asyncio.create_task(self._keep_sessions(), name="e2a-agent-sessions")
         log.info(
             "agent worker %s of agent %r takes requests from %s (%d turns at a time)",
             self.instance_id,
@@ -175,13 +201,37 @@ class AgentWorker:
             config.bus_max_turns,
         )
 
+    async def _own_subscription(self) -> JetStreamContext.PullSubscription:
+        """Claims on sessions, and this instance's own consumer: the requests of the sessions it holds.
+        A killed worker's consumer goes away once inactive for the registry's TTL."""
+        assert self._nc is not None and self._js is not None
+        config = self._config
+        owners = await SessionOwners.open(
+            self._nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=self._replicas
+        )
+        self.sessions = HeldSessions(
+            owners, agent_id=config.agent_id, instance_id=self.instance_id, max_sessions=config.acp_max_sessions
+        )
+        return await self._js.pull_subscribe(
+            worker_subject(config.bus_requests_subject_prefix, config.agent_id, self.instance_id),
+            durable=worker_consumer(config.agent_id, self.instance_id),
+            stream=config.bus_requests_stream,
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=config.bus_ack_wait_seconds,
+                max_deliver=-1,
+                max_ack_pending=-1,
+                inactive_threshold=config.registry_ttl_seconds,
+            ),
+        )
+
     async def stop(self, grace: float) -> None:
         """Drain (see the module docstring): returns once every request taken is acked and the
         connections are closed."""
         self._stopping = True
         await self.registration.close()
-        if self._pulling is not None:
-            await asyncio.wait((self._pulling,))  # its requests, if any, are running now
+        if self._pulls:
+            await asyncio.wait(self._pulls)  # their requests, if any, are running now
         if self._tasks:
             _, late = await asyncio.wait(set(self._tasks), timeout=grace)
             for running in list(self._running.values()):
@@ -189,9 +239,12 @@ class AgentWorker:
                     running.turn.interrupt(_SHUTTING_DOWN)
             if late:
                 await asyncio.wait(late, timeout=FINAL_FRAME_SECONDS)
-        if self._progress is not None:
-            self._progress.cancel()
-            await asyncio.wait((self._progress,))
+        for task in (self._progress, self._keeping_sessions):
+            if task is not None:
+                task.cancel()
+                await asyncio.wait((task,))
+        await self._leave_sessions()
+        await self._delete_own_consumer()
         await self.publisher.close(FINAL_FRAME_SECONDS)
         await self._backend.aclose()
         if self._nc is not None:
@@ -199,25 +252,33 @@ class AgentWorker:
                 await self._nc.close()
         log.info("agent worker %s stopped", self.instance_id)
 
-    async def _pull(self, subscription: JetStreamContext.PullSubscription) -> None:
-        """Fetch as many requests as there are free turn slots, until the stop."""
+    async def _pull(self, subscription: JetStreamContext.PullSubscription, quota: int) -> None:
+        """Fetch as many requests as there are free turn slots (at most ``quota``: the pulls of the
+        shared consumer and of this worker's own share the slots), until the stop. The slots a fetch
+        may fill are reserved while it waits, so that the pulls never take more requests than there
+        are slots; a pull that had its turn lets a waiting one go first."""
         limit = self._config.bus_max_turns
         while not self._stopping:
-            free = limit - len(self._running)
+            free = min(quota, limit - len(self._running) - self._reserved)
             if free <= 0:
-                self._turn_ended.clear()
-                await self._turn_ended.wait()
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
                 continue
+            self._reserved += free
             try:
                 messages = await subscription.fetch(free, timeout=PULL_SECONDS)
             except (nats.errors.TimeoutError, TimeoutError):
-                continue
+                messages = []
             except nats.errors.Error as exc:
                 log.debug("pulling requests failed (%r); pulling again", exc)
+                messages = []
                 await asyncio.sleep(PULL_RETRY_SECONDS)
-                continue
+            finally:
+                self._reserved -= free
             for message in messages:
                 self._start(message)
+            self._slot_freed.set()
+            await asyncio.sleep(0)  # a pull waiting for the slots runs before this one takes them again
 
     def _start(self, message: Msg) -> None:
         task = asyncio.create_task(self._handle(message), name="e2a-agent-request")
@@ -240,7 +301,7 @@ class AgentWorker:
             return
         running = _Running(request, message)
         token = subject_token(request.request_id)
-        self._running[token] = running
+        self._running[token] = running  # the slot its pull reserved
         try:
             await self._notify(request, Notice.TAKEN)
             stored = await self._run(running)
@@ -257,7 +318,7 @@ class AgentWorker:
             del self._running[token]
             for timer in running.timers:
                 timer.cancel()
-            self._turn_ended.set()
+            self._slot_freed.set()
 
     async def _run(self, running: _Running) -> bool:
         """Run the request's turn; return whether its final frame was stored."""
@@ -279,6 +340,8 @@ class AgentWorker:
             remaining = (request.deadline - datetime.datetime.now(datetime.UTC)).total_seconds()
             running.timers.append(asyncio.get_running_loop().call_later(max(remaining, 0), turn.interrupt, _DEADLINE))
         events = self._backend.stream(envelope, prompt)
+        if self.sessions is not None and envelope.session_id:
+            events = await self._in_session(envelope.session_id, events)
         try:
             try:
                 await run_turn(turn, prompt, events, frames, output, self._limits)
@@ -293,6 +356,62 @@ class AgentWorker:
         self.turns_run += 1
         assert output.final_stored is not None
         return await output.final_stored
+
+    async def _in_session(self, session_id: str, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
+        """The turn's events in the session this worker now holds, after a ``session_restarted``
+        frame when another instance held it: its backend has not got the session, it starts anew."""
+        assert self.sessions is not None
+        try:
+            previous = await self.sessions.take(session_id)
+        except (nats.errors.Error, TimeoutError, ClaimContendedError) as exc:
+            # The turn runs all the same: only the gateways' choice of worker for the next one suffers.
+            log.warning(
+                "session %r could not be claimed (%r): its next request may reach another worker", session_id, exc
+            )
+            return events
+        if previous is None:
+            return events
+        log.info("session %r was held by lost instance %s: it starts anew here", session_id, previous.instance_id)
+        notice = Passthrough(
+            ResponseKind.EXT,
+            {
+                "event": SESSION_RESTARTED,
+                "session_id": session_id,
+                "previous_instance": previous.instance_id,
+                "instance": self.instance_id,
+            },
+        )
+        return _after(notice, events)
+
+    async def _keep_sessions(self) -> None:
+        """Refresh the session claims with the registry heartbeat."""
+        assert self.sessions is not None
+        while True:
+            await asyncio.sleep(self._config.registry_heartbeat_seconds)
+            try:
+                await self.sessions.refresh()
+            except (nats.errors.Error, TimeoutError, ClaimContendedError) as exc:
+                log.debug("session claims not refreshed (%r)", exc)
+
+    async def _leave_sessions(self) -> None:
+        if self.sessions is None or not len(self.sessions):
+            return
+        try:
+            await self.sessions.release_all()
+        except (nats.errors.Error, TimeoutError, ClaimContendedError) as exc:
+            log.warning("session claims not released (%r): they expire with the registry's TTL", exc)
+
+    async def _delete_own_consumer(self) -> None:
+        """A clean stop deletes this instance's own consumer (a killed worker's goes when inactive)."""
+        if self.sessions is None or self._js is None:
+            return
+        config = self._config
+        try:
+            await self._js.delete_consumer(
+                config.bus_requests_stream, worker_consumer(config.agent_id, self.instance_id)
+            )
+        except (nats.errors.Error, TimeoutError) as exc:
+            log.debug("own consumer not deleted (%r): it goes once inactive", exc)
 
     async def _answer_lost(self, request: BusRequest, message: Msg) -> None:
         """A request delivered again: its worker was lost. Never run; answered agent_unavailable."""
@@ -336,6 +455,16 @@ class AgentWorker:
         if running is not None and running.turn is not None:
             log.debug("request %s cancelled by its gateway", running.request.request_id)
             running.turn.interrupt(_CANCELLED)
+
+
+async def _after(first: Event, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
+    """``first``, then ``events`` (closed with this generator)."""
+    try:
+        yield first
+        async for event in events:
+            yield event
+    finally:
+        await events.aclose()
 
 
 _SHUTTING_DOWN = Interruption(

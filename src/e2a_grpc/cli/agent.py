@@ -18,6 +18,8 @@ from e2a_grpc.settings import AgentWorkerSettings, BackendName
 #: (``registry_nats`` is serve's own).
 _WORKER_SETTING_PREFIXES = ("backend", "echo_", "acp_", "chat_", "nats_", "registry_", "bus_", "cloudevents_")
 _WORKER_SETTINGS = (
+    "host",
+    "health_port",
     "a2a_url",
     "a2a_timeout_seconds",
     "agent_id",
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
         from e2a_grpc.backends import make_backend
         from e2a_grpc.broker.agent_worker import AgentWorker
+        from e2a_grpc.grpc.worker_health import WorkerHealth
     except ImportError as exc:
         print(f"error: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
         return EXIT_FAILED
@@ -78,14 +81,26 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
 
     async def work() -> None:
+        health = None if config.health_port is None else await WorkerHealth.listen(config)
         worker = AgentWorker(config, make_backend(config))
-        await worker.start()
+        try:
+            await worker.start()
+        except BaseException:
+            if health is not None:
+                await health.stop()
+            raise
+        if health is not None:
+            await health.follow(worker)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
+        if health is not None:
+            await health.drain()
         await worker.stop(config.grace_seconds)
+        if health is not None:
+            await health.stop()
 
     try:
         asyncio.run(work())
