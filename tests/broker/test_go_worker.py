@@ -30,7 +30,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
 from e2a_grpc.a2a_server.server import A2AServer
-from e2a_grpc.backends.bus import BusBackend
+from e2a_grpc.backends.bus import make_bus_backend
 from e2a_grpc.broker.agent_records import AgentRecord, entry_key, key_token
 from e2a_grpc.broker.agent_requests import Notice, shared_consumer
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message
@@ -380,8 +380,9 @@ def _content(frames: list[E2AResponse]) -> list[tuple[int, str, bool, str, Any]]
 
 
 async def test_chat_and_a2a_calls_through_the_python_gateway(broker: NatsServer, worker_binary: Path) -> None:
-    """The gateway's bus route to the Go worker: a Chat call gets the frames the Python echo backend
-    gives (checked with StreamChecker), and an A2A call through the gateway's front door gets the answer."""
+    """The gateway's bus route to the Go worker (the backend of a ``nats`` route): a Chat call gets the
+    frames the Python echo backend gives (checked with StreamChecker), and an A2A call through the
+    gateway's A2A front door gets the answer."""
     agent_id = new_agent_id()
     text = "hello from Go through the gateway"
     request = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), is_stream=True, params={"text": text})
@@ -389,7 +390,7 @@ async def test_chat_and_a2a_calls_through_the_python_gateway(broker: NatsServer,
         expected = [frame async for frame in achat(channel, request)]
 
     settings = server_config(bus_nats=broker.url, a2a_port=0)
-    backend = BusBackend(agent_id, settings)
+    backend = make_bus_backend(agent_id, settings)  # what the routing table's nats target calls
     async with go_worker(worker_binary, broker.url, agent_id):
         async with (
             in_process_server(backend=backend, bus_nats=broker.url) as gateway,
