@@ -434,3 +434,40 @@ async def test_pulls_only_with_a_free_turn_slot(broker: NatsServer, worker_binar
             consumer = await js.consumer_info(REQUESTS_STREAM, shared_consumer(agent_id))
             assert consumer.num_ack_pending == 1
             assert text_of(await exchange.final_frames()) == exchange.envelope.params["text"]
+
+
+async def test_heartbeats_rewrite_the_registry_entry(broker: NatsServer, worker_binary: Path) -> None:
+    agent_id = new_agent_id()
+    async with (
+        go_worker(worker_binary, broker.url, agent_id, "--registry-heartbeat", "100ms") as worker,
+        connected(broker.url) as (_, js),
+    ):
+        registry = await js.key_value(REGISTRY_BUCKET)
+        watcher = await registry.watch(entry_key(agent_id, worker.instance_id))
+        try:
+            beats: list[AgentRecord] = []
+            while len(beats) < 3:
+                entry = await watcher.updates(timeout=10)  # type: ignore[no-untyped-call]  # nats-py's KeyWatcher is untyped
+                if entry is not None and entry.value:  # None: the watch caught up with the history
+                    beats.append(AgentRecord.from_json(entry.value))
+        finally:
+            await watcher.stop()  # type: ignore[no-untyped-call]
+        assert len({record.started_at for record in beats}) == 1
+        assert [record.heartbeat_at for record in beats] == sorted({record.heartbeat_at for record in beats})
+
+
+async def test_a_turn_still_running_when_the_drain_grace_ends_gets_a_final_frame(
+    broker: NatsServer, worker_binary: Path
+) -> None:
+    agent_id = new_agent_id()
+    flags = ("--delay", "100ms", "--grace", "300ms")
+    async with go_worker(worker_binary, broker.url, agent_id, *flags) as worker, connected(broker.url) as (nc, js):
+        async with exchange_of(nc, js, envelope(agent_id, {"text": "word " * 100})) as exchange:
+            await publish_request(js, exchange, agent_id)
+            await exchange.next_frame()
+            worker.process.send_signal(signal.SIGTERM)
+            frames = await exchange.final_frames()
+            assert frames[-1].body["code"] == ErrorCode.SERVER_SHUTTING_DOWN
+            assert len(frames) < 100
+        assert await within(worker.process.wait(), 30) == 0, worker.output()
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
