@@ -31,8 +31,10 @@ from nats.js import JetStreamContext
 
 from e2a_grpc.a2a_server.server import A2AServer
 from e2a_grpc.backends.bus import make_bus_backend
+from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.broker.agent_records import AgentRecord, entry_key, key_token
 from e2a_grpc.broker.agent_requests import Notice, shared_consumer
+from e2a_grpc.broker.agent_worker import AgentWorker
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
@@ -41,7 +43,7 @@ from e2a_grpc.client import achat
 from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, SourceProtocol
 from e2a_grpc.protocols.cloudevent_formats import to_http_binary
 from e2a_grpc.protocols.cloudevents import record_to_event
-from e2a_grpc.settings import ServerSettings
+from e2a_grpc.settings import AgentWorkerSettings, ServerSettings
 from tests.a2a_server.conftest import a2a_client, send_request, states, streamed_text, user_message
 from tests.conftest import in_process_server, server_config
 from tests.support.bus_requests import (
@@ -471,3 +473,31 @@ async def test_a_turn_still_running_when_the_drain_grace_ends_gets_a_final_frame
             assert len(frames) < 100
         assert await within(worker.process.wait(), 30) == 0, worker.output()
         await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
+
+
+async def test_go_and_python_workers_share_an_agents_requests(broker: NatsServer, worker_binary: Path) -> None:
+    """A mixed fleet: the Go worker makes the shared consumer, a Python ``AgentWorker`` of the same
+    agent takes from it too. One turn slot each and slow turns: while one worker runs the first
+    request, the second goes to the other, and both answer with frames that keep the invariants."""
+    agent_id = new_agent_id()
+    python_config = AgentWorkerSettings(bus_nats=broker.url, agent_id=agent_id, bus_max_turns=1, grace_seconds=10.0)
+    python_worker = AgentWorker(python_config, EchoBackend(delay_seconds=0.2))
+    async with go_worker(worker_binary, broker.url, agent_id, "--max-turns", "1", "--delay", "200ms") as go:
+        await python_worker.start()
+        try:
+            async with connected(broker.url) as (nc, js), contextlib.AsyncExitStack() as stack:
+                takers = []
+                exchanges = []
+                for n in range(2):
+                    request = envelope(agent_id, {"text": f"request {n} for either worker"})
+                    exchange = await stack.enter_async_context(exchange_of(nc, js, request))
+                    await publish_request(js, exchange, agent_id)
+                    notice, taker = await exchange.notice()
+                    assert notice == Notice.TAKEN
+                    takers.append(taker)
+                    exchanges.append(exchange)
+                assert sorted(takers) == sorted([go.instance_id, python_worker.instance_id])
+                for exchange in exchanges:
+                    assert text_of(await exchange.final_frames()) == exchange.envelope.params["text"]
+        finally:
+            await python_worker.stop(python_config.grace_seconds)

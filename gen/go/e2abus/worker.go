@@ -125,7 +125,7 @@ func NewWorker(ctx context.Context, nc *nats.Conn, cfg Config, agent Agent, inst
 	}
 	consumer, err := ensureConsumer(ctx, js, cfg.RequestStream, jetstream.ConsumerConfig{
 		Durable: SharedConsumer(cfg.AgentID), FilterSubject: AnyWorkerSubject(cfg.RequestPrefix, cfg.AgentID),
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait, MaxDeliver: -1,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait, MaxDeliver: -1, MaxAckPending: -1,
 	})
 	if err != nil {
 		return nil, err
