@@ -98,6 +98,9 @@ type Worker struct {
 	// turnsCtx ends every running turn (cause errShuttingDown) when the drain grace runs out.
 	turnsCtx  context.Context
 	stopTurns context.CancelCauseFunc
+	// running cancels a running turn by its request's cancel subject.
+	runningMu sync.Mutex
+	running   map[string]context.CancelCauseFunc
 }
 
 // NewWorker makes sure the request and frame streams and the agent's shared consumer exist (each
@@ -131,10 +134,27 @@ func NewWorker(ctx context.Context, nc *nats.Conn, cfg Config, agent Agent, inst
 		return nil, err
 	}
 	turnsCtx, stopTurns := context.WithCancelCause(context.Background())
-	return &Worker{
+	w := &Worker{
 		cfg: cfg, nc: nc, js: js, agent: agent, log: log, instanceID: instanceID, consumer: consumer,
 		frames: frames, slots: make(chan struct{}, cfg.MaxTurns), turnsCtx: turnsCtx, stopTurns: stopTurns,
-	}, nil
+		running: map[string]context.CancelCauseFunc{},
+	}
+	// One subscription for every cancel, made before any request is taken: a cancel that comes right
+	// after the taken notice finds its turn (a subscription per request could miss it).
+	if _, err := nc.Subscribe(cfg.CancelPrefix+".*", w.onCancel); err != nil {
+		return nil, fmt.Errorf("subscribing to %s.*: %w", cfg.CancelPrefix, err)
+	}
+	return w, nil
+}
+
+// onCancel ends the running turn a cancel names, if this worker runs it.
+func (w *Worker) onCancel(msg *nats.Msg) {
+	w.runningMu.Lock()
+	cancel := w.running[msg.Subject]
+	w.runningMu.Unlock()
+	if cancel != nil {
+		cancel(errCancelled)
+	}
 }
 
 // JetStream is the worker's JetStream context (for its registration).
@@ -383,12 +403,15 @@ func (w *Worker) run(msg jetstream.Msg, request *Request, limits requestLimits, 
 		ctx, stop = context.WithDeadlineCause(ctx, limits.deadline, errDeadline)
 		defer stop()
 	}
-	cancelSub, err := w.nc.Subscribe(CancelSubject(w.cfg.CancelPrefix, request.RequestID), func(*nats.Msg) { cancel(errCancelled) })
-	if err != nil {
-		log.Error("could not subscribe to the request's cancel subject", "error", err)
-		return false
-	}
-	defer func() { _ = cancelSub.Unsubscribe() }()
+	cancelSubject := CancelSubject(w.cfg.CancelPrefix, request.RequestID)
+	w.runningMu.Lock()
+	w.running[cancelSubject] = cancel
+	w.runningMu.Unlock()
+	defer func() {
+		w.runningMu.Lock()
+		delete(w.running, cancelSubject)
+		w.runningMu.Unlock()
+	}()
 	w.notice(limits.replyTo, NoticeTaken, log)
 	progressDone := make(chan struct{})
 	defer close(progressDone)
@@ -396,6 +419,7 @@ func (w *Worker) run(msg jetstream.Msg, request *Request, limits requestLimits, 
 
 	builder := w.frameBuilder(request)
 	var final *e2av1.E2AResponse
+	var err error
 	var refusal *RequestError
 	if request.Prompt, err = w.checkRequest(request.Envelope); errors.As(err, &refusal) {
 		final, err = builder.Error(CodeInvalidRequest, refusal.Error(), map[string]any{"field": refusal.Field})
