@@ -57,7 +57,7 @@ from e2a_grpc.broker.session_owners import ClaimContendedError, SessionOwners
 from e2a_grpc.chat.events import AgentBackend, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, checked_prompt
-from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
+from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, run_turn
 from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import ErrorCode, ResponseKind
 from e2a_grpc.settings import AgentWorkerSettings, BackendName
@@ -314,6 +314,9 @@ class AgentWorker:
                 await message.nak()
         except nats.errors.Error as exc:
             log.warning("request %s: the broker failed while it ran (%r)", request.request_id, exc)
+        except Exception:
+            # Unacked: delivered again, it is answered agent_unavailable, not run twice.
+            log.exception("request %s: the agent worker failed on it", request.request_id)
         finally:
             del self._running[token]
             for timer in running.timers:
@@ -342,17 +345,13 @@ class AgentWorker:
         events = self._backend.stream(envelope, prompt)
         if self.sessions is not None and envelope.session_id:
             events = await self._in_session(envelope.session_id, events)
+        # The stop interrupts a turn, it does not cancel it; a turn cancelled all the same (the event
+        # loop torn down) leaves its request unacked: delivered again, it is answered agent_unavailable.
         try:
-            try:
-                await run_turn(turn, prompt, events, frames, output, self._limits)
-            finally:
-                turn.cancel_timers()
-                await events.aclose()
-        except (asyncio.CancelledError, TurnStalled):
-            # Not cancelled from outside (the stop interrupts, it does not cancel): a bug of ours.
-            if not frames.finished:
-                await output.put(frames.error(ErrorCode.INTERNAL, "the agent worker failed; see its log"))
-            raise
+            await run_turn(turn, prompt, events, frames, output, self._limits)
+        finally:
+            turn.cancel_timers()
+            await events.aclose()
         self.turns_run += 1
         assert output.final_stored is not None
         return await output.final_stored
