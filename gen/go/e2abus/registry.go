@@ -101,11 +101,11 @@ type Registration struct {
 }
 
 // Register writes the worker's entry in bucket, creating the bucket (history 1, file storage, ttl
-// as its max age) when it is missing; a bucket that exists keeps its TTL.
-func Register(ctx context.Context, js jetstream.JetStream, bucket string, ttl time.Duration, card Card, instanceID string) (*Registration, error) {
+// as its max age, replicas copies) when it is missing; a bucket that exists keeps its TTL.
+func Register(ctx context.Context, js jetstream.JetStream, bucket string, ttl time.Duration, replicas int, card Card, instanceID string) (*Registration, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl, Storage: jetstream.FileStorage})
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl, Storage: jetstream.FileStorage, Replicas: replicas})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, bucket) // another worker created it first
 		}

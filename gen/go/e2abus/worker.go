@@ -51,6 +51,7 @@ type Config struct {
 	AckWait        time.Duration
 	Progress       time.Duration
 	MaxTurns       int
+	Replicas       int // of the streams this worker creates (3 on a three-node cluster)
 	SourceProtocol string
 	Converter      string
 }
@@ -70,6 +71,7 @@ func NewConfig(agentID string) Config {
 		AckWait:        30 * time.Second,
 		Progress:       5 * time.Second,
 		MaxTurns:       16,
+		Replicas:       1,
 		SourceProtocol: "e2a",
 		Converter:      "e2abus",
 	}
@@ -115,13 +117,13 @@ func NewWorker(ctx context.Context, nc *nats.Conn, cfg Config, agent Agent, inst
 	}
 	if _, err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: cfg.RequestStream, Subjects: []string{cfg.RequestPrefix + ".>"}, Retention: jetstream.WorkQueuePolicy,
-		Storage: jetstream.FileStorage, Duplicates: duplicateWindow, MaxAge: cfg.RequestMaxAge,
+		Storage: jetstream.FileStorage, Duplicates: duplicateWindow, MaxAge: cfg.RequestMaxAge, Replicas: cfg.Replicas,
 	}); err != nil {
 		return nil, err
 	}
 	frames, err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: cfg.FrameStream, Subjects: []string{cfg.FramePrefix + ".>"}, Storage: jetstream.FileStorage,
-		Duplicates: duplicateWindow,
+		Duplicates: duplicateWindow, Replicas: cfg.Replicas,
 	})
 	if err != nil {
 		return nil, err

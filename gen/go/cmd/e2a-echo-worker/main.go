@@ -87,6 +87,7 @@ func parseOptions(args []string) (*options, error) {
 	flags.DurationVar(&o.bus.AckWait, "ack-wait", o.bus.AckWait, "the shared consumer's ack wait, when this worker creates it")
 	flags.DurationVar(&o.bus.Progress, "progress", o.bus.Progress, "how often a running turn says it is alive")
 	flags.IntVar(&o.bus.MaxTurns, "max-turns", o.bus.MaxTurns, "turns run at once; the worker pulls only with one free")
+	flags.IntVar(&o.bus.Replicas, "replicas", o.bus.Replicas, "copies of the streams and the registry bucket this worker creates (3 on a three-node cluster)")
 	if err := flags.Parse(args); err != nil {
 		return nil, err
 	}
@@ -101,6 +102,8 @@ func parseOptions(args []string) (*options, error) {
 		return nil, fmt.Errorf("--progress (%s) must be positive and shorter than --ack-wait (%s)", o.bus.Progress, o.bus.AckWait)
 	case o.bus.MaxTurns < 1:
 		return nil, fmt.Errorf("--max-turns must be at least 1, got %d", o.bus.MaxTurns)
+	case o.bus.Replicas < 1 || o.bus.Replicas > 5:
+		return nil, fmt.Errorf("--replicas must be 1 to 5 (JetStream's range), got %d", o.bus.Replicas)
 	}
 	o.bus.AgentID = o.agentID
 	o.bus.Converter = "e2a-echo-worker"
@@ -151,7 +154,7 @@ func run(o *options, log *slog.Logger) error {
 		InputModes: []string{"text/plain"}, OutputModes: []string{"text/plain"},
 		Backend: "go", Version: version,
 	}
-	registration, err := e2abus.Register(setup, worker.JetStream(), o.registryBucket, o.registryTTL, card, instanceID)
+	registration, err := e2abus.Register(setup, worker.JetStream(), o.registryBucket, o.registryTTL, o.bus.Replicas, card, instanceID)
 	if err != nil {
 		return err
 	}

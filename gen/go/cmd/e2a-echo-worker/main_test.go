@@ -52,6 +52,7 @@ func TestParseOptions(t *testing.T) {
 		"--registry-heartbeat": {"--agent-id", "a", "--registry-heartbeat", "40s"},
 		"--progress":           {"--agent-id", "a", "--progress", "30s"},
 		"--max-turns":          {"--agent-id", "a", "--max-turns", "0"},
+		"--replicas":           {"--agent-id", "a", "--replicas", "7"},
 	}
 	for want, args := range refusals {
 		if _, err := parseOptions(args); err == nil || !strings.Contains(err.Error(), want) {
