@@ -263,9 +263,10 @@ agent and the agent's request handler, 300 sends from 1 caller, medians:
 | front door: answer -> reply | 1.60 |
 | the front door's handler, in to out | 16.89 |
 
-No step waits on a timer, a lock or a new connection: each is CPU work of one process. A send from
-the client took 9.0-10.8 ms to the agent alone and 19.3-20.7 ms through the proxy (medians of 100
-sends, 3 alternating rounds). Ruled out: a connection per turn (the same 4 keep-alive connections
+No step waits on a timer, a lock or a new connection: a send from the client took 9.0-10.8 ms to the
+agent alone and 19.3-20.7 ms through the proxy (medians of 100 sends, 3 alternating rounds), about
+the three processes' CPU per send (19.5 ms in the run at cf55ef4), so at 1 caller every
+millisecond is one process working. Ruled out: a connection per turn (the same 4 keep-alive connections
 from the front door to the agent for a whole 4-caller run, `ss`), pool limits (httpx's 100
 connections, 20 kept alive, for 4 callers), the card per call (fetched once: tests/servicer), the
 agent's progress streamed (a blocking send is forwarded as one), per-request timers (one asyncio
