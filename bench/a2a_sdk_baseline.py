@@ -259,7 +259,7 @@ agent and the agent's request handler, 300 sends from 1 caller, medians:
 | front door: request in -> call to the agent | 1.66 |
 | call -> the agent's handler (front door's HTTP client; agent's HTTP server, JSON-RPC) | 2.43 |
 | the agent's handler | 8.11 |
-| agent's handler done -> the answer at the front door (agent's JSON; front door's HTTP client, SDK's JSON -> protobuf) | 2.65 |
+| agent's handler done -> the answer at the front door (agent's JSON; HTTP client; JSON -> protobuf) | 2.65 |
 | front door: answer -> reply | 1.60 |
 | the front door's handler, in to out | 16.89 |
 
