@@ -23,6 +23,7 @@ from typing import Any
 
 import grpc
 import pytest
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
@@ -476,6 +477,24 @@ async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_
             assert isinstance((await _turn(backend, "back again"))[-1], Complete)
             # After the transport failure the backend asked for the card again.
             assert len(second.records("card_served")) == 2
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_agents_cookies_reach_no_later_request(tmp_path: Path) -> None:
+    # The backend's requests are every user's: a cookie the agent set in answer to one (every answer
+    # of the test agent sets one) must not go out with the next.
+    port = free_port()
+    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10)
+    try:
+        with running_agent(port, tmp_path / "agent.jsonl") as agent:
+            for text in ("hello", "hello again"):
+                assert isinstance((await _turn(backend, text))[-1], Complete)
+            requests = agent.records("http_request")
+            # The card, then a send per turn, after the fixture's own look at the card.
+            assert [request["path"] for request in requests[1:]] == [AGENT_CARD_WELL_KNOWN_PATH, "/", "/"]
+            assert [request["cookies"] for request in requests] == [[]] * 4
     finally:
         await backend.aclose()
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.cookiejar
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Iterable
@@ -243,6 +244,11 @@ async def _read_to_end(responses: AsyncGenerator[StreamResponse, None]) -> None:
                 pass
 
 
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that refuses every cookie (no domain may set one: the standard library's policy)."""
+    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+
+
 def _sdk_error(exc: A2AError, turn: _Turn) -> BackendError:
     if isinstance(exc, A2AClientTimeoutError):
         code = ErrorCode.A2A_TIMEOUT
@@ -268,8 +274,10 @@ class A2ABackend:
         self.info = BackendInfo(name=BackendName.A2A, source_protocol=SourceProtocol.A2A)
         self._url = url
         # One connection pool for the card and all streams. The SDK does not close an httpx client
-        # it is given, so aclose() does.
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout_seconds))
+        # it is given, so aclose() does. It keeps no cookie: httpx's client stores every Set-Cookie of
+        # a response and sends it with every later request, and this client's requests are every
+        # user's, so one user's session cookie from the agent would reach the agent with others' turns.
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout_seconds), cookies=_no_cookies())
         #: A blocking send waits for the agent's whole answer: as long as a turn may run, not a silence.
         self._answer_context = ClientCallContext(timeout=answer_timeout_seconds)
         #: The SDK clients made from the agent card: the streaming one, and the blocking one.

@@ -24,7 +24,8 @@ compare what reached the client with what the agent sent. It also logs each requ
 (``"kind": "request"``: message, configuration, metadata) and records, with wall-clock
 times, when a running ``execute`` is cancelled, when ``cancel`` is called (A2A CancelTask), when an SSE
 response starts (with the client's port: a connection reused or a new one) and when it ends (the client
-went away or the stream finished).
+went away or the stream finished). Every HTTP response sets a cookie, as an agent's session cookie would,
+and the log has the ``Cookie`` header of each HTTP request (``"kind": "http_request"``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import asyncio
 import json
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -242,20 +244,24 @@ class ScriptedExecutor(AgentExecutor):
 
 class SseCloseRecorder:
     """ASGI middleware: logs when each SSE response ends, which is when the agent sees the stream closed,
-    and each fetch of the agent card."""
+    each fetch of the agent card, and the cookie each HTTP request carries; sets a cookie on each response."""
 
     def __init__(self, app: ASGIApp, log: EventLog) -> None:
         self._app = app
         self._log = log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == AGENT_CARD_WELL_KNOWN_PATH:
-            self._log.write({"kind": "card_served"})
+        if scope["type"] == "http":
+            if scope["path"] == AGENT_CARD_WELL_KNOWN_PATH:
+                self._log.write({"kind": "card_served"})
+            cookies = [value.decode("latin-1") for name, value in scope["headers"] if name == b"cookie"]
+            self._log.write({"kind": "http_request", "path": scope["path"], "cookies": cookies})
         is_sse = False
 
         async def watch(message: ASGIMessage) -> None:
             nonlocal is_sse
             if message["type"] == "http.response.start":
+                message["headers"] = [*message["headers"], (b"set-cookie", f"session={uuid.uuid4()}; Path=/".encode())]
                 is_sse = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
                 if is_sse:
                     # The client's port tells one connection from another (reused or new).
