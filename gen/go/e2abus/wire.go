@@ -53,7 +53,7 @@ func SubjectToken(value string) string {
 	return "~" + base64.RawURLEncoding.EncodeToString([]byte(value))
 }
 
-// AgentToken is the registry's token of an agent id (agent_records.agent_token): each byte of its
+// AgentToken is the registry's token of an agent id (agent_records.key_token): each byte of its
 // UTF-8 in [A-Za-z0-9-] as it is, every other byte "_" and two upper-case hex digits. Registry keys
 // and request subjects use it.
 func AgentToken(agentID string) string {

@@ -2,7 +2,7 @@ package e2abus
 
 import "testing"
 
-// The vectors are what the Python homes (frame_messages.subject_token, agent_records.agent_token)
+// The vectors are what the Python homes (frame_messages.subject_token, agent_records.key_token)
 // give for the same ids.
 func TestSubjectAndAgentTokens(t *testing.T) {
 	cases := []struct{ id, subject, agent string }{
