@@ -647,11 +647,20 @@ class ServerSettings(BaseSettings):
         return self._routing
 
     @property
+    def local_backends(self) -> frozenset[BackendName]:
+        """The backends that run in this process: ``backend``, or those of the routing table's ``local:`` agents."""
+        if self._routing is None:
+            return frozenset((self.backend,))
+        return frozenset(
+            LOCAL_ROUTE_BACKENDS[route.target.kind]
+            for route in self._routing.routes
+            if route.target.kind in LOCAL_ROUTE_BACKENDS
+        )
+
+    @property
     def runs_acp(self) -> bool:
-        """Whether ACP agents run in this process (``--backend acp``, or a ``local:acp`` route)."""
-        if self._routing is not None:
-            return any(route.target.kind is RouteKind.ACP for route in self._routing.routes)
-        return self.backend is BackendName.ACP
+        """Whether ACP agents run in this process (``--backend acp``, or a ``local:acp`` agent)."""
+        return BackendName.ACP in self.local_backends
 
     @property
     def acp_argv(self) -> tuple[str, ...]:
@@ -688,6 +697,14 @@ class ServerSettings(BaseSettings):
     def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:
         """The A2A server's skills as (id, description) pairs."""
         return skill_entries(self.a2a_skills)
+
+
+#: The backend of each kind of ``local:`` route.
+LOCAL_ROUTE_BACKENDS = {
+    RouteKind.ECHO: BackendName.ECHO,
+    RouteKind.ACP: BackendName.ACP,
+    RouteKind.A2A: BackendName.A2A,
+}
 
 
 def _comma_list(text: str) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from e2a_grpc.address import ServerAddress
 from e2a_grpc.cli import serve
 from e2a_grpc.cli.options import settings_from
 from e2a_grpc.routing import RouteKind, RouteTarget, parse_target
-from e2a_grpc.settings import ServerSettings
+from e2a_grpc.settings import BackendName, ServerSettings
 
 
 @pytest.mark.parametrize(
@@ -88,6 +88,13 @@ def test_the_first_agent_is_the_default_and_default_agent_overrides_it() -> None
 def test_without_a_table_the_server_is_as_before() -> None:
     settings = ServerSettings()
     assert settings.routing is None and not settings.runs_acp
+    assert settings.local_backends == {BackendName.ECHO}
+
+
+def test_the_backends_run_here_are_those_of_local_agents() -> None:
+    settings = ServerSettings(agent=["a=local:a2a:http://127.0.0.1:1", "b=grpc://h:1", "c=local:echo"])
+    assert settings.local_backends == {BackendName.A2A, BackendName.ECHO}
+    assert ServerSettings(agent=["b=grpc://h:1"]).local_backends == frozenset()
 
 
 def _problems(**fields: object) -> list[str]:
