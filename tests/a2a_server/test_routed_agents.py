@@ -19,8 +19,16 @@ from e2a_grpc.a2a_server.errors import FrontDoorError
 from e2a_grpc.a2a_server.server import A2AServer
 from e2a_grpc.backends import make_routes
 from e2a_grpc.model import ErrorCode
-from tests.a2a_server.conftest import a2a_client, artifact_text, send_request, stream_events, task_of, user_message
-from tests.a2a_server.test_errors import jsonrpc_error, reason_of, text_message
+from tests.a2a_server.conftest import (
+    a2a_client,
+    a2a_server,
+    artifact_text,
+    send_request,
+    stream_events,
+    task_of,
+    user_message,
+)
+from tests.a2a_server.test_errors import jsonrpc_call, jsonrpc_error, reason_of, text_message
 from tests.conftest import server_config
 from tests.support.a2a_errors import json_rpc_code
 from tests.support.fakes import ControlledBackend
@@ -133,3 +141,19 @@ async def test_an_unreachable_upstream_agent_fails_its_task_as_agent_unavailable
     assert "agent 'far' is unavailable" in final.status.message.parts[0].text
     assert target in final.status.message.parts[0].text
     assert json_format.MessageToDict(final.metadata)["e2a_error"]["code"] == ErrorCode.AGENT_UNAVAILABLE
+
+
+@pytest.mark.asyncio
+async def test_a_bad_agent_id_is_an_invalid_request_with_a_table_and_ignored_without(tmp_path: Path) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "SendMessage",
+        "params": {"message": text_message("hello"), "metadata": {"agent_id": 5}},
+    }
+    async with _routed_server(tmp_path) as (server, _):
+        error = await jsonrpc_error(server.port, body)
+    async with a2a_server() as plain:
+        answer = await jsonrpc_call(plain.port, body)
+    assert reason_of(error) == ErrorCode.INVALID_REQUEST and "metadata.agent_id" in error["message"]
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
