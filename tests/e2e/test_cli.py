@@ -187,3 +187,18 @@ def test_a_bad_environment_setting_only_stops_the_command_that_uses_it() -> None
     assert refused.stderr.splitlines() == [
         "error: E2A_GRPC_PORT: Input should be a valid integer, unable to parse string as an integer"
     ]
+
+
+def test_serve_refuses_a_bad_routing_table_with_a_line_per_entry(tmp_path: Path) -> None:
+    table = tmp_path / "agents.toml"
+    table.write_text('[agents.a]\ntarget = "bogus"\n[agents.b]\ntarget = "grpc://h:1"\ntoken = "s3cret"\n')
+    result = run("serve", "--port", "0", "--agents", str(table), "--agent", "c")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"error: --agents {table}: agent 'a': target: unknown target 'bogus'")
+    assert (
+        lines[1]
+        == f"--agents {table}: agent 'b': a token never goes in the file; name its environment variable with token_env"
+    )
+    assert lines[2] == "--agent 'c': write ID=TARGET, e.g. writer=local:echo"
+    assert "s3cret" not in result.stderr
