@@ -14,10 +14,10 @@ import shlex
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
 from e2a_grpc.routing import (
@@ -335,10 +335,11 @@ class ServerSettings(BaseSettings):
         "local:acp:<command>, local:a2a:<url>, nats, grpc(s)://host:port); a request's agent_id picks its agent, "
         "an unknown one gets NOT_FOUND (README 'Routing by agent')",
     )
-    agent: list[str] = Field(
+    # NoDecode: pydantic-settings would read the environment variable as JSON, and fail with a traceback.
+    agent: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="an entry of the routing table, ID=TARGET (repeat it for more; over the --agents file's "
-        "entry of the same id)",
+        "entry of the same id; in the environment one entry per line)",
     )
     default_agent: str | None = Field(
         default=None,
@@ -522,6 +523,13 @@ class ServerSettings(BaseSettings):
 
     #: The routing table read from ``agents`` / ``agent`` (``None``: one agent, ``backend``).
     _routing: RoutingTable | None = PrivateAttr(default=None)
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _entry_per_line(cls, entries: Any) -> Any:
+        """The environment variable's entries, one per line (a target's command line may hold any other
+        separator)."""
+        return [line.strip() for line in entries.splitlines() if line.strip()] if isinstance(entries, str) else entries
 
     @field_validator("acp_command")
     @classmethod

@@ -167,3 +167,11 @@ def test_serve_takes_agent_once_per_entry() -> None:
     args = parser.parse_args(["serve", "--agent", "a=local:echo", "--agent", "b=grpc://h:1", "--default-agent", "b"])
     settings = settings_from(ServerSettings, args)
     assert settings.routing is not None and settings.routing.agent_ids == ("a", "b")
+
+
+def test_the_environment_gives_one_entry_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("E2A_GRPC_AGENT", "a=local:echo\n\n  b=local:acp:python agent.py --x=1,2  \n")
+    table = ServerSettings().routing
+    assert table is not None and table.agent_ids == ("a", "b")
+    route = table.route("b")
+    assert route is not None and route.target.acp_command == "python agent.py --x=1,2"
