@@ -105,14 +105,17 @@ def _problems(**fields: object) -> list[str]:
 
 
 def test_each_bad_option_gets_its_own_line() -> None:
-    problems = _problems(agent=["loose", "y=bogus", "z=grpc://h", "q=local:acp:", "w=local:a2a:", "n=nats"])
+    problems = _problems(
+        agent=["loose", "y=bogus", "z=grpc://h", "q=local:acp:", "w=local:a2a:", "n=nats", "p=grpc://u:p@h:0"]
+    )
     assert problems[0] == "--agent 'loose': write ID=TARGET, e.g. writer=local:echo"
     assert problems[1].startswith("--agent 'y': target: unknown target 'bogus'; a target is one of local:echo")
     assert problems[2] == "--agent 'z': target: 'grpc://h' names no port: write grpc://host:port"
     assert problems[3] == "--agent 'q': target: local:acp needs a command line after local:acp:"
     assert problems[4] == "--agent 'w': target: local:a2a needs a URL after local:a2a:"
-    assert problems[5].startswith("agent 'n': target nats: this build has no agent bus client yet")
-    assert len(problems) == 6
+    assert problems[5] == "--agent 'p': target: 'grpc://u:p@h:0' is not an upstream address: write grpc://host:port"
+    assert problems[6].startswith("agent 'n': target nats: this build has no agent bus client yet")
+    assert len(problems) == 7
 
 
 @pytest.mark.parametrize(
