@@ -131,10 +131,14 @@ def test_each_bad_option_gets_its_own_line() -> None:
         ('routes = 1\n[agents.a]\ntarget = "local:echo"\n', "unknown top-level keys ['routes']"),
         ('[agents.a]\ntarget = "grpc://h:1"\ntoken_env = "NOT SET"\n', "'NOT SET' is not an environment variable"),
         ('[agents.a]\ntarget = "grpc://h:1"\ntoken_env = "E2A_TEST_UNSET_VAR"\n', "the variable is not set"),
-        ('[agents.a]\ntarget = "local:echo"\ntoken_env = "HOME"\n', "token_env is for grpc:// targets"),
+        ('[agents.a]\ntarget = "local:echo"\ntoken_env = "E2A_TEST_SET_VAR"\n', "token_env is for grpc:// targets"),
     ],
 )
-def test_a_bad_file_says_what_and_where(tmp_path: Path, text: str, problem: str) -> None:
+def test_a_bad_file_says_what_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, problem: str
+) -> None:
+    monkeypatch.setenv("E2A_TEST_SET_VAR", "set")
+    monkeypatch.delenv("E2A_TEST_UNSET_VAR", raising=False)
     path = _file(tmp_path, text)
     (line,) = _problems(agents=path)
     assert problem in line
