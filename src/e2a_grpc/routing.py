@@ -101,9 +101,12 @@ def parse_target(text: str) -> RouteTarget:
             )
     scheme, separator, rest = text.partition("://")
     if separator and scheme.lower() in _UPSTREAM_SCHEMES:
-        address = parse_server_address(f"{_UPSTREAM_SCHEMES[scheme.lower()]}://{rest}")
         if not _ENDS_WITH_PORT.search(rest):
             raise ValueError(f"{text!r} names no port: write {scheme}://host:port")
+        try:  # the --server address rules, with the scheme that says whether it is TLS
+            address = parse_server_address(f"{_UPSTREAM_SCHEMES[scheme.lower()]}://{rest}")
+        except ValueError:
+            raise ValueError(f"{text!r} is not an upstream address: write {scheme}://host:port") from None
         return RouteTarget(RouteKind.GRPC, upstream=address)
     raise ValueError(f"unknown target {text!r}; a target is one of {_TARGET_FORMS}")
 

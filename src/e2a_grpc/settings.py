@@ -14,10 +14,10 @@ import shlex
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
 from e2a_grpc.routing import (
@@ -344,10 +344,11 @@ class ServerSettings(BaseSettings):
         "local:acp:<command>, local:a2a:<url>, nats, grpc(s)://host:port); a request's agent_id picks its agent, "
         "an unknown one gets NOT_FOUND (README 'Routing by agent')",
     )
-    agent: list[str] = Field(
+    # NoDecode: pydantic-settings would read the environment variable as JSON, and fail with a traceback.
+    agent: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="an entry of the routing table, ID=TARGET (repeat it for more; over the --agents file's "
-        "entry of the same id)",
+        "entry of the same id; in the environment one entry per line)",
     )
     default_agent: str | None = Field(
         default=None,
@@ -580,6 +581,13 @@ class ServerSettings(BaseSettings):
     #: The routing table read from ``agents`` / ``agent`` (``None``: one agent, ``backend``).
     _routing: RoutingTable | None = PrivateAttr(default=None)
 
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _entry_per_line(cls, entries: Any) -> Any:
+        """The environment variable's entries, one per line (a target's command line may hold any other
+        separator)."""
+        return [line.strip() for line in entries.splitlines() if line.strip()] if isinstance(entries, str) else entries
+
     @field_validator("acp_command")
     @classmethod
     def _shell_style(cls, command: str) -> str:
@@ -710,11 +718,20 @@ class ServerSettings(BaseSettings):
         return self._routing
 
     @property
+    def local_backends(self) -> frozenset[BackendName]:
+        """The backends that run in this process: ``backend``, or those of the routing table's ``local:`` agents."""
+        if self._routing is None:
+            return frozenset((self.backend,))
+        return frozenset(
+            LOCAL_ROUTE_BACKENDS[route.target.kind]
+            for route in self._routing.routes
+            if route.target.kind in LOCAL_ROUTE_BACKENDS
+        )
+
+    @property
     def runs_acp(self) -> bool:
-        """Whether ACP agents run in this process (``--backend acp``, or a ``local:acp`` route)."""
-        if self._routing is not None:
-            return any(route.target.kind is RouteKind.ACP for route in self._routing.routes)
-        return self.backend is BackendName.ACP
+        """Whether ACP agents run in this process (``--backend acp``, or a ``local:acp`` agent)."""
+        return BackendName.ACP in self.local_backends
 
     @property
     def acp_argv(self) -> tuple[str, ...]:
@@ -751,6 +768,14 @@ class ServerSettings(BaseSettings):
     def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:
         """The A2A server's skills as (id, description) pairs."""
         return skill_entries(self.a2a_skills)
+
+
+#: The backend of each kind of ``local:`` route.
+LOCAL_ROUTE_BACKENDS = {
+    RouteKind.ECHO: BackendName.ECHO,
+    RouteKind.ACP: BackendName.ACP,
+    RouteKind.A2A: BackendName.A2A,
+}
 
 
 def _comma_list(text: str) -> tuple[str, ...]:

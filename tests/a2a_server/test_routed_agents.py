@@ -10,17 +10,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from a2a.types.a2a_pb2 import TaskState
+from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import InvalidParamsError
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 
 from e2a_grpc.a2a_server.errors import FrontDoorError
 from e2a_grpc.a2a_server.server import A2AServer
 from e2a_grpc.backends import make_routes
-from tests.a2a_server.conftest import a2a_client, artifact_text, send_request, stream_events, task_of, user_message
-from tests.a2a_server.test_errors import jsonrpc_error, reason_of, text_message
+from e2a_grpc.model import ErrorCode
+from tests.a2a_server.conftest import (
+    a2a_client,
+    a2a_server,
+    artifact_text,
+    send_request,
+    stream_events,
+    task_of,
+    user_message,
+)
+from tests.a2a_server.test_errors import jsonrpc_call, jsonrpc_error, reason_of, text_message
 from tests.conftest import server_config
 from tests.support.a2a_errors import json_rpc_code
 from tests.support.fakes import ControlledBackend
+from tests.support.processes import free_port
 
 TABLE = """
 default_agent = "writer"
@@ -106,3 +118,42 @@ async def test_an_unknown_agent_is_refused_before_any_task(tmp_path: Path, trans
     assert info["metadata"]["agentId"] == "critic"
     assert info["metadata"]["knownAgentIds"] == ["writer", "reviewer"]
     assert not reviewer.turns
+
+
+@pytest.mark.asyncio
+async def test_an_unreachable_upstream_agent_fails_its_task_as_agent_unavailable(tmp_path: Path) -> None:
+    """The task exists once the turn starts, so an agent that cannot take it fails the task (Chat would
+    answer UNAVAILABLE instead): with the E2A code, naming the agent and the upstream."""
+    target = f"grpc://127.0.0.1:{free_port()}"  # nothing listens there
+    settings = server_config(agent=[f"far={target}"], a2a_port=0)
+    routes = make_routes(settings)
+    assert routes is not None
+    server = A2AServer(settings, routes.default_backend, routes=routes)
+    await server.start()
+    try:
+        async with a2a_client(server, TransportProtocol.JSONRPC) as client:
+            events = await stream_events(client, _for_agent("hello", "far"))
+    finally:
+        await server.stop()
+        await routes.aclose()
+    final = events[-1].status_update
+    assert final.status.state == TaskState.TASK_STATE_FAILED
+    assert "agent 'far' is unavailable" in final.status.message.parts[0].text
+    assert target in final.status.message.parts[0].text
+    assert json_format.MessageToDict(final.metadata)["e2a_error"]["code"] == ErrorCode.AGENT_UNAVAILABLE
+
+
+@pytest.mark.asyncio
+async def test_a_bad_agent_id_is_an_invalid_request_with_a_table_and_ignored_without(tmp_path: Path) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "SendMessage",
+        "params": {"message": text_message("hello"), "metadata": {"agent_id": 5}},
+    }
+    async with _routed_server(tmp_path) as (server, _):
+        error = await jsonrpc_error(server.port, body)
+    async with a2a_server() as plain:
+        answer = await jsonrpc_call(plain.port, body)
+    assert reason_of(error) == ErrorCode.INVALID_REQUEST and "metadata.agent_id" in error["message"]
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -187,3 +187,33 @@ def test_a_bad_environment_setting_only_stops_the_command_that_uses_it() -> None
     assert refused.stderr.splitlines() == [
         "error: E2A_GRPC_PORT: Input should be a valid integer, unable to parse string as an integer"
     ]
+
+
+def test_serve_refuses_a_bad_routing_table_with_a_line_per_entry(tmp_path: Path) -> None:
+    table = tmp_path / "agents.toml"
+    table.write_text('[agents.a]\ntarget = "bogus"\n[agents.b]\ntarget = "grpc://h:1"\ntoken = "s3cret"\n')
+    result = run("serve", "--port", "0", "--agents", str(table), "--agent", "c")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"error: --agents {table}: agent 'a': target: unknown target 'bogus'")
+    assert (
+        lines[1]
+        == f"--agents {table}: agent 'b': a token never goes in the file; name its environment variable with token_env"
+    )
+    assert lines[2] == "--agent 'c': write ID=TARGET, e.g. writer=local:echo"
+    assert "s3cret" not in result.stderr
+
+
+def test_chat_reaches_the_agent_it_names_through_a_routing_table(server_address: str) -> None:
+    """A gateway process with a local agent and an upstream (the session's server): ``chat --agent-id``."""
+    with running_server("--agent", "here=local:echo", "--agent", f"far=grpc://{server_address}") as gateway:
+        far = run("chat", "--server", gateway, "--agent-id", "far", "--json", "over there")
+        here = run("chat", "--server", gateway, "--json", "right here")  # the default agent: the first
+        nobody = run("chat", "--server", gateway, "--agent-id", "nobody", "hello")
+    far_frames = [json.loads(line) for line in far.stdout.splitlines()]
+    assert far.returncode == 0 and far_frames[-1]["body"] == {"result": {"content": "over there"}}
+    assert all(frame["provenance"]["details"] == {"upstream": f"grpc://{server_address}"} for frame in far_frames)
+    here_frames = [json.loads(line) for line in here.stdout.splitlines()]
+    assert here.returncode == 0 and here_frames[-1]["provenance"]["converter"] == "e2a_grpc.chat:echo"
+    assert nobody.returncode == 1
+    assert "NOT_FOUND" in nobody.stderr and "no agent 'nobody' here; the agents are: here, far" in nobody.stderr

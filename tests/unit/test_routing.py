@@ -15,7 +15,7 @@ from e2a_grpc.address import ServerAddress
 from e2a_grpc.cli import serve
 from e2a_grpc.cli.options import settings_from
 from e2a_grpc.routing import RouteKind, RouteTarget, parse_target
-from e2a_grpc.settings import ServerSettings
+from e2a_grpc.settings import BackendName, ServerSettings
 
 
 @pytest.mark.parametrize(
@@ -88,6 +88,13 @@ def test_the_first_agent_is_the_default_and_default_agent_overrides_it() -> None
 def test_without_a_table_the_server_is_as_before() -> None:
     settings = ServerSettings()
     assert settings.routing is None and not settings.runs_acp
+    assert settings.local_backends == {BackendName.ECHO}
+
+
+def test_the_backends_run_here_are_those_of_local_agents() -> None:
+    settings = ServerSettings(agent=["a=local:a2a:http://127.0.0.1:1", "b=grpc://h:1", "c=local:echo"])
+    assert settings.local_backends == {BackendName.A2A, BackendName.ECHO}
+    assert ServerSettings(agent=["b=grpc://h:1"]).local_backends == frozenset()
 
 
 def _problems(**fields: object) -> list[str]:
@@ -98,14 +105,17 @@ def _problems(**fields: object) -> list[str]:
 
 
 def test_each_bad_option_gets_its_own_line() -> None:
-    problems = _problems(agent=["loose", "y=bogus", "z=grpc://h", "q=local:acp:", "w=local:a2a:", "n=nats"])
+    problems = _problems(
+        agent=["loose", "y=bogus", "z=grpc://h", "q=local:acp:", "w=local:a2a:", "n=nats", "p=grpc://u:p@h:0"]
+    )
     assert problems[0] == "--agent 'loose': write ID=TARGET, e.g. writer=local:echo"
     assert problems[1].startswith("--agent 'y': target: unknown target 'bogus'; a target is one of local:echo")
     assert problems[2] == "--agent 'z': target: 'grpc://h' names no port: write grpc://host:port"
     assert problems[3] == "--agent 'q': target: local:acp needs a command line after local:acp:"
     assert problems[4] == "--agent 'w': target: local:a2a needs a URL after local:a2a:"
-    assert problems[5].startswith("agent 'n': target nats: this build has no agent bus client yet")
-    assert len(problems) == 6
+    assert problems[5] == "--agent 'p': target: 'grpc://u:p@h:0' is not an upstream address: write grpc://host:port"
+    assert problems[6].startswith("agent 'n': target nats: this build has no agent bus client yet")
+    assert len(problems) == 7
 
 
 @pytest.mark.parametrize(
@@ -121,10 +131,14 @@ def test_each_bad_option_gets_its_own_line() -> None:
         ('routes = 1\n[agents.a]\ntarget = "local:echo"\n', "unknown top-level keys ['routes']"),
         ('[agents.a]\ntarget = "grpc://h:1"\ntoken_env = "NOT SET"\n', "'NOT SET' is not an environment variable"),
         ('[agents.a]\ntarget = "grpc://h:1"\ntoken_env = "E2A_TEST_UNSET_VAR"\n', "the variable is not set"),
-        ('[agents.a]\ntarget = "local:echo"\ntoken_env = "HOME"\n', "token_env is for grpc:// targets"),
+        ('[agents.a]\ntarget = "local:echo"\ntoken_env = "E2A_TEST_SET_VAR"\n', "token_env is for grpc:// targets"),
     ],
 )
-def test_a_bad_file_says_what_and_where(tmp_path: Path, text: str, problem: str) -> None:
+def test_a_bad_file_says_what_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, problem: str
+) -> None:
+    monkeypatch.setenv("E2A_TEST_SET_VAR", "set")
+    monkeypatch.delenv("E2A_TEST_UNSET_VAR", raising=False)
     path = _file(tmp_path, text)
     (line,) = _problems(agents=path)
     assert problem in line
@@ -160,3 +174,11 @@ def test_serve_takes_agent_once_per_entry() -> None:
     args = parser.parse_args(["serve", "--agent", "a=local:echo", "--agent", "b=grpc://h:1", "--default-agent", "b"])
     settings = settings_from(ServerSettings, args)
     assert settings.routing is not None and settings.routing.agent_ids == ("a", "b")
+
+
+def test_the_environment_gives_one_entry_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("E2A_GRPC_AGENT", "a=local:echo\n\n  b=local:acp:python agent.py --x=1,2  \n")
+    table = ServerSettings().routing
+    assert table is not None and table.agent_ids == ("a", "b")
+    route = table.route("b")
+    assert route is not None and route.target.acp_command == "python agent.py --x=1,2"

@@ -216,9 +216,11 @@ class BackendExecutor(AgentExecutor):
 
     def backend_for(self, metadata: dict[str, Any]) -> AgentBackend:
         """The backend of the agent a request's metadata names (``requested_agent``); raises
-        ``UnknownAgentError`` for an agent the routing table does not have."""
-        agent_id = requested_agent(metadata)
-        return self.backend if self.routes is None else self.routes.backend_for(agent_id)
+        ``UnknownAgentError`` for an agent the routing table does not have. Without a table the
+        metadata is not read: every request reaches the one backend, as before tables."""
+        if self.routes is None:
+            return self.backend
+        return self.routes.backend_for(requested_agent(metadata))
 
     def check_prompt(self, message: Message) -> Prompt:
         """The message's prompt (its ``prompt_blocks``, as the turn's envelope carries them); refuse a

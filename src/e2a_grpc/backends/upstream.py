@@ -34,7 +34,7 @@ import grpc
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc.address import ServerAddress
-from e2a_grpc.chat.call_scope import CURRENT_CALL
+from e2a_grpc.chat.call_scope import current_call
 from e2a_grpc.chat.events import BackendError, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import UPSTREAM_DETAIL, relay_frames
@@ -81,7 +81,7 @@ class UpstreamBackend:
         self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
     ) -> AsyncGenerator[Event, None]:
         # The prompt is the envelope's; the upstream reads it again from the envelope it is sent.
-        scope = CURRENT_CALL.get()
+        scope = current_call()
         metadata = self._metadata
         timeout = None
         if scope is not None:

@@ -21,8 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from e2a_grpc.routing import RouteKind
-from e2a_grpc.settings import AgentCardText, ServerSettings
+from e2a_grpc.settings import LOCAL_ROUTE_BACKENDS, AgentCardText, ServerSettings
 
 #: The value schema's version; a reader skips entries of a version it does not know.
 SCHEMA_VERSION: Literal[1] = 1
@@ -122,10 +121,6 @@ def server_record(
     )
 
 
-#: The backend kind an entry names for each local route of a routing table.
-_LOCAL_BACKENDS = {RouteKind.ECHO: "echo", RouteKind.ACP: "acp", RouteKind.A2A: "a2a"}
-
-
 def route_records(
     config: ServerSettings, *, instance_id: str, started_at: datetime.datetime, heartbeat_at: datetime.datetime
 ) -> tuple[AgentRecord, ...]:
@@ -140,13 +135,13 @@ def route_records(
             config,
             route.agent_id,
             config.card_text(route),
-            _LOCAL_BACKENDS[route.target.kind],
+            LOCAL_ROUTE_BACKENDS[route.target.kind].value,
             instance_id=instance_id,
             started_at=started_at,
             heartbeat_at=heartbeat_at,
         )
         for route in table.routes
-        if route.target.kind in _LOCAL_BACKENDS
+        if route.target.kind in LOCAL_ROUTE_BACKENDS
     )
 
 

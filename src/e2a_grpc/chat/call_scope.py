@@ -5,11 +5,16 @@ trace context and the request id the caller's frames carry. The backend interfac
 and the prompt only, so the Chat servicer sets the scope of its call here (a context variable: the
 backend's generator runs in the call's task) and the route reads it. A turn without one (the A2A
 front door) has no deadline but its turn's time limit, and no trace to continue.
+
+The servicer sets how to make the scope, not the scope: only a route that calls on reads it (most
+turns' backends never do), and when it does, the deadline left and the trace context are those of
+that moment.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -32,4 +37,11 @@ class CallScope:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
 
-CURRENT_CALL: ContextVar[CallScope | None] = ContextVar("e2a_call_scope", default=None)
+#: How to make the scope of the call the current turn serves (set by the Chat servicer).
+CURRENT_CALL: ContextVar[Callable[[], CallScope] | None] = ContextVar("e2a_call_scope", default=None)
+
+
+def current_call() -> CallScope | None:
+    """The scope of the call the current turn serves, if a call set one."""
+    scope_of = CURRENT_CALL.get()
+    return None if scope_of is None else scope_of()

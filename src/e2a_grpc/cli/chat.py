@@ -51,6 +51,11 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("text", nargs="?", help="what to say (none with --task-id: the answer is --answer)")
     add_setting_options(parser, ClientSettings, "server")
     parser.add_argument("--method", default="chat.send", help="envelope method (default: %(default)s)")
+    parser.add_argument(
+        "--agent-id",
+        help="the agent to talk to, on a server with a routing table (serve --agents / --agent); default: its "
+        "default agent",
+    )
     parser.add_argument("--session-id", help="session to continue (default: a new one for this command)")
     parser.add_argument(
         "--answer",
@@ -126,6 +131,7 @@ def _chat_envelope(
 ) -> E2AEnvelope:
     envelope = E2AEnvelope(
         method=args.method,
+        agent_id=args.agent_id,
         session_id=session_id,
         task_id=task_id,
         context_id=context_id,

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     # before the workers start, so they inherit it.
     os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "true" if config.tracing else "false")
     server_logging(log_frames=config.log_frames)
-    if config.backend is BackendName.A2A:
+    if BackendName.A2A in config.local_backends:
         try:  # a2a-sdk is optional: say so now, not with a traceback from inside the server
             import e2a_grpc.backends.a2a  # noqa: F401
         except ImportError as exc:

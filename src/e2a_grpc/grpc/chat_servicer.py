@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -178,7 +179,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         try:
             try:
                 with self._backend_turn(backend, frames, turn):
-                    scope = CURRENT_CALL.set(self._call_scope(context, frames))
+                    scope = CURRENT_CALL.set(functools.partial(self._call_scope, context, frames))
                     try:
                         await run_turn(turn, prompt, events, frames, output, self._limits, unavailable_as_status=True)
                     finally:
@@ -208,8 +209,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
     def _call_scope(
         self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], frames: FrameBuilder
     ) -> CallScope:
-        """The call as a route to an upstream carries it on: request id, deadline, trace context (this
-        server's span when tracing, else the caller's context as it came)."""
+        """The call as a route to an upstream carries it on, now: request id, deadline left, trace context
+        (this server's current span when tracing, else the caller's context as it came)."""
         remaining = context.time_remaining()
         trace: tuple[tuple[str, str], ...]
         if self._tracer is not None:
