@@ -52,7 +52,7 @@ from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
-from e2a_grpc.chat.call_scope import CURRENT_CALL, CallScope
+from e2a_grpc.chat.call_scope import CallScope, current_call
 from e2a_grpc.chat.events import AgentBackend, BackendError, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import relay_frames
@@ -138,7 +138,7 @@ class BusBackend:
     ) -> AsyncGenerator[Event, None]:
         # The call this turn serves (Chat's): its request id (the one the client's frames carry when
         # the request had none), deadline and trace context go with the request.
-        scope = CURRENT_CALL.get()
+        scope = current_call()
         envelope = with_request_id(envelope, None if scope is None else scope.request_id)
         try:
             nc, js, live, owners = await self._bus.ready()
