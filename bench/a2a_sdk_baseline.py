@@ -63,8 +63,9 @@ class _Measured:
 
 @contextlib.contextmanager
 def _plain_agent() -> Iterator[tuple[int, subprocess.Popen[bytes], IO[bytes]]]:
-    port = free_port()
-    with logged_process([sys.executable, "-m", "bench.a2a_plain_agent", "--port", str(port)]) as (process, log):
+    port, grpc_port = free_port(), free_port()
+    command = [sys.executable, "-m", "bench.a2a_plain_agent", "--port", str(port), "--grpc-port", str(grpc_port)]
+    with logged_process(command) as (process, log):
         yield port, process, log
 
 

@@ -1,7 +1,10 @@
 """The ``a2a`` backend: forwards each request to a remote A2A agent with the official ``a2a-sdk`` client.
 
-Each request becomes one streaming ``SendMessage`` (A2A 1.0; the SDK picks the transport from the
-agent card, JSON-RPC over HTTP + SSE unless the card says otherwise). Every ``StreamResponse`` the
+Each request becomes one streaming ``SendMessage`` (A2A 1.0), or a blocking one when the caller waits
+for the answer alone. The transport is the first of ``transports`` (``--a2a-transports``; gRPC, then
+JSON-RPC over HTTP + SSE by default) that the agent card offers, chosen by the SDK's client factory:
+gRPC's C core does HTTP/2 and protobuf in C, where JSON-RPC costs the proxy httpx's Python and a JSON
+parse per answer (BENCHMARKS.md, the a2a-sdk section). Every ``StreamResponse`` the
 agent sends is passed on unchanged as an ``a2a.stream_event`` frame (``branch`` + ``payload`` as
 A2A JSON), so ``ToA2AStream`` of the frames gives back the agent's own events. Frames carry the
 agent's task id and context id from the first event that names them, where the request set none
@@ -32,7 +35,7 @@ import contextlib
 import http.cookiejar
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any, cast
 
 from e2a_grpc.chat.events import (
@@ -52,6 +55,7 @@ from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS, WAIT_REASONS
 from e2a_grpc.settings import BackendName
 
 try:
+    import grpc
     import httpx
 
     from e2a_grpc.a2a_sdk_tracing import untrace_when_off
@@ -67,6 +71,7 @@ try:
         ClientFactory,
     )
     from a2a.types.a2a_pb2 import (
+        AgentCard,
         CancelTaskRequest,
         Message,
         Part,
@@ -270,9 +275,14 @@ class A2ABackend:
     ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests.
     """
 
-    def __init__(self, url: str, *, timeout_seconds: float, answer_timeout_seconds: float) -> None:
+    def __init__(
+        self, url: str, *, timeout_seconds: float, answer_timeout_seconds: float, transports: Sequence[str]
+    ) -> None:
         self.info = BackendInfo(name=BackendName.A2A, source_protocol=SourceProtocol.A2A)
         self._url = url
+        self._transports = list(transports)
+        #: The gRPC channels by target: both SDK clients (streaming, blocking) share the agent's one.
+        self._channels: dict[str, grpc.aio.Channel] = {}
         # One connection pool for the card and all streams. The SDK does not close an httpx client
         # it is given, so aclose() does. It keeps no cookie: httpx's client stores every Set-Cookie of
         # a response and sends it with every later request, and this client's requests are every
@@ -298,15 +308,29 @@ class A2ABackend:
             if not self._clients:
                 try:
                     card = await A2ACardResolver(self._http, self._url).get_agent_card()
-                    self._clients = {
-                        mode: ClientFactory(ClientConfig(httpx_client=self._http, streaming=mode)).create(card)
-                        for mode in (True, False)
-                    }
+                    self._clients = {mode: self._client(card, streaming=mode) for mode in (True, False)}
                 except A2AError as exc:
                     raise _sdk_error(exc, _Turn()) from exc
                 except ValueError as exc:  # the card offers no transport this client speaks
                     raise BackendError(ErrorCode.A2A_UNSUPPORTED_AGENT, f"A2A agent at {self._url}: {exc}") from exc
             return self._clients[streaming]
+
+    def _client(self, card: AgentCard, *, streaming: bool) -> Client:
+        config = ClientConfig(
+            streaming=streaming,
+            httpx_client=self._http,
+            grpc_channel_factory=self._channel,
+            supported_protocol_bindings=self._transports,
+            # Our order, not the card's: the operator's preference says which transport costs this server least.
+            use_client_preference=True,
+        )
+        return ClientFactory(config).create(card)
+
+    def _channel(self, target: str) -> grpc.aio.Channel:
+        channel = self._channels.get(target)
+        if channel is None:
+            channel = self._channels[target] = grpc.aio.insecure_channel(target)
+        return channel
 
     async def stream(
         self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
@@ -412,4 +436,6 @@ class A2ABackend:
                 await self._idle.wait()
         for client in self._clients.values():
             await client.close()
+        for channel in self._channels.values():  # also those of clients dropped after a failure
+            await channel.close()
         await self._http.aclose()
