@@ -35,6 +35,9 @@ A2A_GRPC_BINDING = "GRPC"
 A2A_JSONRPC_BINDING = "JSONRPC"
 A2A_HTTP_JSON_BINDING = "HTTP+JSON"
 A2A_CLIENT_BINDINGS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING, A2A_HTTP_JSON_BINDING)
+#: The a2a backend's transports by default: gRPC where the agent offers it (its C core does HTTP/2 and
+#: protobuf, which costs this server less CPU per call than JSON-RPC: BENCHMARKS.md), else JSON-RPC.
+A2A_DEFAULT_TRANSPORTS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING)
 #: The A2A HTTP port's probes: alive while the process's event loop answers; ready while the server can
 #: take work (README "Readiness and liveness").
 LIVENESS_PATH = "/livez"
@@ -269,10 +272,13 @@ class ServerSettings(BaseSettings):
         "(needed with --backend a2a)",
     )
     a2a_timeout_seconds: float = Field(
-        default=300.0, gt=0, description="a2a backend: longest silence on the agent's stream, and the connect timeout"
+        default=300.0,
+        gt=0,
+        description="a2a backend: longest silence on the agent's stream, and the connect timeout (HTTP transports; "
+        "over gRPC a connection refused fails at once and a stream is bounded by --chat-max-stream-seconds)",
     )
     a2a_transports: str = Field(
-        default=f"{A2A_GRPC_BINDING},{A2A_JSONRPC_BINDING}",
+        default=",".join(A2A_DEFAULT_TRANSPORTS),
         description="a2a backend: the A2A transports to call the agent with, most preferred first, comma-separated "
         f"({', '.join(A2A_CLIENT_BINDINGS)}); the first one the agent card offers is used",
     )

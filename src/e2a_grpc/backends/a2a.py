@@ -82,7 +82,7 @@ try:
         TaskState,
         TaskStatus,
     )
-    from a2a.utils.errors import A2AError
+    from a2a.utils.errors import A2AError, InternalError
     from google.protobuf import json_format
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"the a2a backend needs the a2a-sdk package: pip install 'e2a-grpc[a2a]' ({exc})") from exc
@@ -254,6 +254,21 @@ def _no_cookies() -> http.cookiejar.CookieJar:
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
+def _agent_failure(exc: A2AError) -> A2AError:
+    """The SDK's error, or the A2A InternalError the agent meant when its gRPC server said UNKNOWN.
+
+    a2a-sdk 1.3's ``GrpcHandler`` lets an exception of the agent's executor that is no A2A error escape
+    to grpc, which ends the call UNKNOWN ("Unexpected <class ...>: ..."), where its JSON-RPC handler
+    answers InternalError; the SDK's gRPC client then reports a transport failure (A2AClientError).
+    Read as the agent's InternalError, a failing agent maps the same on both transports.
+    """
+    cause = exc.__cause__
+    if type(exc) is A2AClientError and isinstance(cause, grpc.aio.AioRpcError):
+        if cause.code() == grpc.StatusCode.UNKNOWN:
+            return InternalError(cause.details() or "the agent failed")
+    return exc
+
+
 def _sdk_error(exc: A2AError, turn: _Turn) -> BackendError:
     if isinstance(exc, A2AClientTimeoutError):
         code = ErrorCode.A2A_TIMEOUT
@@ -370,11 +385,12 @@ class A2ABackend:
                         if turn.over:
                             await _read_to_end(responses)
                             break
-            except A2AError as exc:
+            except A2AError as raised:
+                exc = _agent_failure(raised)
                 if isinstance(exc, A2AClientError) and client in self._clients.values():
                     # The agent may have moved or changed its card: the next request fetches it again.
                     self._clients = {}
-                raise _sdk_error(exc, turn) from exc
+                raise _sdk_error(exc, turn) from raised
             except (asyncio.CancelledError, GeneratorExit):
                 # The client cancelled, its deadline passed or the server is shutting down; the
                 # stream is closed by now, but the agent's task runs on until it is cancelled.
@@ -415,7 +431,7 @@ class A2ABackend:
         try:
             await client.cancel_task(CancelTaskRequest(id=task_id))
         except A2AError as exc:
-            raise _sdk_error(exc, _Turn()) from exc
+            raise _sdk_error(_agent_failure(exc), _Turn()) from exc
 
     async def _cancel_remote(self, client: Client, task_id: str) -> None:
         """Ask the agent to stop a task this request no longer wants; best effort, bounded in time."""
