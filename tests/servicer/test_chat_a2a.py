@@ -490,7 +490,9 @@ async def _turn(backend: A2ABackend, text: str) -> list[Any]:
 @pytest.mark.asyncio
 async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path) -> None:
     port = free_port()
-    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS)
+    backend = A2ABackend(
+        f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS
+    )
     try:
         with running_agent(port, tmp_path / "first.jsonl") as first:
             for text in ("hello", "hello again"):
@@ -513,7 +515,9 @@ async def test_the_agents_cookies_reach_no_later_request(tmp_path: Path) -> None
     # The backend's requests are every user's: a cookie the agent set in answer to one (every answer
     # of the test agent sets one) must not go out with the next.
     port = free_port()
-    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS)
+    backend = A2ABackend(
+        f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS
+    )
     try:
         with running_agent(port, tmp_path / "agent.jsonl") as agent:
             for text in ("hello", "hello again"):

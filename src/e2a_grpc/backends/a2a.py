@@ -263,9 +263,12 @@ def _agent_failure(exc: A2AError) -> A2AError:
     Read as the agent's InternalError, a failing agent maps the same on both transports.
     """
     cause = exc.__cause__
-    if type(exc) is A2AClientError and isinstance(cause, grpc.aio.AioRpcError):
-        if cause.code() == grpc.StatusCode.UNKNOWN:
-            return InternalError(cause.details() or "the agent failed")
+    if (
+        type(exc) is A2AClientError
+        and isinstance(cause, grpc.aio.AioRpcError)
+        and cause.code() == grpc.StatusCode.UNKNOWN
+    ):
+        return InternalError(cause.details() or "the agent failed")
     return exc
 
 
