@@ -488,13 +488,14 @@ async def _turn(backend: A2ABackend, text: str) -> list[Any]:
 
 
 @pytest.mark.asyncio
-async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", AGENT_TRANSPORTS)
+async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path, transport: str) -> None:
     port = free_port()
     backend = A2ABackend(
         f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS
     )
     try:
-        with running_agent(port, tmp_path / "first.jsonl") as first:
+        with running_agent(port, tmp_path / "first.jsonl", transport) as first:
             for text in ("hello", "hello again"):
                 assert isinstance((await _turn(backend, text))[-1], Complete)
             # One fetch to see the agent is up, one by the backend for both turns.
@@ -502,7 +503,8 @@ async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_
         with pytest.raises(BackendError) as failed:
             await _turn(backend, "anyone there?")
         assert failed.value.code == ErrorCode.A2A_UNAVAILABLE
-        with running_agent(port, tmp_path / "second.jsonl") as second:
+        # Over gRPC the agent comes back on another gRPC port: the card read again names it.
+        with running_agent(port, tmp_path / "second.jsonl", transport) as second:
             assert isinstance((await _turn(backend, "back again"))[-1], Complete)
             # After the transport failure the backend asked for the card again.
             assert len(second.records("card_served")) == 2
@@ -566,3 +568,55 @@ def test_a_waiting_task_ends_the_turn_waiting_and_a_request_with_its_task_id_con
     assert [frame.sequence for frame in [*events, final]] == list(range(len(events) + 1))  # numbered anew
     requests = agent.records("request", _context_of(envelope))
     assert requests[-1]["message"]["taskId"] == task_id
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("transports", "over_http"),
+    [((A2A_GRPC_BINDING, A2A_JSONRPC_BINDING), False), ((A2A_JSONRPC_BINDING, A2A_GRPC_BINDING), True)],
+)
+async def test_the_first_preferred_transport_the_card_offers_carries_the_turn(
+    tmp_path: Path, transports: tuple[str, ...], over_http: bool
+) -> None:
+    with running_agent(free_port(), tmp_path / "agent.jsonl", A2A_GRPC_BINDING) as agent:
+        backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=10, transports=transports)
+        try:
+            for incremental in (True, False):
+                envelope = _envelope("hello")
+                events = [
+                    event async for event in backend.stream(envelope, read_prompt(envelope), incremental=incremental)
+                ]
+                assert isinstance(events[-1], Complete)
+                assert len(agent.records("request", envelope.context_id)) == 1
+        finally:
+            await backend.aclose()
+    # The agent's card offers JSON-RPC first and gRPC too: the backend's order decides.
+    sends = [request for request in agent.records("http_request") if request["path"] == "/"]
+    assert len(sends) == (2 if over_http else 0)
+
+
+@pytest.mark.asyncio
+async def test_an_agent_offering_none_of_the_transports_is_unsupported(tmp_path: Path) -> None:
+    with running_agent(free_port(), tmp_path / "agent.jsonl", A2A_JSONRPC_BINDING) as agent:
+        backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=10, transports=(A2A_GRPC_BINDING,))
+        try:
+            with pytest.raises(BackendError) as refused:
+                await _turn(backend, "hello")
+        finally:
+            await backend.aclose()
+    assert refused.value.code == ErrorCode.A2A_UNSUPPORTED_AGENT
+    assert "no compatible transports" in refused.value.message
+
+
+@pytest.mark.asyncio
+async def test_a_blocking_send_past_its_time_is_an_a2a_timeout(agent: Agent) -> None:
+    backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=0.5, transports=A2A_DEFAULT_TRANSPORTS)
+    envelope = _envelope("slow, longer than the answer may take")
+    try:
+        with pytest.raises(BackendError) as late:
+            async for _ in backend.stream(envelope, read_prompt(envelope), incremental=False):
+                pass
+    finally:
+        await backend.aclose()
+    assert late.value.code == ErrorCode.A2A_TIMEOUT
+    assert late.value.external is not None and late.value.external["protocol"] == "a2a"
