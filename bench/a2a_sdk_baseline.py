@@ -318,10 +318,11 @@ of the same plain agent, alternating rounds of 200 blocking sends at 4 callers (
 | gRPC | 5,650 | 5,500-6,800 | 9,925 | 72 |
 
 8 rounds each; gRPC/JSON-RPC sends/s 1.22x (median of the pair ratios, 0.83-1.34). An earlier run of 6
-rounds each: 6,300 against 8,725 µs. In this section's first two runs with gRPC, proxy/agent alone was
-0.97x and 0.86x (load average 3.1-3.2), the front door 5,450 and 4,933 µs per send, the agent behind
-it 9,900 and 8,633 µs (called over JSON-RPC directly: 9,950 and 9,467; its gRPC server costs it
-less than uvicorn and JSON-RPC). Honest limits: while other processes keep this VM's cores busy, the
+rounds each: 6,300 against 8,725 µs. In this section's three runs with gRPC before the one above,
+proxy/agent alone was 0.97x, 0.86x and 0.73x (load average 2.5-3.2; pairs from 0.55 to 1.13), the
+front door 5,450, 4,933 and 5,800 µs per send, the agent behind it 9,900, 8,633 and 10,467 µs (called
+directly over JSON-RPC: 9,950, 9,467 and 10,733; its gRPC server costs it 0.5-9 % less than uvicorn
+and JSON-RPC). The target is met in some runs and not others: not reliably on this VM. Honest limits: while other processes keep this VM's cores busy, the
 agent alone gets part of a core (0.57-0.87 cores busy in these runs) and the proxy's two processes get
 more of the machine than one process does, which flatters the proxy; the CPU sums through the proxy
 (front door ~5, agent ~8.6-9.9, client ~2.1 ms) against the agent alone (~9.5-10, client ~2.2 ms)
