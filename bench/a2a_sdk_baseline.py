@@ -321,12 +321,15 @@ of the same plain agent, alternating rounds of 200 blocking sends at 4 callers (
 rounds each: 6,300 against 8,725 µs. In this section's three runs with gRPC before the one above,
 proxy/agent alone was 0.97x, 0.86x and 0.73x (load average 2.5-3.2; pairs from 0.55 to 1.13), the
 front door 5,450, 4,933 and 5,800 µs per send, the agent behind it 9,900, 8,633 and 10,467 µs (called
-directly over JSON-RPC: 9,950, 9,467 and 10,733; its gRPC server costs it 0.5-9 % less than uvicorn
-and JSON-RPC). The target is met in some runs and not others: not reliably on this VM. Honest limits: while other processes keep this VM's cores busy, the
-agent alone gets part of a core (0.57-0.87 cores busy in these runs) and the proxy's two processes get
-more of the machine than one process does, which flatters the proxy; the CPU sums through the proxy
-(front door ~5, agent ~8.6-9.9, client ~2.1 ms) against the agent alone (~9.5-10, client ~2.2 ms)
-bound it at ~0.7-0.75x when all of the machine's cores are taken, and at the bound printed above when the
+directly over JSON-RPC: 9,950, 9,467 and 10,733; about the same on either transport, as in the A/B
+above: the agent's CPU per send varies by ~10 % from run to run). The target is met in some runs and
+not others: not reliably on this VM.
+
+Limits: while other processes keep this VM's cores busy, the agent alone gets part of a core
+(0.57-0.87 cores busy in these runs) and the proxy's two processes get more of the machine than one
+process does, which flatters the proxy; the CPU sums through the proxy (front door ~5, agent
+~8.6-10.5, client ~2.1-2.5 ms) against the agent alone (~8-10.7, client ~1.9-2.3 ms) bound it at
+~0.6-0.75x when all of the machine's cores are taken, and at the bound printed above when the
 machine is quiet (the agent's one core limits both). The load average never fell under 2.5 during
 this work, so no quiet-machine run was made."""
 

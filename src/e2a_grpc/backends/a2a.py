@@ -20,7 +20,7 @@ or the transport failed.
 The user's message is the prompt's content blocks, each as its A2A part (``protocols.parts``: text,
 data, raw bytes, URLs, as the A2A server received them), or the text; then ``params.files``.
 
-A client cancel or deadline closes the SDK stream (so the HTTP/SSE connection) and then asks the
+A client cancel or deadline closes the SDK stream (its SSE response or gRPC call) and then asks the
 agent to cancel the task (A2A CancelTask): in A2A a task outlives a closed stream, so closing the
 stream alone would leave the agent working for nobody.
 
@@ -345,6 +345,8 @@ class A2ABackend:
         return ClientFactory(config).create(card)
 
     def _channel(self, target: str) -> grpc.aio.Channel:
+        # Kept until aclose(), also when a failure drops the clients: a stream of theirs may still use it,
+        # and an agent back at the same target is reached on it again.
         channel = self._channels.get(target)
         if channel is None:
             channel = self._channels[target] = grpc.aio.insecure_channel(target)
