@@ -29,12 +29,12 @@ _DEFAULT_PORT = DEFAULT_PORT  # also the port an address without one names
 #: Where the A2A server serves its agent card (A2A's well-known path) and its HTTP+JSON transport.
 A2A_CARD_PATH = "/.well-known/agent-card.json"
 A2A_REST_PATH = "/rest"
-#: A2A's protocol bindings as agent cards name them (the SDK's ``TransportProtocol`` values), each one the
-#: a2a backend's client can call an agent with.
+#: A2A's protocol bindings as agent cards name them (the SDK's ``TransportProtocol`` values) that the a2a
+#: backend calls an agent with. Not HTTP+JSON: a2a-sdk 1.3's REST client reports an agent's failure
+#: (an error event without ErrorInfo) as a transport failure, which would map to a2a_unavailable.
 A2A_GRPC_BINDING = "GRPC"
 A2A_JSONRPC_BINDING = "JSONRPC"
-A2A_HTTP_JSON_BINDING = "HTTP+JSON"
-A2A_CLIENT_BINDINGS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING, A2A_HTTP_JSON_BINDING)
+A2A_CLIENT_BINDINGS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING)
 #: The a2a backend's transports by default: gRPC where the agent offers it (its C core does HTTP/2 and
 #: protobuf, which costs this server less CPU per call than JSON-RPC: BENCHMARKS.md), else JSON-RPC.
 A2A_DEFAULT_TRANSPORTS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING)
