@@ -39,6 +39,15 @@ _DEFAULT_PORT = DEFAULT_PORT  # also the port an address without one names
 #: Where the A2A server serves its agent card (A2A's well-known path) and its HTTP+JSON transport.
 A2A_CARD_PATH = "/.well-known/agent-card.json"
 A2A_REST_PATH = "/rest"
+#: A2A's protocol bindings as agent cards name them (the SDK's ``TransportProtocol`` values) that the a2a
+#: backend calls an agent with. Not HTTP+JSON: a2a-sdk 1.3's REST client reports an agent's failure
+#: (an error event without ErrorInfo) as a transport failure, which would map to a2a_unavailable.
+A2A_GRPC_BINDING = "GRPC"
+A2A_JSONRPC_BINDING = "JSONRPC"
+A2A_CLIENT_BINDINGS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING)
+#: The a2a backend's transports by default: gRPC where the agent offers it (its C core does HTTP/2 and
+#: protobuf, which costs this server less CPU per call than JSON-RPC: BENCHMARKS.md), else JSON-RPC.
+A2A_DEFAULT_TRANSPORTS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING)
 #: The A2A HTTP port's probes: alive while the process's event loop answers; ready while the server can
 #: take work (README "Readiness and liveness").
 LIVENESS_PATH = "/livez"
@@ -292,7 +301,15 @@ class ServerSettings(BaseSettings):
         "(needed with --backend a2a)",
     )
     a2a_timeout_seconds: float = Field(
-        default=300.0, gt=0, description="a2a backend: longest silence on the agent's stream, and the connect timeout"
+        default=300.0,
+        gt=0,
+        description="a2a backend: longest silence on the agent's stream, and the connect timeout (HTTP transports; "
+        "over gRPC a connection refused fails at once and a stream is bounded by --chat-max-stream-seconds)",
+    )
+    a2a_transports: str = Field(
+        default=",".join(A2A_DEFAULT_TRANSPORTS),
+        description="a2a backend: the A2A transports to call the agent with, most preferred first, comma-separated "
+        f"({', '.join(A2A_CLIENT_BINDINGS)}); the first one the agent card offers is used",
     )
     cloudevents_type_prefix: str = _cloudevents_type_prefix()
     cloudevents_source: str | None = _cloudevents_source()
@@ -602,6 +619,17 @@ class ServerSettings(BaseSettings):
             raise ValueError("needs at least one entry")
         return text
 
+    @field_validator("a2a_transports")
+    @classmethod
+    def _known_transports(cls, text: str) -> str:
+        bindings = _comma_list(text)
+        if not bindings:
+            raise ValueError("needs at least one entry")
+        unknown = [binding for binding in bindings if binding not in A2A_CLIENT_BINDINGS]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not one of {', '.join(A2A_CLIENT_BINDINGS)}")
+        return text
+
     @field_validator("a2a_push_allowed_networks")
     @classmethod
     def _networks(cls, text: str) -> str:
@@ -742,6 +770,11 @@ class ServerSettings(BaseSettings):
     def a2a_input_media_types(self) -> tuple[str, ...]:
         """The A2A server's input modes."""
         return _comma_list(self.a2a_input_modes)
+
+    @property
+    def a2a_transport_preference(self) -> tuple[str, ...]:
+        """The a2a backend's transports, most preferred first."""
+        return _comma_list(self.a2a_transports)
 
     @property
     def a2a_output_media_types(self) -> tuple[str, ...]:

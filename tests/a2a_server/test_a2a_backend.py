@@ -14,6 +14,7 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format, struct_pb2
 
 from e2a_grpc.backends.a2a import A2ABackend
+from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS
 from tests.a2a_server.conftest import (
     a2a_client,
     a2a_server,
@@ -25,15 +26,15 @@ from tests.a2a_server.conftest import (
     task_of,
     user_message,
 )
-from tests.servicer.test_chat_a2a import Agent, running_agent
+from tests.servicer.test_chat_a2a import AGENT_TRANSPORTS, Agent, running_agent
 from tests.support.processes import free_port
 
 pytestmark = pytest.mark.subprocess  # the a2a-sdk test agent is a real subprocess
 
 
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
-    with running_agent(free_port(), tmp_path_factory.mktemp("a2a-agent") / "agent.jsonl") as running:
+@pytest.fixture(scope="module", params=AGENT_TRANSPORTS)
+def agent(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Agent]:
+    with running_agent(free_port(), tmp_path_factory.mktemp("a2a-agent") / "agent.jsonl", request.param) as running:
         yield running
 
 
@@ -41,7 +42,9 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
 async def test_the_agents_events_become_events_of_this_servers_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        ) as server,
         a2a_client(server, transport) as client,
     ):
         events = await stream_events(client, send_request(user_message("hello", context_id)))
@@ -61,7 +64,9 @@ async def test_the_agents_events_become_events_of_this_servers_task(agent: Agent
 async def test_cancel_reaches_the_agent_as_cancel_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        ) as server,
         a2a_client(server, transport) as client,
     ):
         received: list[StreamResponse] = []
@@ -106,7 +111,9 @@ async def test_a_streamed_task_reaches_the_client_as_the_agent_sent_it(
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        ) as server,
         a2a_client(server, transport) as client,
     ):
         events = await stream_events(client, send_request(user_message(script, context_id)))
@@ -121,7 +128,9 @@ async def test_a_streamed_task_reaches_the_client_as_the_agent_sent_it(
 @pytest.mark.asyncio
 async def test_a_message_reply_stays_a_message(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server:
+    async with a2a_server(
+        A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+    ) as server:
         async with a2a_client(server, transport) as client:
             streamed = await stream_events(client, send_request(user_message("reply", context_id)))
         async with a2a_client(server, transport, streaming=False) as client:
@@ -141,7 +150,9 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        ) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message(script, context_id))))
@@ -165,7 +176,9 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
 async def test_cancel_of_a_waiting_task_reaches_the_agents_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        ) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
@@ -189,7 +202,7 @@ async def test_every_part_kind_reaches_the_agent_as_sent(agent: Agent, transport
     )
     async with (
         a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30),
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS),
             a2a_input_modes="text/plain,application/json,image/png,application/octet-stream",
         ) as server,
         a2a_client(server, transport) as client,
@@ -205,7 +218,9 @@ async def test_every_message_of_a_task_that_waits_more_than_once_is_in_its_histo
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        ) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
@@ -230,7 +245,9 @@ async def test_a_blocking_send_reaches_the_agent_as_a_blocking_send(agent: Agent
     context_id = str(uuid.uuid4())
     streams_before = len(agent.records("sse_opened"))
     async with (
-        a2a_server(A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)) as server,
+        a2a_server(
+            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        ) as server,
         a2a_client(server, transport, streaming=False) as client,
         a2a_client(agent.url, TransportProtocol.JSONRPC, streaming=False) as straight,
     ):

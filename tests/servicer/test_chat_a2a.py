@@ -38,6 +38,7 @@ from e2a_grpc.client.conversion import ConversionClient
 from e2a_grpc.conversion import to_a2a_stream
 from e2a_grpc.model import DeltaKind, ErrorCode
 from e2a_grpc.model.constants import E2A_A2A_STREAM_BRANCHES
+from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS, A2A_GRPC_BINDING, A2A_JSONRPC_BINDING
 from tests.support.processes import (
     connections_to,
     free_port,
@@ -58,6 +59,8 @@ CANCEL_BUDGET_SECONDS = 1.0
 class Agent:
     url: str
     log: Path
+    #: The transport the a2a backend calls it with by default: gRPC when it serves gRPC too.
+    transport: str
 
     def records(self, kind: str | None = None, context_id: str | None = None) -> list[dict[str, Any]]:
         # The agent may be writing a line right now: only newline-terminated lines are complete.
@@ -95,11 +98,14 @@ def _serve(*args: str) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def running_agent(port: int, log: Path) -> Iterator[Agent]:
-    """The scripted a2a-sdk agent on ``port``, serving its card; always stopped."""
+def running_agent(port: int, log: Path, transport: str = A2A_JSONRPC_BINDING) -> Iterator[Agent]:
+    """The scripted a2a-sdk agent on ``port``, serving its card (and gRPC if ``transport`` is gRPC, which
+    the a2a backend then prefers); always stopped."""
     log.touch()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "tests.support.agents.a2a_agent", "--port", str(port), "--log", str(log)]
+    if transport == A2A_GRPC_BINDING:
+        command += ["--grpc-port", str(free_port())]
     with logged_process(command) as (process, output):
 
         def card_served() -> bool:
@@ -113,13 +119,23 @@ def running_agent(port: int, log: Path) -> Iterator[Agent]:
             return False
 
         assert wait_until(card_served, 30), "the test agent did not serve its card within 30 s"
-        yield Agent(url, log)
+        yield Agent(url, log, transport)
 
 
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
-    with running_agent(free_port(), tmp_path_factory.mktemp("a2a") / "agent.jsonl") as running:
+#: The transports the a2a backend is tested on: each agent fixture runs once per transport.
+AGENT_TRANSPORTS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING)
+
+
+@pytest.fixture(scope="module", params=AGENT_TRANSPORTS)
+def agent(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Agent]:
+    with running_agent(free_port(), tmp_path_factory.mktemp("a2a") / "agent.jsonl", request.param) as running:
         yield running
+
+
+def http_only(agent: Agent) -> None:
+    """Skip a test about the HTTP connections of the JSON-RPC transport when the backend calls over gRPC."""
+    if agent.transport != A2A_JSONRPC_BINDING:
+        pytest.skip("about JSON-RPC's HTTP connections and SSE responses")
 
 
 @pytest.fixture(scope="module")
@@ -303,6 +319,7 @@ def test_a_failed_task_ends_with_an_a2a_error(server: Server, agent: Agent) -> N
 
 
 def test_turns_one_after_another_reuse_one_connection_to_the_agent(server: Server, agent: Agent) -> None:
+    http_only(agent)
     # The stream of a finished turn is read to its end, so its connection goes back to the pool; a
     # stream closed before its end would drop the connection and the next turn would open a new one.
     for index in range(3):
@@ -318,11 +335,12 @@ def test_an_agent_error_on_the_stream_ends_with_an_a2a_error(server: Server, age
     assert _stream_events(events) == agent.events(_context_of(envelope)) and len(events) == 2
     assert (final.response_kind, final.status) == ("e2a.error", "failed")
     assert final.body["code"] == "a2a_agent_error"
-    assert final.body["external"] == {
-        "protocol": "a2a",
-        "type": "InternalError",
-        "payload": {"message": "the test agent raised on purpose", "data": None},
-    }
+    external = final.body["external"]
+    assert (external["protocol"], external["type"], external["payload"]["data"]) == ("a2a", "InternalError", None)
+    if agent.transport == A2A_JSONRPC_BINDING:
+        assert external["payload"]["message"] == "the test agent raised on purpose"
+    else:  # the SDK's gRPC server leaves the exception to grpc, whose status message names its class too
+        assert external["payload"]["message"] == "Unexpected <class 'RuntimeError'>: the test agent raised on purpose"
     assert final.body["details"]["state"] == "TASK_STATE_WORKING"
 
 
@@ -345,6 +363,7 @@ def _cancel_after_three_frames(channel: grpc.Channel, envelope: E2AEnvelope) -> 
 
 
 def test_client_cancel_closes_the_a2a_stream_and_cancels_the_task(server: Server, agent: Agent) -> None:
+    http_only(agent)  # over gRPC, test_a_deadline_stops_the_agents_work and the shutdown test cover the cancel
     with grpc.insecure_channel(server.address) as channel:
         # Warm up: the server's connection pool to the agent holds one idle keep-alive connection.
         _cancel_after_three_frames(channel, _envelope("slow warm-up"))
@@ -406,9 +425,17 @@ def test_shutdown_ends_the_stream_with_a_final_frame_and_cancels_the_task(agent:
 def test_the_backend_leaves_no_task_or_connection_behind(agent: Agent) -> None:
     """In process, where asyncio tasks can be counted: cancel mid-stream, then close the backend."""
 
+    def new_backend() -> A2ABackend:
+        return A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+
     async def run() -> None:
+        # A whole backend's life first: grpc's C core opens its process-wide files (poller, wake-up) on
+        # first use and keeps them, so the files a backend leaves behind count from there.
+        first, hello = new_backend(), _envelope("hello")
+        assert [event async for event in first.stream(hello, read_prompt(hello))]
+        await first.aclose()
         fds_before = open_fds(os.getpid())
-        backend = A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30)
+        backend = new_backend()
         envelope = _envelope("slow, in process")
         received = asyncio.Event()
 
@@ -461,11 +488,14 @@ async def _turn(backend: A2ABackend, text: str) -> list[Any]:
 
 
 @pytest.mark.asyncio
-async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", AGENT_TRANSPORTS)
+async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path, transport: str) -> None:
     port = free_port()
-    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10)
+    backend = A2ABackend(
+        f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS
+    )
     try:
-        with running_agent(port, tmp_path / "first.jsonl") as first:
+        with running_agent(port, tmp_path / "first.jsonl", transport) as first:
             for text in ("hello", "hello again"):
                 assert isinstance((await _turn(backend, text))[-1], Complete)
             # One fetch to see the agent is up, one by the backend for both turns.
@@ -473,7 +503,8 @@ async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_
         with pytest.raises(BackendError) as failed:
             await _turn(backend, "anyone there?")
         assert failed.value.code == ErrorCode.A2A_UNAVAILABLE
-        with running_agent(port, tmp_path / "second.jsonl") as second:
+        # Over gRPC the agent comes back on another gRPC port: the card read again names it.
+        with running_agent(port, tmp_path / "second.jsonl", transport) as second:
             assert isinstance((await _turn(backend, "back again"))[-1], Complete)
             # After the transport failure the backend asked for the card again.
             assert len(second.records("card_served")) == 2
@@ -486,7 +517,9 @@ async def test_the_agents_cookies_reach_no_later_request(tmp_path: Path) -> None
     # The backend's requests are every user's: a cookie the agent set in answer to one (every answer
     # of the test agent sets one) must not go out with the next.
     port = free_port()
-    backend = A2ABackend(f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10)
+    backend = A2ABackend(
+        f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS
+    )
     try:
         with running_agent(port, tmp_path / "agent.jsonl") as agent:
             for text in ("hello", "hello again"):
@@ -535,3 +568,55 @@ def test_a_waiting_task_ends_the_turn_waiting_and_a_request_with_its_task_id_con
     assert [frame.sequence for frame in [*events, final]] == list(range(len(events) + 1))  # numbered anew
     requests = agent.records("request", _context_of(envelope))
     assert requests[-1]["message"]["taskId"] == task_id
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("transports", "over_http"),
+    [((A2A_GRPC_BINDING, A2A_JSONRPC_BINDING), False), ((A2A_JSONRPC_BINDING, A2A_GRPC_BINDING), True)],
+)
+async def test_the_first_preferred_transport_the_card_offers_carries_the_turn(
+    tmp_path: Path, transports: tuple[str, ...], over_http: bool
+) -> None:
+    with running_agent(free_port(), tmp_path / "agent.jsonl", A2A_GRPC_BINDING) as agent:
+        backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=10, transports=transports)
+        try:
+            for incremental in (True, False):
+                envelope = _envelope("hello")
+                events = [
+                    event async for event in backend.stream(envelope, read_prompt(envelope), incremental=incremental)
+                ]
+                assert isinstance(events[-1], Complete)
+                assert len(agent.records("request", envelope.context_id)) == 1
+        finally:
+            await backend.aclose()
+    # The agent's card offers JSON-RPC first and gRPC too: the backend's order decides.
+    sends = [request for request in agent.records("http_request") if request["path"] == "/"]
+    assert len(sends) == (2 if over_http else 0)
+
+
+@pytest.mark.asyncio
+async def test_an_agent_offering_none_of_the_transports_is_unsupported(tmp_path: Path) -> None:
+    with running_agent(free_port(), tmp_path / "agent.jsonl", A2A_JSONRPC_BINDING) as agent:
+        backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=10, transports=(A2A_GRPC_BINDING,))
+        try:
+            with pytest.raises(BackendError) as refused:
+                await _turn(backend, "hello")
+        finally:
+            await backend.aclose()
+    assert refused.value.code == ErrorCode.A2A_UNSUPPORTED_AGENT
+    assert "no compatible transports" in refused.value.message
+
+
+@pytest.mark.asyncio
+async def test_a_blocking_send_past_its_time_is_an_a2a_timeout(agent: Agent) -> None:
+    backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=0.5, transports=A2A_DEFAULT_TRANSPORTS)
+    envelope = _envelope("slow, longer than the answer may take")
+    try:
+        with pytest.raises(BackendError) as late:
+            async for _ in backend.stream(envelope, read_prompt(envelope), incremental=False):
+                pass
+    finally:
+        await backend.aclose()
+    assert late.value.code == ErrorCode.A2A_TIMEOUT
+    assert late.value.external is not None and late.value.external["protocol"] == "a2a"

@@ -99,6 +99,15 @@ def test_out_of_range_values_are_refused(field: str, value: int) -> None:
         ServerSettings.model_validate({field: value})
 
 
+def test_the_a2a_transports_are_a_preference_of_known_bindings() -> None:
+    assert ServerSettings().a2a_transport_preference == ("GRPC", "JSONRPC")
+    assert ServerSettings(a2a_transports="JSONRPC, GRPC").a2a_transport_preference == ("JSONRPC", "GRPC")
+    with pytest.raises(ValidationError, match=r"(?s)a2a_transports.*HTTP\+JSON: not one of GRPC, JSONRPC"):
+        ServerSettings(a2a_transports="GRPC,HTTP+JSON")
+    with pytest.raises(ValidationError, match=r"(?s)a2a_transports.*needs at least one entry"):
+        ServerSettings(a2a_transports=" , ")
+
+
 def test_chat_limits_have_defaults_options_and_env_vars(
     monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]
 ) -> None:

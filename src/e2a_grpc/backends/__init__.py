@@ -44,6 +44,7 @@ def _a2a(config: ServerSettings) -> AgentBackend:
         timeout_seconds=config.a2a_timeout_seconds,
         # A blocking send's answer comes when the agent's task ends or waits: a turn's whole time.
         answer_timeout_seconds=config.chat_max_stream_seconds,
+        transports=config.a2a_transport_preference,
     )
 
 

@@ -1,7 +1,10 @@
 """The ``a2a`` backend: forwards each request to a remote A2A agent with the official ``a2a-sdk`` client.
 
-Each request becomes one streaming ``SendMessage`` (A2A 1.0; the SDK picks the transport from the
-agent card, JSON-RPC over HTTP + SSE unless the card says otherwise). Every ``StreamResponse`` the
+Each request becomes one streaming ``SendMessage`` (A2A 1.0), or a blocking one when the caller waits
+for the answer alone. The transport is the first of ``transports`` (``--a2a-transports``; gRPC, then
+JSON-RPC over HTTP + SSE by default) that the agent card offers, chosen by the SDK's client factory:
+gRPC's C core does HTTP/2 and protobuf in C, where JSON-RPC costs the proxy httpx's Python and a JSON
+parse per answer (BENCHMARKS.md, the a2a-sdk section). Every ``StreamResponse`` the
 agent sends is passed on unchanged as an ``a2a.stream_event`` frame (``branch`` + ``payload`` as
 A2A JSON), so ``ToA2AStream`` of the frames gives back the agent's own events. Frames carry the
 agent's task id and context id from the first event that names them, where the request set none
@@ -17,7 +20,7 @@ or the transport failed.
 The user's message is the prompt's content blocks, each as its A2A part (``protocols.parts``: text,
 data, raw bytes, URLs, as the A2A server received them), or the text; then ``params.files``.
 
-A client cancel or deadline closes the SDK stream (so the HTTP/SSE connection) and then asks the
+A client cancel or deadline closes the SDK stream (its SSE response or gRPC call) and then asks the
 agent to cancel the task (A2A CancelTask): in A2A a task outlives a closed stream, so closing the
 stream alone would leave the agent working for nobody.
 
@@ -32,7 +35,7 @@ import contextlib
 import http.cookiejar
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any, cast
 
 from e2a_grpc.chat.events import (
@@ -52,6 +55,7 @@ from e2a_grpc.protocols.a2a import STREAM_RESPONSE_KEYS, WAIT_REASONS
 from e2a_grpc.settings import BackendName
 
 try:
+    import grpc
     import httpx
 
     from e2a_grpc.a2a_sdk_tracing import untrace_when_off
@@ -67,6 +71,7 @@ try:
         ClientFactory,
     )
     from a2a.types.a2a_pb2 import (
+        AgentCard,
         CancelTaskRequest,
         Message,
         Part,
@@ -77,7 +82,7 @@ try:
         TaskState,
         TaskStatus,
     )
-    from a2a.utils.errors import A2AError
+    from a2a.utils.errors import A2AError, InternalError
     from google.protobuf import json_format
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"the a2a backend needs the a2a-sdk package: pip install 'e2a-grpc[a2a]' ({exc})") from exc
@@ -249,6 +254,24 @@ def _no_cookies() -> http.cookiejar.CookieJar:
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
+def _agent_failure(exc: A2AError) -> A2AError:
+    """The SDK's error, or the A2A InternalError the agent meant when its gRPC server said UNKNOWN.
+
+    a2a-sdk 1.3's ``GrpcHandler`` lets an exception of the agent's executor that is no A2A error escape
+    to grpc, which ends the call UNKNOWN ("Unexpected <class ...>: ..."), where its JSON-RPC handler
+    answers InternalError; the SDK's gRPC client then reports a transport failure (A2AClientError).
+    Read as the agent's InternalError, a failing agent maps the same on both transports.
+    """
+    cause = exc.__cause__
+    if (
+        type(exc) is A2AClientError
+        and isinstance(cause, grpc.aio.AioRpcError)
+        and cause.code() == grpc.StatusCode.UNKNOWN
+    ):
+        return InternalError(cause.details() or "the agent failed")
+    return exc
+
+
 def _sdk_error(exc: A2AError, turn: _Turn) -> BackendError:
     if isinstance(exc, A2AClientTimeoutError):
         code = ErrorCode.A2A_TIMEOUT
@@ -270,9 +293,14 @@ class A2ABackend:
     ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests.
     """
 
-    def __init__(self, url: str, *, timeout_seconds: float, answer_timeout_seconds: float) -> None:
+    def __init__(
+        self, url: str, *, timeout_seconds: float, answer_timeout_seconds: float, transports: Sequence[str]
+    ) -> None:
         self.info = BackendInfo(name=BackendName.A2A, source_protocol=SourceProtocol.A2A)
         self._url = url
+        self._transports = list(transports)
+        #: The gRPC channels by target: both SDK clients (streaming, blocking) share the agent's one.
+        self._channels: dict[str, grpc.aio.Channel] = {}
         # One connection pool for the card and all streams. The SDK does not close an httpx client
         # it is given, so aclose() does. It keeps no cookie: httpx's client stores every Set-Cookie of
         # a response and sends it with every later request, and this client's requests are every
@@ -298,15 +326,31 @@ class A2ABackend:
             if not self._clients:
                 try:
                     card = await A2ACardResolver(self._http, self._url).get_agent_card()
-                    self._clients = {
-                        mode: ClientFactory(ClientConfig(httpx_client=self._http, streaming=mode)).create(card)
-                        for mode in (True, False)
-                    }
+                    self._clients = {mode: self._client(card, streaming=mode) for mode in (True, False)}
                 except A2AError as exc:
                     raise _sdk_error(exc, _Turn()) from exc
                 except ValueError as exc:  # the card offers no transport this client speaks
                     raise BackendError(ErrorCode.A2A_UNSUPPORTED_AGENT, f"A2A agent at {self._url}: {exc}") from exc
             return self._clients[streaming]
+
+    def _client(self, card: AgentCard, *, streaming: bool) -> Client:
+        config = ClientConfig(
+            streaming=streaming,
+            httpx_client=self._http,
+            grpc_channel_factory=self._channel,
+            supported_protocol_bindings=self._transports,
+            # Our order, not the card's: the operator's preference says which transport costs this server least.
+            use_client_preference=True,
+        )
+        return ClientFactory(config).create(card)
+
+    def _channel(self, target: str) -> grpc.aio.Channel:
+        # Kept until aclose(), also when a failure drops the clients: a stream of theirs may still use it,
+        # and an agent back at the same target is reached on it again.
+        channel = self._channels.get(target)
+        if channel is None:
+            channel = self._channels[target] = grpc.aio.insecure_channel(target)
+        return channel
 
     async def stream(
         self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
@@ -346,11 +390,12 @@ class A2ABackend:
                         if turn.over:
                             await _read_to_end(responses)
                             break
-            except A2AError as exc:
+            except A2AError as raised:
+                exc = _agent_failure(raised)
                 if isinstance(exc, A2AClientError) and client in self._clients.values():
                     # The agent may have moved or changed its card: the next request fetches it again.
                     self._clients = {}
-                raise _sdk_error(exc, turn) from exc
+                raise _sdk_error(exc, turn) from raised
             except (asyncio.CancelledError, GeneratorExit):
                 # The client cancelled, its deadline passed or the server is shutting down; the
                 # stream is closed by now, but the agent's task runs on until it is cancelled.
@@ -391,7 +436,7 @@ class A2ABackend:
         try:
             await client.cancel_task(CancelTaskRequest(id=task_id))
         except A2AError as exc:
-            raise _sdk_error(exc, _Turn()) from exc
+            raise _sdk_error(_agent_failure(exc), _Turn()) from exc
 
     async def _cancel_remote(self, client: Client, task_id: str) -> None:
         """Ask the agent to stop a task this request no longer wants; best effort, bounded in time."""
@@ -412,4 +457,6 @@ class A2ABackend:
                 await self._idle.wait()
         for client in self._clients.values():
             await client.close()
+        for channel in self._channels.values():  # also those of clients dropped after a failure
+            await channel.close()
         await self._http.aclose()

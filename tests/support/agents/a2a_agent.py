@@ -1,7 +1,8 @@
 """A scripted A2A agent built on the official a2a-sdk (JSON-RPC over HTTP + SSE), for the a2a backend tests.
 
-Run as ``python -m tests.support.agents.a2a_agent --port PORT --log FILE``. It serves its agent card at
-``/.well-known/agent-card.json`` and JSON-RPC at ``/``. What it does depends on the user's text:
+Run as ``python -m tests.support.agents.a2a_agent --port PORT --log FILE [--grpc-port PORT]``. It serves
+its agent card at ``/.well-known/agent-card.json`` and JSON-RPC at ``/``; with ``--grpc-port`` also A2A's
+gRPC transport (the SDK's ``GrpcHandler`` on the same request handler), offered after JSON-RPC in its card. What it does depends on the user's text:
 
 * ``fail``  - a task that works, produces a partial artifact, then ends ``TASK_STATE_FAILED``;
 * ``raise`` - a task whose executor raises (the SDK turns that into an error on the stream);
@@ -39,12 +40,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import grpc
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
@@ -275,33 +278,47 @@ class SseCloseRecorder:
                 self._log.write({"kind": "sse_closed"})
 
 
-def build_app(port: int, log: EventLog) -> ASGIApp:
-    card = AgentCard(
+def _card(port: int, grpc_port: int | None) -> AgentCard:
+    interfaces = [AgentInterface(url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0")]
+    if grpc_port is not None:
+        interfaces.append(AgentInterface(url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"))
+    return AgentCard(
         name="e2a test agent",
         description="Scripted A2A agent for the e2a-grpc a2a backend tests",
         version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0")
-        ],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain", "application/json", "image/png", "application/octet-stream"],
         default_output_modes=["text/plain", "application/json", "image/png", "application/octet-stream"],
         skills=[AgentSkill(id="script", name="script", description="scripted replies", tags=["test"])],
     )
+
+
+async def serve(port: int, grpc_port: int | None, log: EventLog) -> None:
+    card = _card(port, grpc_port)
     handler = DefaultRequestHandler(
         agent_executor=ScriptedExecutor(log), task_store=InMemoryTaskStore(), agent_card=card
     )
     app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
-    return SseCloseRecorder(app, log)
+    grpc_server = None
+    if grpc_port is not None:
+        grpc_server = grpc.aio.server()
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)  # type: ignore[no-untyped-call]
+        grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
+        await grpc_server.start()
+    config = uvicorn.Config(SseCloseRecorder(app, log), host="127.0.0.1", port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
+    if grpc_server is not None:
+        await grpc_server.stop(None)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--grpc-port", type=int, help="serve A2A's gRPC transport on this port too")
     parser.add_argument("--log", type=Path, required=True)
     args = parser.parse_args()
-    log = EventLog(args.log)
-    uvicorn.run(build_app(args.port, log), host="127.0.0.1", port=args.port, log_level="warning")
+    asyncio.run(serve(args.port, args.grpc_port, EventLog(args.log)))
 
 
 if __name__ == "__main__":
