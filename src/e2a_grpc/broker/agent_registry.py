@@ -44,19 +44,21 @@ REQUEST_TIMEOUT_SECONDS = 5.0
 _BROKER_ERRORS = (nats.errors.Error, OSError, TimeoutError)
 
 
-async def open_bucket(nc: NatsClient, bucket: str, *, ttl: float, timeout: float) -> KeyValue:
-    """The registry's bucket, created with ``ttl`` (file storage, one value per key) if missing;
-    several servers may race to create it."""
+async def open_bucket(nc: NatsClient, bucket: str, *, ttl: float, replicas: int, timeout: float) -> KeyValue:
+    """The registry's bucket, created with ``ttl`` and ``replicas`` (file storage, one value per key) if
+    missing; several servers may race to create it. An existing bucket keeps its own TTL and replicas, with
+    a WARNING for each that differs from the configured one."""
     js = nc.jetstream(timeout=timeout)
     try:
         kv = await js.key_value(bucket)
     except nats.js.errors.BucketNotFoundError:
-        config = KeyValueConfig(bucket=bucket, history=1, ttl=ttl, storage=StorageType.FILE)
+        config = KeyValueConfig(bucket=bucket, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas)
         try:
             return await js.create_key_value(config)
         except nats.js.errors.BadRequestError:
             return await js.key_value(bucket)  # another server created it first; anything else fails here
-    bucket_ttl = (await kv.status()).ttl
+    status = await kv.status()
+    bucket_ttl = status.ttl
     if bucket_ttl != ttl:
         log.warning(
             "the agent registry's bucket %s has a TTL of %s, not the %g s configured: entries expire with the "
@@ -65,17 +67,28 @@ async def open_bucket(nc: NatsClient, bucket: str, *, ttl: float, timeout: float
             f"{bucket_ttl:g} s" if bucket_ttl else "none",
             ttl,
         )
+    if (bucket_replicas := status.stream_info.config.num_replicas or 1) != replicas:
+        log.warning(
+            "the agent registry's bucket %s has %d replicas, not the %d configured: it is kept as it is (replicas "
+            "are set by whoever creates the bucket)",
+            bucket,
+            bucket_replicas,
+            replicas,
+        )
     return kv
 
 
 class Registration:
     """One worker instance's entry in the registry, kept alive by a heartbeat until ``close``."""
 
-    def __init__(self, url: str, record: AgentRecord, *, bucket: str, ttl: float, heartbeat: float) -> None:
+    def __init__(
+        self, url: str, record: AgentRecord, *, bucket: str, ttl: float, replicas: int, heartbeat: float
+    ) -> None:
         self._url = url
         self.record = record
         self._bucket = bucket
         self._ttl = ttl
+        self._replicas = replicas
         self._heartbeat = heartbeat
         self._nc: NatsClient | None = None
         self._kv: KeyValue | None = None
@@ -99,6 +112,7 @@ class Registration:
             record,
             bucket=config.registry_bucket,
             ttl=config.registry_ttl_seconds,
+            replicas=config.nats_replicas,
             heartbeat=config.registry_heartbeat_seconds,
         )
 
@@ -107,7 +121,9 @@ class Registration:
         self._nc = await connect(self._url, reconnected_cb=self._reconnected)
         try:
             timeout = min(REQUEST_TIMEOUT_SECONDS, self._heartbeat)
-            self._kv = await open_bucket(self._nc, self._bucket, ttl=self._ttl, timeout=timeout)
+            self._kv = await open_bucket(
+                self._nc, self._bucket, ttl=self._ttl, replicas=self._replicas, timeout=timeout
+            )
             await self._write()
         except BaseException:
             await self._nc.close()  # it would otherwise go on reconnecting for ever
