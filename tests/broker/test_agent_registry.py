@@ -344,7 +344,9 @@ async def test_a_broker_outage_during_heartbeats_is_one_warning_then_one_info(tm
     with running_nats_server(tmp_path / "jetstream") as broker:
         bucket = _bucket()
         # A TTL long enough for the entry to outlive the outage, so that the recovery finds it kept.
-        registration = Registration(broker.url, _record("resilient"), bucket=bucket, ttl=30.0, replicas=1, heartbeat=HEARTBEAT)
+        registration = Registration(
+            broker.url, _record("resilient"), bucket=bucket, ttl=30.0, replicas=1, heartbeat=HEARTBEAT
+        )
         await registration.start()
         try:
             with (

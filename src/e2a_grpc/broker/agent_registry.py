@@ -33,7 +33,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
 from e2a_grpc.broker.agent_records import AgentRecord, agent_keys, new_instance_id, now, server_record
-from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.connection import JetStreamSetupError, connect
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ async def open_bucket(nc: NatsClient, bucket: str, *, ttl: float, replicas: int,
             return await js.create_key_value(config)
         except nats.js.errors.BadRequestError:
             return await js.key_value(bucket)  # another server created it first; anything else fails here
+        except nats.js.errors.APIError as exc:
+            raise JetStreamSetupError.refused("key-value bucket", bucket, replicas, exc) from exc
     status = await kv.status()
     bucket_ttl = status.ttl
     if bucket_ttl != ttl:

@@ -57,7 +57,7 @@ from nats.js import JetStreamContext
 from nats.js.api import Header, StorageType, StreamConfig
 
 from e2a.v1 import agent_service_pb2
-from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.connection import JetStreamSetupError, connect
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, BrokerMessage, FrameMessages, stand_in_frame
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
 
@@ -115,6 +115,8 @@ async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str, *,
             await js.add_stream(config)
         except nats.js.errors.BadRequestError:
             info = await js.stream_info(name)  # another server created it first; anything else fails here
+        except nats.js.errors.APIError as exc:
+            raise JetStreamSetupError.refused("stream", name, replicas, exc) from exc
         else:
             return
     if (stream_replicas := info.config.num_replicas or 1) != replicas:
