@@ -62,3 +62,13 @@ def type_name(value: object) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+class AgentUnavailableError(Exception):
+    """No worker of a routed agent can take the request now (none is live, or none took it in time):
+    the call ends with UNAVAILABLE, before any frame, so a client may retry it."""
+
+    def __init__(self, agent_id: str, reason: str) -> None:
+        super().__init__(f"agent {agent_id!r} is unavailable: {reason}")
+        self.agent_id = agent_id
+        self.reason = reason

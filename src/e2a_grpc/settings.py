@@ -146,6 +146,15 @@ def _registry_bucket() -> Any:
     )
 
 
+def _sessions_bucket() -> Any:
+    return Field(
+        default="E2A_SESSIONS",
+        pattern=_NATS_BUCKET_NAME.pattern,
+        description="session ownership: the JetStream key-value bucket naming the worker that holds each session "
+        "of a bus agent (created if missing, with --registry-ttl-seconds as its TTL)",
+    )
+
+
 #: The NATS server a subscriber reads from when none is given.
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 #: How long JetStream remembers message ids for de-duplication in the stream a server creates (its
@@ -332,6 +341,7 @@ class ServerSettings(BaseSettings):
         "clean stop; default: not registered",
     )
     registry_bucket: str = _registry_bucket()
+    sessions_bucket: str = _sessions_bucket()
     registry_ttl_seconds: float = Field(
         default=60.0,
         ge=1.0,
@@ -343,6 +353,53 @@ class ServerSettings(BaseSettings):
         gt=0,
         description="agent registry: how often the entry is written again; at most half of --registry-ttl-seconds, "
         "so that one lost heartbeat does not expire it",
+    )
+    bus_nats: str | None = Field(
+        default=None,
+        description="the agent bus: the NATS server (a cluster: its nodes' URLs, comma-separated) whose JetStream "
+        "carries requests to agent workers (e2a-grpc agent) and their frames back (docs/agent-bus.md); needed by "
+        "nats routes and by e2a-grpc agent (--nats)",
+    )
+    bus_requests_stream: str = Field(
+        default="E2A_REQUESTS",
+        pattern=_NATS_STREAM_NAME.pattern,
+        description="agent bus: the JetStream work-queue stream of the requests (created if missing, file storage)",
+    )
+    bus_requests_subject_prefix: str = Field(
+        default="e2a.requests",
+        pattern=_NATS_SUBJECT_PREFIX.pattern,
+        description="agent bus: requests go to <prefix>.<agent token>.any (any worker) or "
+        "<prefix>.<agent token>.worker.<instance id> (one worker); the stream takes <prefix>.>",
+    )
+    bus_cancel_subject_prefix: str = Field(
+        default="e2a.cancel",
+        pattern=_NATS_SUBJECT_PREFIX.pattern,
+        description="agent bus: a gateway cancels a request on <prefix>.<request token> (core NATS)",
+    )
+    bus_requests_max_age_seconds: float = Field(
+        default=600.0,
+        ge=1.0,
+        description="agent bus: how long the requests' stream keeps a request no worker took (the stream's "
+        "max_age, set when it is created)",
+    )
+    bus_start_by_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="agent bus: how long a request waits for a live worker to take it; past that the Chat call "
+        "gets UNAVAILABLE and a worker that takes it later drops it unrun",
+    )
+    bus_ack_wait_seconds: float = Field(
+        default=30.0,
+        ge=1.0,
+        description="agent bus: the work-queue consumer's ack wait: a request taken and neither acked nor marked "
+        "in progress for this long is delivered again (and then answered agent_unavailable, never run twice)",
+    )
+    bus_progress_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="agent bus: how often a worker says a running request is alive (a 'working' notice and an "
+        "in-progress ack); a gateway that hears nothing for 3 of these after 'taken' writes the request's "
+        "agent_unavailable final frame; at most a third of --bus-ack-wait-seconds",
     )
     a2a_port: int | None = Field(
         default=None,
@@ -571,6 +628,12 @@ class ServerSettings(BaseSettings):
                 f"--registry-ttl-seconds ({self.registry_ttl_seconds:g}), so that one lost heartbeat does not "
                 "expire the agent's entry"
             )
+        if self.bus_progress_seconds * 3 > self.bus_ack_wait_seconds:
+            raise ValueError(
+                f"--bus-progress-seconds ({self.bus_progress_seconds:g}) must be at most a third of "
+                f"--bus-ack-wait-seconds ({self.bus_ack_wait_seconds:g}), so that a running request is never "
+                "delivered again while its worker lives"
+            )
         if self.lame_duck_seconds > self.grace_seconds:
             raise ValueError(
                 f"--lame-duck-seconds ({self.lame_duck_seconds:g}) is part of --grace-seconds "
@@ -750,3 +813,30 @@ class AgentsSettings(BaseSettings):
         description="the agent registry's NATS server (a cluster: its nodes' URLs, comma-separated)",
     )
     registry_bucket: str = _registry_bucket()
+
+
+class AgentWorkerSettings(ServerSettings):
+    """How ``e2a-grpc agent`` runs: the backend and turn limits of ``serve`` (the same fields, so one home
+    for them), the agent bus (``bus_nats``, needed), and the worker's own bounds."""
+
+    bus_max_turns: int = Field(
+        default=16,
+        ge=1,
+        le=4096,
+        description="agent worker: turns run at once; the worker pulls a request only when one has ended, so "
+        "requests past this wait in the stream (backpressure)",
+    )
+
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="agent worker: serve gRPC health on HOST:PORT (0 picks a free port): SERVING while the worker "
+        "takes requests and its frames reach the broker, NOT_SERVING from SIGTERM on (serve's rule); default: none",
+    )
+
+    @model_validator(mode="after")
+    def _needs_the_bus(self) -> Self:
+        if not self.bus_nats:
+            raise ValueError(f"e2a-grpc agent needs --nats (or {env_var('bus_nats')}): the agent bus's NATS server")
+        return self

@@ -24,8 +24,8 @@ from nats.js.api import ClusterInfo
 from e2a_grpc.broker import stream_reader
 from e2a_grpc.broker.agent_records import AgentRecord
 from e2a_grpc.broker.agent_registry import AgentRegistry, Registration
-from e2a_grpc.broker.connection import JetStreamSetupError
 from e2a_grpc.broker.frame_publisher import FramePublisher
+from e2a_grpc.broker.jetstream_setup import JetStreamSetupError
 from e2a_grpc.settings import ServerSettings
 from tests.broker.test_agent_registry import _record
 from tests.broker.test_jetstream import PhasedBackend, _chat, _request
@@ -271,10 +271,10 @@ async def test_replicas_a_single_server_cannot_have_are_a_clear_error_naming_the
     with pytest.raises(JetStreamSetupError) as refused_bucket:
         await registration.start()
     assert str(refused_stream.value) == (
-        "the NATS server refused to create the stream FRAMES_R3 with 3 replicas (--nats-replicas): "
+        "the NATS server refused to create the frames' stream FRAMES_R3 with 3 replicas (--nats-replicas): "
         "replicas > 1 not supported in non-clustered mode"
     )
     assert str(refused_bucket.value) == (
-        "the NATS server refused to create the key-value bucket AGENTS_R3 with 3 replicas (--nats-replicas): "
+        "the NATS server refused to create the agent registry's bucket AGENTS_R3 with 3 replicas (--nats-replicas): "
         "replicas > 1 not supported in non-clustered mode"
     )

@@ -10,18 +10,20 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 from pydantic import SecretStr, ValidationError
 
 from e2a_grpc.broker.agent_records import (
     SCHEMA_VERSION,
     AgentRecord,
     agent_keys,
-    agent_token,
     entry_key,
+    key_token,
     new_instance_id,
+    now,
     server_record,
 )
-from e2a_grpc.broker.agent_registry import LiveAgent, live_agents
+from e2a_grpc.broker.agent_registry import LiveAgent, RegistryEntries, live_agents
 from e2a_grpc.cli.agents import agents_json, agents_table
 from e2a_grpc.settings import BackendName, ServerSettings
 from tests.conftest import REPO_ROOT
@@ -40,13 +42,13 @@ def _record(agent_id: str = "echo", **changes: object) -> AgentRecord:
 
 
 @given(agent_ids)
-def test_an_agent_token_is_one_kv_key_token(agent_id: str) -> None:
-    assert _KV_KEY_TOKEN.fullmatch(agent_token(agent_id))
+def test_a_key_token_is_one_kv_key_token(agent_id: str) -> None:
+    assert _KV_KEY_TOKEN.fullmatch(key_token(agent_id))
 
 
 @given(agent_ids, agent_ids)
 def test_distinct_agent_ids_have_distinct_tokens(first: str, second: str) -> None:
-    assert (agent_token(first) == agent_token(second)) == (first == second)
+    assert (key_token(first) == key_token(second)) == (first == second)
 
 
 @given(agent_ids)
@@ -57,8 +59,8 @@ def test_an_agents_key_filter_matches_its_entries_only(agent_id: str) -> None:
 
 
 def test_ids_readable_as_they_are_stay_so() -> None:
-    assert agent_token("code-reviewer") == "code-reviewer"
-    assert agent_token("a.b_c") == "a_2Eb_5Fc"
+    assert key_token("code-reviewer") == "code-reviewer"
+    assert key_token("a.b_c") == "a_2Eb_5Fc"
 
 
 def test_an_instance_id_is_32_hex_digits() -> None:
@@ -130,7 +132,62 @@ def test_agents_are_grouped_with_their_worker_counts() -> None:
     assert agents_table([]) == "no live agents\n"
 
 
-def test_the_document_names_every_field_of_the_schema() -> None:
+def documented_fields(section: str) -> list[str]:
+    """The fields the value table of a section (``## <section>``) of docs/agent-registry.md names, in order."""
     document = (REPO_ROOT / "docs" / "agent-registry.md").read_text(encoding="utf-8")
-    documented = re.findall(r"^\| `([a-z_]+)` \|", document, flags=re.MULTILINE)
-    assert documented == list(AgentRecord.model_fields)
+    _, heading, rest = document.partition(f"\n## {section}\n")
+    assert heading, f"docs/agent-registry.md has no section {section!r}"
+    return re.findall(r"^\| `([a-z_]+)` \|", rest.split("\n## ")[0], flags=re.MULTILINE)
+
+
+def test_the_document_names_every_field_of_the_schema() -> None:
+    assert documented_fields("Values: a JSON object (UTF-8)") == list(AgentRecord.model_fields)
+
+
+def _update(record: AgentRecord, operation: str | None = None) -> KeyValue.Entry:
+    """The update a watch delivers for ``record``'s key (a value, or a delete or purge of the key)."""
+    return KeyValue.Entry(
+        bucket="E2A_AGENTS",
+        key=record.key,
+        value=b"" if operation else record.to_json(),
+        revision=1,
+        delta=0,
+        created=None,
+        operation=operation,
+    )
+
+
+@pytest.mark.parametrize("removal", [KV_DEL, KV_PURGE])
+def test_entries_follow_values_and_removals(removal: str) -> None:
+    entries = RegistryEntries(ttl=60.0)
+    first, second = _record("coder", heartbeat_at=now()), _record("coder", heartbeat_at=now())
+    assert entries.apply(_update(first)) and entries.apply(_update(second))
+    assert entries.workers("coder") == sorted([first, second], key=lambda record: record.started_at)
+    assert entries.apply(_update(first, removal))
+    assert entries.workers("coder") == [second]
+    assert not entries.apply(_update(first, removal))  # nothing left to remove
+    assert entries.apply(_update(second, removal))
+    assert entries.workers("coder") == [] and entries.agents() == []
+
+
+def test_entries_older_than_the_ttl_are_dropped_when_read() -> None:
+    entries = RegistryEntries(ttl=60.0)
+    live = _record("coder", heartbeat_at=now())
+    stale = _record("coder", heartbeat_at=now() - datetime.timedelta(seconds=61))
+    gone = _record("old", heartbeat_at=now() - datetime.timedelta(seconds=60))
+    for record in (live, stale, gone):
+        entries.apply(_update(record))
+    assert entries.workers("coder") == [live]
+    assert entries.agents() == [LiveAgent(live, 1)]
+    assert entries.workers("old") == []
+
+
+def test_a_value_that_is_not_a_record_ends_its_keys_entry() -> None:
+    entries = RegistryEntries(ttl=60.0)
+    record = _record("coder", heartbeat_at=now())
+    entries.apply(_update(record))
+    junk = KeyValue.Entry(
+        bucket="E2A_AGENTS", key=record.key, value=b"{}", revision=2, delta=0, created=None, operation=None
+    )
+    assert entries.apply(junk)
+    assert entries.workers("coder") == []

@@ -17,8 +17,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"protocols"}),
     frozenset({"conversion"}),
     frozenset({"chat"}),
-    frozenset({"backends"}),
     frozenset({"broker"}),
+    frozenset({"backends"}),  # the bus route (backends/bus.py) is a client of the broker
     frozenset({"grpc"}),
     frozenset({"a2a_server"}),
     frozenset({"client"}),

@@ -5,9 +5,10 @@ read and write entries through this module only, so the layout has one home. Oth
 implement it from the document.
 
 An entry per worker instance of an agent, so counting an agent's entries counts its workers:
-key ``<agent token>.<instance id>``, where the agent token is the agent id with every byte outside
-``[A-Za-z0-9-]`` written ``_XX`` (its UTF-8 bytes in upper-case hex): ids stay readable, any id is
-a valid KV key token, and ``<agent token>.*`` watches exactly one agent's workers.
+key ``<agent token>.<instance id>``, where the agent token is the agent id's ``key_token``: every
+byte outside ``[A-Za-z0-9-]`` written ``_XX`` (its UTF-8 bytes in upper-case hex): ids stay readable,
+any id is a valid KV key token, and ``<agent token>.*`` watches exactly one agent's workers. Session
+ownership (``session_owners``) and the bus's request subjects use the same token.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from e2a_grpc.settings import ServerSettings
 
 #: The value schema's version; a reader skips entries of a version it does not know.
 SCHEMA_VERSION: Literal[1] = 1
-#: Bytes of an agent id kept as they are in its key token.
-_PLAIN_BYTE = re.compile(rb"[A-Za-z0-9-]")
+#: Bytes of an id written ``_XX`` in its key token (all but those kept as they are).
+_ESCAPED_BYTE = re.compile(rb"[^A-Za-z0-9-]")
 #: An instance id: what ``new_instance_id`` makes, and the only form a key's second token may have.
-_INSTANCE_ID = re.compile(r"^[0-9a-f]{32}$")
+INSTANCE_ID = re.compile(r"^[0-9a-f]{32}$")
 #: The longest agent id (so that a key stays well under NATS's subject size).
 MAX_AGENT_ID_LENGTH = 256
 
@@ -59,7 +60,7 @@ class AgentRecord(BaseModel):
     output_modes: tuple[str, ...] = Field(description="media types of its answers")
     backend: str = Field(min_length=1, description="the kind of agent behind the worker: echo, acp, a2a, ...")
     version: str = Field(description="the version of the worker's software (e2a-grpc's, for this project)")
-    instance_id: str = Field(pattern=_INSTANCE_ID.pattern, description="the worker instance: 32 lower-case hex digits")
+    instance_id: str = Field(pattern=INSTANCE_ID.pattern, description="the worker instance: 32 lower-case hex digits")
     started_at: datetime.datetime = Field(description="when the worker registered (RFC 3339, UTC)")
     heartbeat_at: datetime.datetime = Field(description="when the worker last wrote its entry (RFC 3339, UTC)")
 
@@ -80,21 +81,22 @@ def new_instance_id() -> str:
     return uuid.uuid4().hex
 
 
-def agent_token(agent_id: str) -> str:
-    """The key token of an agent id (see the module docstring)."""
-    return "".join(chr(byte) if _PLAIN_BYTE.fullmatch(bytes((byte,))) else f"_{byte:02X}" for byte in agent_id.encode())
+def key_token(value: str) -> str:
+    """``value`` (an agent id, a session id) as one KV key token and NATS subject token (see the module
+    docstring); distinct values have distinct tokens."""
+    return _ESCAPED_BYTE.sub(lambda byte: b"_%02X" % byte[0][0], value.encode()).decode()
 
 
 def entry_key(agent_id: str, instance_id: str) -> str:
     """The key of one worker instance's entry."""
-    if not _INSTANCE_ID.fullmatch(instance_id):
+    if not INSTANCE_ID.fullmatch(instance_id):
         raise ValueError(f"instance id {instance_id!r} is not 32 lower-case hex digits")
-    return f"{agent_token(agent_id)}.{instance_id}"
+    return f"{key_token(agent_id)}.{instance_id}"
 
 
 def agent_keys(agent_id: str) -> str:
     """The key filter that matches every worker entry of ``agent_id`` (for a KV watch)."""
-    return f"{agent_token(agent_id)}.*"
+    return f"{key_token(agent_id)}.*"
 
 
 def now() -> datetime.datetime:

@@ -2,14 +2,10 @@
 
 ``Registration`` keeps one worker instance's entry alive: written at start, written again every
 heartbeat, deleted on a clean stop; a process killed without a stop leaves it to expire with the
-bucket's TTL. ``AgentRegistry`` reads the live entries: every agent with its worker count (``e2a-grpc
-agents``), or the workers of one agent id (what a gateway routes by). Entries are ``agent_records``.
-
-The TTL is the bucket's ``max_age`` (every entry expires that long after it was last written), not
-a per-key TTL: those need nats-server 2.11 and a stream with ``allow_msg_ttl``, while Debian's
-package is 2.9 and a bucket-wide TTL is what the registry needs (every entry lives by the same
-heartbeat). The bucket is created with the TTL of the server that creates it first; a server whose
-TTL differs says so once and keeps the bucket's (docs/agent-registry.md).
+bucket's TTL (``kv_buckets``). ``AgentRegistry`` reads the live entries once: every agent with its
+worker count (``e2a-grpc agents``), or the workers of one agent id; ``live_agents.LiveAgents`` keeps
+them for a gateway. Both read entries through ``RegistryEntries``, one home for the rules of which
+entry counts: values that are ``agent_records`` of their key, not older than the TTL.
 
 A broker outage during the heartbeats is one WARNING at the first failed heartbeat and one INFO at
 the first one that succeeds again; the server goes on serving meanwhile. A reconnection writes the
@@ -22,6 +18,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,55 +26,17 @@ import nats.errors
 import nats.js.errors
 import pydantic
 from nats.aio.client import Client as NatsClient
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.kv import KeyValue
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
-from e2a_grpc.broker.agent_records import AgentRecord, agent_keys, new_instance_id, now, server_record
-from e2a_grpc.broker.connection import JetStreamSetupError, connect
+from e2a_grpc.broker.agent_records import AgentRecord, agent_keys, key_token, new_instance_id, now, server_record
+from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.kv_buckets import BROKER_ERRORS, REQUEST_TIMEOUT_SECONDS, expired, open_bucket
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
-#: The longest a registry request (a write, a delete, reading the entries) waits for JetStream.
-REQUEST_TIMEOUT_SECONDS = 5.0
-#: What a registry request raises when the broker is away or does not answer in time.
-_BROKER_ERRORS = (nats.errors.Error, OSError, TimeoutError)
-
-
-async def open_bucket(nc: NatsClient, bucket: str, *, ttl: float, replicas: int, timeout: float) -> KeyValue:
-    """The registry's bucket, created with ``ttl`` and ``replicas`` (file storage, one value per key) if
-    missing; several servers may race to create it. An existing bucket keeps its own TTL and replicas, with
-    a WARNING for each that differs from the configured one."""
-    js = nc.jetstream(timeout=timeout)
-    try:
-        kv = await js.key_value(bucket)
-    except nats.js.errors.BucketNotFoundError:
-        config = KeyValueConfig(bucket=bucket, history=1, ttl=ttl, storage=StorageType.FILE, replicas=replicas)
-        try:
-            return await js.create_key_value(config)
-        except nats.js.errors.BadRequestError:
-            return await js.key_value(bucket)  # another server created it first; anything else fails here
-        except nats.js.errors.APIError as exc:
-            raise JetStreamSetupError.refused("key-value bucket", bucket, replicas, exc) from exc
-    status = await kv.status()
-    bucket_ttl = status.ttl
-    if bucket_ttl != ttl:
-        log.warning(
-            "the agent registry's bucket %s has a TTL of %s, not the %g s configured: entries expire with the "
-            "bucket's (it is set by whoever creates the bucket)",
-            bucket,
-            f"{bucket_ttl:g} s" if bucket_ttl else "none",
-            ttl,
-        )
-    if (bucket_replicas := status.stream_info.config.num_replicas or 1) != replicas:
-        log.warning(
-            "the agent registry's bucket %s has %d replicas, not the %d configured: it is kept as it is (replicas "
-            "are set by whoever creates the bucket)",
-            bucket,
-            bucket_replicas,
-            replicas,
-        )
-    return kv
+#: What nats-py's watch calls the entries that end a key (a ``delete``, a ``purge``).
+_REMOVALS = frozenset((KV_DEL, KV_PURGE))
 
 
 class Registration:
@@ -123,8 +82,13 @@ class Registration:
         self._nc = await connect(self._url, reconnected_cb=self._reconnected)
         try:
             timeout = min(REQUEST_TIMEOUT_SECONDS, self._heartbeat)
-            self._kv = await open_bucket(
-                self._nc, self._bucket, ttl=self._ttl, replicas=self._replicas, timeout=timeout
+            self._kv, _ = await open_bucket(
+                self._nc,
+                self._bucket,
+                ttl=self._ttl,
+                replicas=self._replicas,
+                timeout=timeout,
+                role="agent registry",
             )
             await self._write()
         except BaseException:
@@ -153,7 +117,7 @@ class Registration:
                     raise ConnectionError(self.failing or "disconnected from the broker")
                 async with asyncio.timeout(REQUEST_TIMEOUT_SECONDS):
                     await self._kv.delete(self.record.key)
-            except _BROKER_ERRORS as exc:
+            except BROKER_ERRORS as exc:
                 log.warning(
                     "could not delete the registry entry of agent %r (%s): it expires within %g s",
                     self.record.agent_id,
@@ -183,7 +147,7 @@ class Registration:
             self._beat_now.clear()
             try:
                 await self._write()
-            except _BROKER_ERRORS as exc:
+            except BROKER_ERRORS as exc:
                 if self.failing is None:
                     self.failing = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                     self._failing_since = loop.time()
@@ -225,12 +189,76 @@ class LiveAgent:
     workers: int
 
 
+class RegistryEntries:
+    """The live entries of the registry as a watch delivers them (``apply``), by agent: a value that is
+    not a record of its key is skipped (logged), a delete or purge removes its key, and an entry whose
+    heartbeat is older than the bucket's TTL is dropped when read (the broker's own expiry sends no
+    delete marker on nats-server 2.9)."""
+
+    def __init__(self, ttl: float) -> None:
+        self._ttl = ttl
+        #: agent token -> key -> record
+        self._by_agent: dict[str, dict[str, AgentRecord]] = {}
+
+    def apply(self, entry: KeyValue.Entry) -> bool:
+        """Take one update of the watch; True when it added, replaced or removed a worker's entry. A value
+        that is not a record ends the key's entry as a removal does. Entries of the agent that expired
+        go too, so that a gateway keeps no entry of workers killed long ago."""
+        token, _, _ = entry.key.partition(".")
+        record = None if entry.operation in _REMOVALS else _record_of(entry.key, entry.value)
+        if record is None:
+            if (workers := self._by_agent.get(token)) is None or workers.pop(entry.key, None) is None:
+                return False
+            if not workers:
+                del self._by_agent[token]
+            return True
+        workers = self._by_agent.setdefault(token, {})
+        workers[entry.key] = record
+        self._unexpired(token, workers, now())
+        return True
+
+    def workers(self, agent_id: str) -> list[AgentRecord]:
+        """The live worker entries of ``agent_id``, oldest start first."""
+        token = key_token(agent_id)
+        if (workers := self._by_agent.get(token)) is None:
+            return []
+        live = self._unexpired(token, workers, now())
+        return sorted(live, key=_started)
+
+    def agents(self) -> list[LiveAgent]:
+        """Every agent with a live worker, by agent id."""
+        moment = now()
+        return live_agents(
+            record
+            for token, workers in list(self._by_agent.items())
+            for record in self._unexpired(token, workers, moment)
+        )
+
+    def _unexpired(self, token: str, workers: dict[str, AgentRecord], moment: datetime.datetime) -> list[AgentRecord]:
+        for key in [key for key, record in workers.items() if expired(record.heartbeat_at, self._ttl, moment)]:
+            del workers[key]
+        if not workers:
+            self._by_agent.pop(token, None)
+        return list(workers.values())
+
+
+async def read_current(watcher: KeyValue.KeyWatcher, entries: RegistryEntries) -> None:
+    """Apply a new watch's first updates, the last value of every key, up to its marker (None) that
+    they are all in; raises ConnectionError when the watch is stopped before."""
+    async for entry in watcher:
+        if entry is None:
+            return
+        entries.apply(entry)
+    raise ConnectionError("the watch of the agent registry stopped before it delivered the current entries")
+
+
 class AgentRegistry:
     """The live entries of the registry, read on demand (``open``, then ``agents`` or ``workers``)."""
 
-    def __init__(self, nc: NatsClient, kv: KeyValue | None) -> None:
+    def __init__(self, nc: NatsClient, kv: KeyValue | None, *, ttl: float) -> None:
         self._nc = nc
         self._kv = kv
+        self._ttl = ttl
 
     @classmethod
     async def open(cls, url: str, *, bucket: str) -> AgentRegistry:
@@ -239,12 +267,13 @@ class AgentRegistry:
         nc = await connect(url)
         try:
             kv = await nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS).key_value(bucket)
+            ttl = (await kv.status()).ttl
         except nats.js.errors.BucketNotFoundError:
-            kv = None
+            kv, ttl = None, None
         except BaseException:
             await nc.close()
             raise
-        return cls(nc, kv)
+        return cls(nc, kv, ttl=ttl or math.inf)  # a bucket without a TTL keeps its entries
 
     async def close(self) -> None:
         with contextlib.suppress(OSError, nats.errors.Error):
@@ -253,26 +282,23 @@ class AgentRegistry:
     async def workers(self, agent_id: str) -> list[AgentRecord]:
         """The live worker entries of ``agent_id``, oldest start first (none: the agent has no live
         worker, for a gateway UNAVAILABLE)."""
-        return sorted(await self._entries(agent_keys(agent_id)), key=_started)
+        return (await self._entries(agent_keys(agent_id))).workers(agent_id)
 
     async def agents(self) -> list[LiveAgent]:
         """Every agent with a live worker, by agent id."""
-        return live_agents(await self._entries(">"))
+        return (await self._entries(">")).agents()
 
-    async def _entries(self, keys: str) -> list[AgentRecord]:
+    async def _entries(self, keys: str) -> RegistryEntries:
+        entries = RegistryEntries(self._ttl)
         if self._kv is None:
-            return []
-        records = []
+            return entries
         async with asyncio.timeout(REQUEST_TIMEOUT_SECONDS):
-            watcher = await self._kv.watch(keys, ignore_deletes=True)
+            watcher = await self._kv.watch(keys)
             try:
-                # The watch delivers the last value of every key, then None: the entries as of now.
-                while (entry := await watcher.updates(timeout=REQUEST_TIMEOUT_SECONDS)) is not None:  # type: ignore[no-untyped-call]
-                    if (record := _record_of(entry.key, entry.value)) is not None:
-                        records.append(record)
+                await read_current(watcher, entries)
             finally:
                 await watcher.stop()  # type: ignore[no-untyped-call]  # nats-py's KeyWatcher is untyped
-        return records
+        return entries
 
 
 def _record_of(key: str, value: bytes | None) -> AgentRecord | None:

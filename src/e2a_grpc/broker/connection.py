@@ -6,7 +6,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import nats
-import nats.js.errors
 from nats.aio.client import Client as NatsClient
 
 log = logging.getLogger(__name__)
@@ -41,15 +40,3 @@ async def connect(
     )
     nc.options["max_reconnect_attempts"] = -1  # nats-py reads it on each reconnection
     return nc
-
-
-class JetStreamSetupError(Exception):
-    """JetStream refused to create a stream (or a bucket's) this process needs, e.g. with more replicas
-    than it has servers: the server's own reason, with what was asked for and the option that set it."""
-
-    @classmethod
-    def refused(cls, kind: str, name: str, replicas: int, exc: nats.js.errors.APIError) -> JetStreamSetupError:
-        reason = exc.description or f"error {exc.err_code or exc.code}"
-        return cls(
-            f"the NATS server refused to create the {kind} {name} with {replicas} replicas (--nats-replicas): {reason}"
-        )

@@ -57,7 +57,8 @@ from nats.js import JetStreamContext
 from nats.js.api import Header, StorageType, StreamConfig
 
 from e2a.v1 import agent_service_pb2
-from e2a_grpc.broker.connection import JetStreamSetupError, connect
+from e2a_grpc.broker import jetstream_setup
+from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, BrokerMessage, FrameMessages, stand_in_frame
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
 
@@ -98,9 +99,7 @@ def _bug_reason(exc: Exception) -> str:
 
 
 async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str, *, replicas: int) -> None:
-    """Create the frames' stream (file storage, ``replicas`` copies) unless it exists; several servers may
-    race to. An existing stream with other replicas is kept as it is (its owner may have chosen them), with
-    a WARNING, as changing them is an operator's decision (``nats stream edit``)."""
+    """Create the frames' stream (file storage, ``replicas`` copies) unless it exists (``jetstream_setup``)."""
     config = StreamConfig(
         name=name,
         subjects=[f"{subject_prefix}.>"],
@@ -108,25 +107,7 @@ async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str, *,
         duplicate_window=NATS_DUPLICATE_WINDOW_SECONDS,
         num_replicas=replicas,
     )
-    try:
-        info = await js.stream_info(name)
-    except nats.js.errors.NotFoundError:
-        try:
-            await js.add_stream(config)
-        except nats.js.errors.BadRequestError:
-            info = await js.stream_info(name)  # another server created it first; anything else fails here
-        except nats.js.errors.APIError as exc:
-            raise JetStreamSetupError.refused("stream", name, replicas, exc) from exc
-        else:
-            return
-    if (stream_replicas := info.config.num_replicas or 1) != replicas:
-        log.warning(
-            "the frames' stream %s has %d replicas, not the %d configured: it is kept as it is (replicas are set "
-            "by whoever creates the stream)",
-            name,
-            stream_replicas,
-            replicas,
-        )
+    await jetstream_setup.ensure_stream(js, config, kind="frames' stream")
 
 
 def _is_permanent_refusal(answer: object) -> bool:
@@ -194,6 +175,8 @@ class FramePublisher:
         #: The frames sent and not acknowledged yet, by reply subject, oldest first.
         self._unacked: dict[str, _Publish] = {}
         self._window_open = asyncio.Event()
+        #: Who waits to hear whether a frame was stored (``when_stored``), by the frame's bytes.
+        self._stored_waiters: dict[bytes, asyncio.Future[bool]] = {}
         self._making_stream: asyncio.Task[None] | None = None
         #: Frames the broker has acknowledged.
         self.published = 0
@@ -220,12 +203,14 @@ class FramePublisher:
         self.backlog_listeners: list[Callable[[bool], None]] = []
 
     @classmethod
-    def from_settings(cls, config: ServerSettings) -> FramePublisher:
-        """The publisher ``serve --publish-nats`` runs (``config.publish_nats`` is its URL)."""
-        if not config.publish_nats:
+    def from_settings(cls, config: ServerSettings, url: str | None = None) -> FramePublisher:
+        """The publisher ``serve --publish-nats`` runs (``config.publish_nats`` is its URL), or an agent
+        worker's (``url``: the agent bus's)."""
+        url = url or config.publish_nats
+        if not url:
             raise ValueError("publish_nats: no NATS URL to publish to")
         return cls(
-            config.publish_nats,
+            url,
             stream=config.nats_stream,
             subject_prefix=config.nats_subject_prefix,
             type_prefix=config.cloudevents_type_prefix,
@@ -265,10 +250,29 @@ class FramePublisher:
         """Hand over a frame, a serialized ChatResponse (Chat waits here only while the queue is full)."""
         if self.closed:
             self.dropped += 1
+            self._tell_stored(frame, False)
             return
         await self._queue.put(frame)
         if self._queue.full():
             self._set_backlogged(True)
+
+    def when_stored(self, frame: bytes) -> asyncio.Future[bool]:
+        """A future of whether ``frame`` (to be handed to ``put`` next) ends up stored by the broker
+        (True: it or its stand-in was acknowledged) or is given up on (False): an agent worker acks its
+        request once the final frame is stored. Ask before ``put``."""
+        waiter = self._stored_waiters.get(frame)
+        if waiter is None:
+            waiter = self._stored_waiters[frame] = asyncio.get_running_loop().create_future()
+        return waiter
+
+    def _tell_stored(self, frame: bytes, stored: bool) -> None:
+        waiter = self._stored_waiters.pop(frame, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(stored)
+
+    def _tell_all_given_up(self) -> None:
+        for frame in list(self._stored_waiters):
+            self._tell_stored(frame, False)
 
     async def flush(self) -> None:
         """Wait until every frame handed over so far is acknowledged by the broker (or given up on)."""
@@ -307,6 +311,7 @@ class FramePublisher:
                 given_up += 1
             await asyncio.sleep(0)  # each caller woken by the room made hands its frame over
         self._give_up(given_up)
+        self._tell_all_given_up()
         if given_up:
             log.warning("%d Chat frames were not published to NATS before shutdown: given up on", given_up)
 
@@ -342,6 +347,7 @@ class FramePublisher:
                 log.error("%s: %s", _NOT_PUBLISHED, _frame_name(frame))
                 batch.popleft()
                 self._give_up()
+                self._tell_stored(frame, False)
                 return
             publish = _Publish(frame, stand_in)
             publish.stand_in = True
@@ -354,6 +360,7 @@ class FramePublisher:
                 log.error("Chat frame %s is %s; not published", publish.frame_id, reason)
                 batch.popleft()
                 self._give_up()
+                self._tell_stored(frame, False)
                 return
             log.error("Chat frame %s is %s; a stand-in is published in its place", publish.frame_id, reason)
         self._published_so_far += 1
@@ -458,6 +465,7 @@ class FramePublisher:
         if isinstance(answer, dict) and "seq" in answer and "error" not in answer:
             self.published += 1  # stored (or a duplicate of one stored): it counts
             self._settle(publish)
+            self._tell_stored(publish.frame, True)
             if self.failing is not None:
                 self._recovered()
         elif _is_permanent_refusal(answer):
@@ -490,6 +498,7 @@ class FramePublisher:
         """Give up on a frame sent (or about to be): it will not be sent again."""
         if self._settle(publish):
             self.dropped += 1
+            self._tell_stored(publish.frame, False)
 
     def _give_up(self, frames: int = 1) -> None:
         """Done with frames taken from the queue and never sent."""
@@ -576,6 +585,7 @@ class FramePublisher:
         self._batch.clear()
         self._unacked.clear()
         self._give_up(given_up)
+        self._tell_all_given_up()
         self._window_open.set()
         self._set_backlogged(False)  # every frame is given up on at once from now on: none waits
         self._tasks.append(asyncio.create_task(self._discard(), name="e2a-nats-publisher-discard"))
@@ -583,5 +593,5 @@ class FramePublisher:
     async def _discard(self) -> None:
         """After a failure: take every frame handed over, and give up on it, so Chat never waits."""
         while True:
-            await self._queue.get()
+            self._tell_stored(await self._queue.get(), False)
             self._give_up()

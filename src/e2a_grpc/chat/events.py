@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.model import DeltaKind, E2AEnvelope, ErrorCode, WaitReason
@@ -83,11 +83,15 @@ Event = Delta | Passthrough | Complete | InputRequired | AgentIds
 
 
 class BackendError(Exception):
-    """The agent failed: becomes the final ``e2a.error`` frame (``code``, ``message``, ``details``)."""
+    """The agent failed: becomes the final ``e2a.error`` frame (``code``, ``message``, ``details``).
+
+    ``code``: one of ours, an agent's integer JSON-RPC code, or (relayed from another E2A service,
+    ``chat.relay``) a code that service wrote and this version may not know.
+    """
 
     def __init__(
         self,
-        code: ErrorCode | int,
+        code: ErrorCode | str | int,
         message: str,
         details: dict[str, Any] | None = None,
         external: dict[str, Any] | None = None,
@@ -138,3 +142,12 @@ class AgentBackend(Protocol):
     async def aclose(self) -> None:
         """Release everything the backend keeps between requests (server shutdown)."""
         ...
+
+
+@runtime_checkable
+class PublishesItsFrames(Protocol):
+    """A backend whose turns' frames are on the broker already (a worker on the bus wrote them): the
+    Chat servicer's frame sink (``serve --publish-nats``) does not publish them again, and the turn
+    runs under the request id the gateway's frames carry."""
+
+    publishes_frames: bool

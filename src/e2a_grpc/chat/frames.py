@@ -251,7 +251,7 @@ class FrameBuilder:
 
     def error(
         self,
-        code: ErrorCode | int,
+        code: ErrorCode | str | int,
         message: str,
         details: dict[str, Any] | None = None,
         external: dict[str, Any] | None = None,

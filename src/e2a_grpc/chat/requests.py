@@ -21,17 +21,20 @@ def validate_chat_request(
         raise E2AValueError("envelope", "is required")
     try:
         envelope = E2AEnvelope.from_proto(request.envelope)
+        return envelope, checked_prompt(envelope, methods)
     except E2AFieldError as exc:
         raise exc.under("envelope") from None
+
+
+def checked_prompt(envelope: E2AEnvelope, methods: tuple[str, ...]) -> Prompt:
+    """The prompt of an envelope Chat can run (a method of ``methods``, a prompt or an answer), or an
+    E2AFieldError naming what makes it unusable (an agent worker reads envelopes off the bus)."""
     if envelope.method not in methods:
-        raise E2AValueError("envelope.method", f"Chat takes one of {', '.join(methods)}, got {envelope.method!r}")
-    try:
-        prompt = read_prompt(envelope)
-    except E2AFieldError as exc:
-        raise exc.under("envelope") from None
+        raise E2AValueError("method", f"Chat takes one of {', '.join(methods)}, got {envelope.method!r}")
+    prompt = read_prompt(envelope)
     if not prompt.blocks and not names_an_option(envelope):
         raise E2AValueError(
-            "envelope.params",
+            "params",
             "no prompt: give prompt, content_blocks, text, content or query (or, with task_id, option_id or cancel)",
         )
-    return envelope, prompt
+    return prompt

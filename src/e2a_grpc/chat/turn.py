@@ -32,7 +32,7 @@ from e2a_grpc.chat.events import AgentIds, BackendError, Complete, Delta, Event,
 from e2a_grpc.chat.frames import FrameBuilder
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.timers import TURN_TIMERS, OffLoopTimer
-from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError
 from e2a_grpc.model import ErrorCode
 from e2a_grpc.settings import ServerSettings
 
@@ -101,7 +101,7 @@ class Turn:
         #: The limit that ended the turn, if one did (for the metrics).
         self.limit_hit: ErrorCode | None = None
         #: The code of the backend's error that ended the turn, if one did (for the metrics).
-        self.backend_error: ErrorCode | int | None = None
+        self.backend_error: ErrorCode | str | int | None = None
         self._timers: list[asyncio.TimerHandle | OffLoopTimer] = []
 
     def interrupt(self, interruption: Interruption, stall_grace: float | None = None) -> None:
@@ -145,8 +145,9 @@ async def run_turn(
 
     The agent's task / context ids go on the frames where the request set none
     (``FrameBuilder.adopt_agent_ids``). The caller closes ``events``. Raises
-    ``asyncio.CancelledError`` when the turn was cancelled from outside (no final frame), and
-    ``TurnStalled`` (see ``Turn``).
+    ``asyncio.CancelledError`` when the turn was cancelled from outside (no final frame),
+    ``TurnStalled`` (see ``Turn``), and the backend's ``AgentUnavailableError`` when no frame was
+    written yet (a routed agent none of whose workers took the request: a status, not a frame).
     """
     try:
         prompt_bytes = prompt.size_bytes
@@ -192,6 +193,10 @@ async def run_turn(
         if frames.finished or turn.writing or turn.interruption is None:
             raise  # cancelled from outside: nothing more to write
         final = _interrupted(turn, frames)
+    except AgentUnavailableError as exc:
+        if frames.sequence == 0:
+            raise  # no frame yet: the caller ends the call with UNAVAILABLE (a client may retry it)
+        final = frames.error(ErrorCode.AGENT_UNAVAILABLE, str(exc), {"agent_id": exc.agent_id})
     except E2AFieldError as exc:
         log.warning("backend produced an invalid event for request %s: %s", frames.request_id, exc)
         final = frames.error(ErrorCode.BACKEND_INVALID_OUTPUT, str(exc))

@@ -14,7 +14,7 @@ import grpc
 from pydantic import ValidationError
 
 from e2a_grpc.chat.invariants import StreamInvariantError
-from e2a_grpc.cli import agents, chat, convert, serve, subscribe
+from e2a_grpc.cli import agent, agents, chat, convert, serve, subscribe
 from e2a_grpc.cli.exits import (
     EXIT_BAD_INPUT,
     EXIT_CODES_HELP,
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_parser(commands)
     chat.add_parser(commands)
     subscribe.add_parser(commands)
+    agent.add_parser(commands)
     agents.add_parser(commands)
     return parser
 

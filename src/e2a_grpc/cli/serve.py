@@ -44,7 +44,7 @@ def add_parser(commands: Any) -> None:
 _QUIET_LIBRARY_LOGGERS = ("grpc", "asyncio", "a2a.client.card_resolver")
 
 
-def _server_logging(*, log_frames: bool) -> None:
+def server_logging(*, log_frames: bool) -> None:
     for name in _QUIET_LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     if log_frames:
@@ -58,7 +58,7 @@ def _server_logging(*, log_frames: bool) -> None:
 def _worker_logging(*, verbose: bool, log_format: str, log_frames: bool) -> None:
     """The logging of ``serve`` in a worker process (a fresh interpreter): as ``main`` sets it up."""
     configure_logging(verbose=verbose, log_format=log_format)
-    _server_logging(log_frames=log_frames)
+    server_logging(log_frames=log_frames)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     # told otherwise before it is imported: only with --tracing, unless the environment says. Set
     # before the workers start, so they inherit it.
     os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "true" if config.tracing else "false")
-    _server_logging(log_frames=config.log_frames)
+    server_logging(log_frames=config.log_frames)
     if config.backend is BackendName.A2A:
         try:  # a2a-sdk is optional: say so now, not with a traceback from inside the server
             import e2a_grpc.backends.a2a  # noqa: F401

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,11 +42,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import grpc
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
-from e2a_grpc.chat.events import AgentBackend, Event
+from e2a_grpc.chat.events import AgentBackend, Event, PublishesItsFrames
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
-from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE, status_for
 from e2a_grpc.model import ErrorCode
@@ -124,8 +125,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         tracer: Tracer | None = None,
         frame_sink: FrameSink | None = None,
     ) -> None:
+        self._sink = frame_sink
         self.backend = backend
-        self._frame_sink = frame_sink
         self._metrics = metrics
         self._tracer = tracer
         self._methods = methods
@@ -138,6 +139,17 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         #: The hand-offs of closing frames to the frame sink still running (``_end_published_stream``).
         self._closing_hand_offs: set[asyncio.Task[None]] = set()
         self._clock = UtcClock()
+
+    @property
+    def backend(self) -> AgentBackend:
+        return self._backend
+
+    @backend.setter
+    def backend(self, backend: AgentBackend) -> None:
+        self._backend = backend
+        #: The backend's frames are on the broker already: the sink would store them twice.
+        self._frames_published = isinstance(backend, PublishesItsFrames) and backend.publishes_frames
+        self._frame_sink = None if self._frames_published else self._sink
 
     async def Chat(  # type: ignore[override]  # frames are written with context.write, not yielded
         self,
@@ -157,6 +169,9 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         self._turns.add(turn)
         turn.limit_time(self._limits, STALLED_WRITE_GRACE_SECONDS)
         output = _CallOutput(context, self._metrics, self._frame_sink, frames.request_id)
+        if self._frames_published and envelope.request_id is None:
+            # Its frames on the broker and the client's name the same request.
+            envelope = dataclasses.replace(envelope, request_id=frames.request_id)
         # Not started yet: the backend runs no code before the first event is asked for.
         events = self.backend.stream(envelope, prompt)
         if self._metrics is not None:
@@ -175,6 +190,8 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 turn.cancel_timers()
                 self._turns.discard(turn)
                 await events.aclose()
+        except AgentUnavailableError as exc:  # before any frame (run_turn): a status a client may retry on
+            await context.abort_with_status(status_for(exc))
         except TurnStalled:
             if self._frame_sink is not None:
                 await self._end_published_stream(self._frame_sink, frames, output, self._stalled_ending())

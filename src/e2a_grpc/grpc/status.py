@@ -13,7 +13,7 @@ from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from e2a_grpc.errors import E2AFieldError, E2AValueError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, E2AValueError
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,8 @@ def status_for(exc: BaseException) -> grpc.Status:
     """The gRPC status for an exception raised while handling a call."""
     if isinstance(exc, E2AFieldError):
         return invalid_argument([exc])
+    if isinstance(exc, AgentUnavailableError):
+        return rpc_status.to_status(status_pb2.Status(code=code_pb2.UNAVAILABLE, message=str(exc)))
     # Anything else is our bug, not the caller's: INTERNAL (never UNKNOWN), details stay in the log.
     return rpc_status.to_status(
         status_pb2.Status(code=code_pb2.INTERNAL, message=f"internal error ({type(exc).__name__}); see server log")

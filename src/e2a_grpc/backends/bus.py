@@ -1,0 +1,296 @@
+"""The gateway's route to an agent's workers over the bus (``nats`` routes; docs/agent-bus.md).
+
+``BusBackend`` is an ``AgentBackend``: a Chat turn routed to agent X publishes the request to X's
+workers on JetStream and reads the frames the worker that takes it publishes, back into the events
+they were made of (``chat.relay``), so the gateway's Chat servicer, limits and A2A front door work as
+with a local backend. The frames are on the broker already (the worker published them), so the
+gateway's frame sink does not publish them again (``publishes_frames``).
+
+- A request of a session whose owner (``session_owners``) is live goes to that worker's own subject;
+  any other to the subject every worker of X shares.
+- No live worker of X in the agent registry (the gateway's ``LiveAgents`` view), or none takes the
+  request (its ``taken`` notice) by Start-By: ``AgentUnavailableError`` (UNAVAILABLE) before any frame.
+- After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
+  lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
+  (``lost_requests``) and the turn ends with it.
+- The frames are read with an ordered consumer created before the request is published, from the
+  request's first frame on: none is missed, and a NATS node lost meanwhile costs none.
+- A turn closed before its final frame (the client cancelled, a limit) cancels the request on
+  ``e2a.cancel.<request token>``; the worker ends it with its own final frame on the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
+
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
+from nats.js.api import DeliverPolicy
+
+from e2a_grpc.broker.agent_requests import (
+    MISSED_NOTICES,
+    BusRequest,
+    any_worker_subject,
+    cancel_subject,
+    read_notice,
+    request_message,
+    with_request_id,
+    worker_subject,
+)
+from e2a_grpc.broker.connection import connect
+from e2a_grpc.broker.frame_messages import frame_subject
+from e2a_grpc.broker.live_agents import LiveAgents
+from e2a_grpc.broker.lost_requests import end_lost_request
+from e2a_grpc.broker.request_stream import ensure_requests_stream
+from e2a_grpc.broker.session_owners import SessionOwners
+from e2a_grpc.chat.events import AgentBackend, BackendInfo, Event
+from e2a_grpc.chat.prompt import Prompt
+from e2a_grpc.chat.relay import relay_frames
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError
+from e2a_grpc.model import E2AEnvelope, E2AResponse, SourceProtocol
+from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols.cloudevent_formats import from_http_binary
+from e2a_grpc.settings import ServerSettings
+
+log = logging.getLogger(__name__)
+
+#: What the gateway waits past Start-By for a ``taken`` notice (its trip from the worker).
+TAKEN_GRACE_SECONDS = 1.0
+#: The longest a JetStream request of the gateway (stream set-up, publish, registry read) waits.
+REQUEST_TIMEOUT_SECONDS = 5.0
+#: ``BackendInfo.name`` of a bus route (its frames' provenance converter: ``e2a_grpc.chat:nats``).
+BUS_BACKEND_NAME = "nats"
+
+
+class _Bus:
+    """The gateway's connection to the bus and its live view of the registry, made on the first turn
+    and shared by the turns of one route."""
+
+    def __init__(self, config: ServerSettings) -> None:
+        self._config = config
+        self._lock = asyncio.Lock()
+        self.nc: NatsClient | None = None
+        self.js: JetStreamContext | None = None
+        self.live: LiveAgents | None = None
+        self.owners: SessionOwners | None = None
+
+    async def ready(self) -> tuple[NatsClient, JetStreamContext, LiveAgents, SessionOwners]:
+        async with self._lock:
+            if self.nc is None or self.js is None or self.live is None or self.owners is None:
+                config = self._config
+                assert config.bus_nats is not None  # BusBackend checks it
+                nc = await connect(config.bus_nats)
+                try:
+                    js = nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS)
+                    await ensure_requests_stream(js, config)
+                    owners = await SessionOwners.open(
+                        nc,
+                        bucket=config.sessions_bucket,
+                        ttl=config.registry_ttl_seconds,
+                        replicas=config.nats_replicas,
+                    )
+                    live = await LiveAgents.open(
+                        config.bus_nats,
+                        bucket=config.registry_bucket,
+                        ttl=config.registry_ttl_seconds,
+                        replicas=config.nats_replicas,
+                    )
+                except BaseException:
+                    await nc.close()
+                    raise
+                self.nc, self.js, self.live, self.owners = nc, js, live, owners
+            return self.nc, self.js, self.live, self.owners
+
+    async def close(self) -> None:
+        if self.live is not None:
+            await self.live.close()
+        if self.nc is not None:
+            with contextlib.suppress(OSError, nats.errors.Error):
+                await self.nc.close()
+        self.nc = self.js = self.live = self.owners = None
+
+
+class BusBackend:
+    """Agent ``agent_id``'s workers on the bus, as a Chat backend (see the module docstring)."""
+
+    #: The frames of its turns are on the broker already: the gateway's frame sink skips them.
+    publishes_frames = True
+
+    def __init__(self, agent_id: str, config: ServerSettings) -> None:
+        if not config.bus_nats:
+            raise ValueError(f"agent {agent_id!r} is routed to nats: the gateway needs --bus-nats")
+        self.agent_id = agent_id
+        self.info = BackendInfo(BUS_BACKEND_NAME, SourceProtocol.E2A, {"agent_id": agent_id})
+        self._config = config
+        self._bus = _Bus(config)
+        self._origin = f"nats agent {agent_id!r}"
+
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
+        envelope = with_request_id(envelope)
+        nc, js, live, owners = await self._bus.ready()
+        workers = live.workers(self.agent_id)
+        if not workers:
+            raise AgentUnavailableError(self.agent_id, "no live worker in the agent registry")
+        subject = await self._subject(envelope, owners, {worker.instance_id for worker in workers})
+        turn = _BusTurn(self, nc, js, envelope, subject)
+        try:
+            await turn.open()
+            async for event in relay_frames(turn.frames(), envelope, self._origin):
+                yield event
+        finally:
+            await turn.close()
+
+    async def _subject(self, envelope: E2AEnvelope, owners: SessionOwners, live: set[str]) -> str:
+        """Where the request goes: the worker that holds its session when that worker is live, else
+        any worker (which starts the session anew and says so)."""
+        prefix = self._config.bus_requests_subject_prefix
+        if envelope.session_id:
+            try:
+                owner = await owners.owner(self.agent_id, envelope.session_id)
+            except ValueError:
+                owner = None  # a session id no claim can have (too long for a key): no worker holds it
+            except (nats.errors.Error, TimeoutError) as exc:
+                raise AgentUnavailableError(self.agent_id, f"session ownership cannot be read ({exc!r})") from None
+            if owner is not None and owner.instance_id in live:
+                return worker_subject(prefix, self.agent_id, owner.instance_id)
+        return any_worker_subject(prefix, self.agent_id)
+
+    async def cancel_task(self, task_id: str) -> None:
+        # A task waiting for its client lives in the worker that ran its turn; the bus has no
+        # request that cancels it yet (docs/agent-bus.md, "Not yet"): it waits there until it expires.
+        log.warning(
+            "agent %r: task %s cannot be cancelled over the bus; it expires in its worker", self.agent_id, task_id
+        )
+
+    async def aclose(self) -> None:
+        await self._bus.close()
+
+
+class _BusTurn:
+    """One request on the bus: its subscriptions, its publication, and its frames as they come."""
+
+    def __init__(
+        self, backend: BusBackend, nc: NatsClient, js: JetStreamContext, envelope: E2AEnvelope, subject: str
+    ) -> None:
+        self._backend = backend
+        self._subject = subject
+        self._config = backend._config
+        self._nc = nc
+        self._js = js
+        self.envelope = envelope
+        assert envelope.request_id is not None
+        self.request_id = envelope.request_id
+        self._arrivals: asyncio.Queue[Msg] = asyncio.Queue()
+        self._frame_subscription: JetStreamContext.PushSubscription | None = None
+        self._notices: Subscription | None = None
+        self._published = False
+        self._ended = False
+
+    async def open(self) -> None:
+        """Subscribe to the request's frames and notices, then publish it."""
+        config = self._config
+        self._frame_subscription = await self._js.subscribe(
+            frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id),
+            stream=config.nats_stream,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.ALL,
+            cb=self._arrived,
+        )
+        inbox = self._nc.new_inbox()
+        self._notices = await self._nc.subscribe(inbox, cb=self._arrived)
+        request = BusRequest(
+            envelope=self.envelope,
+            reply_to=inbox,
+            start_by=datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=config.bus_start_by_seconds),
+        )
+        message = request_message(
+            request, self._subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source
+        )
+        await self._js.publish(
+            message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
+        )
+        self._published = True
+
+    async def _arrived(self, message: Msg) -> None:
+        self._arrivals.put_nowait(message)
+
+    async def frames(self) -> AsyncIterator[E2AResponse]:
+        """The request's frames as the worker stores them, up to its final frame; raises
+        ``AgentUnavailableError`` when no worker takes it, and ends with the lost-request frame when
+        its worker goes silent."""
+        config = self._config
+        loop = asyncio.get_running_loop()
+        take_by = loop.time() + config.bus_start_by_seconds + TAKEN_GRACE_SECONDS
+        silence = MISSED_NOTICES * config.bus_progress_seconds
+        taken = False
+        while True:
+            timeout = silence if taken else take_by - loop.time()
+            try:
+                async with asyncio.timeout(max(timeout, 0)):
+                    message = await self._arrivals.get()
+            except TimeoutError:
+                if not taken:
+                    raise AgentUnavailableError(
+                        self._backend.agent_id,
+                        f"no live worker took the request within {config.bus_start_by_seconds:g} s",
+                    ) from None
+                lost = await end_lost_request(
+                    self._js,
+                    self.envelope,
+                    stream=config.nats_stream,
+                    subject_prefix=config.nats_subject_prefix,
+                    type_prefix=config.cloudevents_type_prefix,
+                    source=config.cloudevents_source,
+                    noticed_by="gateway",
+                )
+                if lost is not None:
+                    self._ended = True
+                    yield lost
+                    return
+                continue  # the final frame is stored: it is on its way here
+            taken = True
+            if read_notice(message.headers) is not None:
+                continue
+            frame = _frame(message)
+            if frame is None:
+                continue
+            if frame.is_final:
+                self._ended = True
+            yield frame
+            if frame.is_final:
+                return
+
+    async def close(self) -> None:
+        """Cancel the request if it has not ended, and drop the subscriptions."""
+        if self._published and not self._ended:
+            with contextlib.suppress(nats.errors.Error):
+                await self._nc.publish(cancel_subject(self._config.bus_cancel_subject_prefix, self.request_id))
+        for subscription in (self._frame_subscription, self._notices):
+            if subscription is not None:
+                with contextlib.suppress(nats.errors.Error):
+                    await subscription.unsubscribe()
+
+
+def _frame(message: Msg) -> E2AResponse | None:
+    """A frame message's record (None, logged: a message on the subject that is no frame)."""
+    try:
+        record = cloudevents.event_to_record(from_http_binary(message.headers or {}, message.data))
+    except E2AFieldError as exc:
+        log.warning("a message on %s is no E2A frame (%s): skipped", message.subject, exc)
+        return None
+    return record if isinstance(record, E2AResponse) else None
+
+
+def make_bus_backend(agent_id: str, settings: ServerSettings) -> AgentBackend:
+    """The route of ``agent_id`` to its workers on the bus (the routing table's ``nats`` target)."""
+    return BusBackend(agent_id, settings)

@@ -1,0 +1,222 @@
+"""The agent bus's wire contract as pure functions (docs/agent-bus.md): no NATS here.
+
+A gateway publishes a request envelope to the agent's workers on JetStream; a worker runs it as a
+Chat turn and publishes its frames on the broker path's frame subjects (``frame_messages``). This
+module is the one home of everything both sides must agree on: the request subjects and consumer
+names, the request message (the envelope's CloudEvent in binary mode plus the bus headers) read and
+written, the notices a worker sends the gateway, the cancel subject, and the final frame written for
+a request whose worker was lost. The gateway (``backends.bus``), the worker (``agent_worker``) and
+the Go example worker follow it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from e2a_grpc.broker.agent_records import key_token
+from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, BrokerMessage, subject_token
+from e2a_grpc.chat.invariants import ECHOED_FIELDS
+from e2a_grpc.errors import E2AValueError
+from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
+from e2a_grpc.protocols import cloudevents
+from e2a_grpc.protocols.cloudevent_formats import from_http_binary, to_http_binary
+
+#: The gateway's core-NATS inbox for the request's notices.
+REPLY_TO_HEADER: Final = "E2A-Reply-To"
+#: RFC 3339 UTC: a worker that takes the request later drops it unrun.
+START_BY_HEADER: Final = "E2A-Start-By"
+#: RFC 3339 UTC: the Chat call's deadline; the worker stops the turn then.
+DEADLINE_HEADER: Final = "E2A-Deadline"
+#: W3C trace context of the gateway's call, when it traces.
+TRACEPARENT_HEADER: Final = "traceparent"
+#: A notice's kind (``Notice``) and the worker instance that sends it.
+NOTICE_HEADER: Final = "E2A-Notice"
+WORKER_HEADER: Final = "E2A-Worker"
+#: The subject token after the agent's for the subject every worker of the agent shares.
+ANY_WORKER: Final = "any"
+#: The subject token before a worker's instance id on its own subject.
+ONE_WORKER: Final = "worker"
+#: The prefix of the shared durable consumer of an agent (``<prefix><agent token>``).
+CONSUMER_PREFIX: Final = "e2a-agent-"
+#: The suffix of the message id of a lost request's final frame (``<request_id>:lost``).
+LOST_SUFFIX: Final = ":lost"
+#: How often a gateway may miss a worker's progress notice before it takes the worker for lost.
+MISSED_NOTICES: Final = 3
+
+
+class Notice(StrEnum):
+    """What a worker tells the gateway of a request (core NATS, no payload)."""
+
+    #: The worker started the request (sent before its first frame).
+    TAKEN = "taken"
+    #: The turn still runs (every ``bus_progress_seconds``).
+    WORKING = "working"
+
+
+def any_worker_subject(prefix: str, agent_id: str) -> str:
+    """Where a request to any worker of ``agent_id`` goes."""
+    return f"{prefix}.{key_token(agent_id)}.{ANY_WORKER}"
+
+
+def worker_subject(prefix: str, agent_id: str, instance_id: str) -> str:
+    """Where a request to one worker instance goes (a session it holds)."""
+    return f"{prefix}.{key_token(agent_id)}.{ONE_WORKER}.{instance_id}"
+
+
+def shared_consumer(agent_id: str) -> str:
+    """The durable pull consumer every worker of ``agent_id`` shares (on ``any_worker_subject``)."""
+    return CONSUMER_PREFIX + key_token(agent_id)
+
+
+def worker_consumer(agent_id: str, instance_id: str) -> str:
+    """One worker instance's own pull consumer (on its ``worker_subject``)."""
+    return f"{CONSUMER_PREFIX}{key_token(agent_id)}-{instance_id}"
+
+
+def cancel_subject(prefix: str, request_id: str) -> str:
+    """Where a gateway cancels a running request (core NATS)."""
+    return f"{prefix}.{subject_token(request_id)}"
+
+
+def lost_message_id(request_id: str) -> str:
+    """The ``Nats-Msg-Id`` of a lost request's final frame: whoever writes it, the broker keeps one."""
+    return request_id + LOST_SUFFIX
+
+
+def rfc3339(moment: datetime.datetime) -> str:
+    """A header's time: UTC, to the millisecond, with ``Z``."""
+    return moment.astimezone(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _time(name: str, text: str) -> datetime.datetime:
+    if not cloudevents.is_time(text):
+        raise E2AValueError(name, f"expected an RFC 3339 timestamp, got {text!r}")
+    moment = cloudevents.parse_time(text)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+@dataclass(frozen=True)
+class BusRequest:
+    """A request on the bus: the envelope (with its request id) and what the bus headers say."""
+
+    envelope: E2AEnvelope
+    #: The gateway's inbox for notices.
+    reply_to: str
+    start_by: datetime.datetime
+    deadline: datetime.datetime | None = None
+    traceparent: str | None = None
+
+    @property
+    def request_id(self) -> str:
+        assert self.envelope.request_id is not None  # request_message and read_request see to it
+        return self.envelope.request_id
+
+
+def with_request_id(envelope: E2AEnvelope) -> E2AEnvelope:
+    """The envelope with a request id: its own, or a new UUID (the bus names a request by it)."""
+    if envelope.request_id and not envelope.request_id.isspace():
+        return envelope
+    return dataclasses.replace(envelope, request_id=str(uuid.uuid4()))
+
+
+def request_message(request: BusRequest, subject: str, *, type_prefix: str, source: str | None) -> BrokerMessage:
+    """The NATS message of a request: the envelope's CloudEvent in binary mode (``ce-*`` headers,
+    ``ce-targetagent``, ``ce-mcptype: request``, the envelope's wire JSON as payload), de-duplicated by
+    the request id, with the bus headers."""
+    event = cloudevents.record_to_event(request.envelope, type_prefix=type_prefix, source=source)
+    binary = to_http_binary(event)
+    headers = {
+        **binary.headers,
+        MSG_ID_HEADER: request.request_id,
+        REPLY_TO_HEADER: request.reply_to,
+        START_BY_HEADER: rfc3339(request.start_by),
+    }
+    if request.deadline is not None:
+        headers[DEADLINE_HEADER] = rfc3339(request.deadline)
+    if request.traceparent is not None:
+        headers[TRACEPARENT_HEADER] = request.traceparent
+    return BrokerMessage(subject, headers, binary.body)
+
+
+def read_request(headers: Mapping[str, str], payload: bytes) -> BusRequest:
+    """A request message read back; an ``E2AFieldError`` names what makes it no request of the bus
+    (a header missing or malformed, an event that carries no envelope, an envelope without request id)."""
+    record = cloudevents.event_to_record(from_http_binary(headers, payload))
+    if not isinstance(record, E2AEnvelope):
+        raise E2AValueError("ce-mcptype", "the bus carries requests; this event carries a response")
+    if not record.request_id:
+        raise E2AValueError("data.request_id", "a request on the bus needs a request_id")
+    reply_to = headers.get(REPLY_TO_HEADER)
+    if not reply_to:
+        raise E2AValueError(REPLY_TO_HEADER, "a request on the bus needs the gateway's inbox")
+    start_by = headers.get(START_BY_HEADER)
+    if start_by is None:
+        raise E2AValueError(START_BY_HEADER, "a request on the bus needs the time it must start by")
+    deadline = headers.get(DEADLINE_HEADER)
+    return BusRequest(
+        envelope=record,
+        reply_to=reply_to,
+        start_by=_time(START_BY_HEADER, start_by),
+        deadline=None if deadline is None else _time(DEADLINE_HEADER, deadline),
+        traceparent=headers.get(TRACEPARENT_HEADER),
+    )
+
+
+def notice_headers(notice: Notice, instance_id: str) -> dict[str, str]:
+    return {NOTICE_HEADER: notice.value, WORKER_HEADER: instance_id}
+
+
+def read_notice(headers: Mapping[str, str] | None) -> tuple[Notice, str] | None:
+    """A notice's kind and worker, or None when the message is no notice this version knows."""
+    if not headers:
+        return None
+    try:
+        notice = Notice(headers.get(NOTICE_HEADER, ""))
+    except ValueError:
+        return None
+    return notice, headers.get(WORKER_HEADER, "")
+
+
+def lost_final_frame(
+    envelope: E2AEnvelope, last: E2AResponse | None, *, noticed_by: str, timestamp: str
+) -> E2AResponse:
+    """The final ``e2a.error`` ``agent_unavailable`` frame of a request whose worker was lost: one
+    after ``last`` (the last frame stored on the request's frame subject, whose correlation fields it
+    keeps: an agent's task id adopted on the way), or the request's first frame when none is stored.
+    ``noticed_by``: who wrote it ("gateway", "worker"), in its details."""
+    request_id = envelope.request_id
+    assert request_id is not None
+    body = {
+        "code": ErrorCode.AGENT_UNAVAILABLE.value,
+        "message": "the agent worker running this request was lost before it ended; it was not run again",
+        "details": {"noticed_by": noticed_by},
+    }
+    if last is not None:
+        return dataclasses.replace(
+            last,
+            response_id=lost_message_id(request_id),
+            sequence=last.sequence + 1,
+            is_final=True,
+            status=ResponseStatus.FAILED.value,
+            response_kind=ResponseKind.E2A_ERROR.value,
+            timestamp=timestamp,
+            body=body,
+        )
+    return E2AResponse(
+        protocol_version=envelope.protocol_version,
+        request_id=request_id,
+        response_id=lost_message_id(request_id),
+        sequence=0,
+        is_final=True,
+        status=ResponseStatus.FAILED.value,
+        response_kind=ResponseKind.E2A_ERROR.value,
+        timestamp=timestamp,
+        body=body,
+        **{name: getattr(envelope, name) for name in ECHOED_FIELDS},
+    )

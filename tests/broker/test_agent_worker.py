@@ -1,0 +1,530 @@
+"""Agent workers on the bus against a real nats-server: a gateway (in-process ``E2AServer`` whose Chat
+backend is a ``BusBackend``) and workers (``AgentWorker``) in this process; the frames a request
+gets through the bus, load sharing, ack after the final frame, UNAVAILABLE without a worker, cancel,
+Start-By, at most once for a request delivered again, and the drain."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import json
+import re
+import signal
+import sys
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import nats
+import pytest
+from grpc_health.v1.health_pb2 import HealthCheckResponse
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from e2a.v1.agent_service_pb2 import ChatRequest, ChatResponse
+from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
+from e2a_grpc.backends import make_backend
+from e2a_grpc.backends.bus import BusBackend
+from e2a_grpc.backends.echo import EchoBackend
+from e2a_grpc.broker import stream_reader
+from e2a_grpc.broker.agent_requests import (
+    BusRequest,
+    any_worker_subject,
+    request_message,
+    shared_consumer,
+)
+from e2a_grpc.broker.agent_worker import AgentWorker
+from e2a_grpc.broker.live_agents import LiveAgents
+from e2a_grpc.broker.request_stream import ensure_requests_stream
+from e2a_grpc.broker.session_owners import SessionOwners
+from e2a_grpc.chat.events import AgentBackend, Event
+from e2a_grpc.chat.prompt import Prompt
+from e2a_grpc.client import achat
+from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
+from e2a_grpc.settings import AgentWorkerSettings
+from tests.conftest import in_process_server
+from tests.support.acp_servers import AGENT as ACP_AGENT
+from tests.support.nats_server import NatsServer, stored_messages
+from tests.support.processes import free_port, logged_process
+from tests.support.readiness import health_check, health_statuses, until_status
+from tests.support.waiting import within
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
+PROGRESS = 0.3
+#: How long a worker process may take to start and register.
+STARTUP_SECONDS = 30.0
+#: Where a test's frames are read back from the broker: its whole stream, ended.
+READ_TIMEOUT = 20.0
+
+
+class CountingEcho(EchoBackend):
+    """The echo backend, counting the turns it starts (a request must never run twice)."""
+
+    def __init__(self, delay_seconds: float = 0.0) -> None:
+        super().__init__(delay_seconds)
+        self.turns = 0
+
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
+        self.turns += 1
+        async for event in super().stream(envelope, prompt, incremental=incremental):
+            yield event
+
+
+def _settings(broker: NatsServer, agent_id: str, **overrides: Any) -> AgentWorkerSettings:
+    values: dict[str, Any] = {
+        "bus_nats": broker.url,
+        "agent_id": agent_id,
+        "bus_progress_seconds": PROGRESS,
+        "bus_ack_wait_seconds": 1.0,
+        "bus_start_by_seconds": 2.0,
+        "registry_ttl_seconds": 2.0,
+        "registry_heartbeat_seconds": 0.5,
+        "grace_seconds": 10.0,
+        **overrides,
+    }
+    return AgentWorkerSettings(**values)
+
+
+def _agent() -> str:
+    return f"agent-{uuid.uuid4().hex[:8]}"
+
+
+def _request(words: int, request_id: str | None = None) -> E2AEnvelope:
+    text = " ".join(f"w{n}" for n in range(words))
+    return E2AEnvelope(
+        method="chat.send", request_id=request_id or str(uuid.uuid4()), is_stream=True, params={"text": text}
+    )
+
+
+@contextlib.asynccontextmanager
+async def _worker(config: AgentWorkerSettings, backend: AgentBackend) -> AsyncIterator[AgentWorker]:
+    worker = AgentWorker(config, backend)
+    await worker.start()
+    try:
+        yield worker
+    finally:
+        await worker.stop(config.grace_seconds)
+
+
+@contextlib.asynccontextmanager
+async def _gateway(config: AgentWorkerSettings) -> AsyncIterator[grpc.aio.Channel]:
+    """A gateway that also publishes its Chat frames (``--publish-nats``): a bus turn's frames are
+    the worker's on the broker, never published twice."""
+    backend = BusBackend(config.agent_id, config)
+    async with (
+        in_process_server(backend=backend, publish_nats=config.bus_nats) as server,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
+        yield channel
+
+
+async def _frames(call: AsyncIterator[E2AResponse]) -> list[E2AResponse]:
+    return [frame async for frame in call]
+
+
+def _content(frames: list[E2AResponse]) -> list[tuple[int, str, bool, str, Any]]:
+    """What must be the same whichever way a turn ran: everything but ids, timestamps, provenance."""
+    return [(frame.sequence, frame.response_kind, frame.is_final, frame.status, frame.body) for frame in frames]
+
+
+async def _broker_copy(broker: NatsServer, config: AgentWorkerSettings, request_id: str) -> list[E2AResponse]:
+    frames = stream_reader.read_streams(
+        broker.url,
+        stream=config.nats_stream,
+        subject_prefix=config.nats_subject_prefix,
+        request_id=request_id,
+        idle_timeout=READ_TIMEOUT,
+    )
+    return [frame async for frame in frames]
+
+
+async def _requests_left(broker: NatsServer, config: AgentWorkerSettings) -> int:
+    return await stored_messages(broker.url, config.bus_requests_stream, f"{config.bus_requests_subject_prefix}.>")
+
+
+async def test_a_request_through_the_bus_gets_the_frames_of_a_direct_chat_and_is_acked_after_its_final(
+    broker: NatsServer,
+) -> None:
+    config = _settings(broker, _agent())
+    backend = CountingEcho()
+    envelope = _request(12)
+    async with in_process_server() as direct, grpc.aio.insecure_channel(direct.address) as channel:
+        expected = [frame async for frame in achat(channel, envelope)]
+    async with _worker(config, backend), _gateway(config) as channel:
+        got = [frame async for frame in achat(channel, envelope)]
+        stored = await _broker_copy(broker, config, envelope.request_id or "")
+        assert await _requests_left(broker, config) == 0
+    assert _content(got) == _content(expected)
+    assert _content(stored) == _content(expected)  # the worker's copy, published once
+    assert {frame.request_id for frame in got + stored} == {envelope.request_id}
+    assert backend.turns == 1
+
+
+async def test_a_request_without_id_names_the_same_request_to_its_client_and_on_the_broker(broker: NatsServer) -> None:
+    config = _settings(broker, _agent())
+    envelope = E2AEnvelope(method="chat.send", is_stream=True, params={"text": "no id here"})
+    async with _worker(config, CountingEcho()), _gateway(config) as channel:
+        got = [frame async for frame in achat(channel, envelope)]
+        request_id = got[0].request_id
+        assert request_id
+        stored = await _broker_copy(broker, config, request_id)
+    assert _content(stored) == _content(got)
+
+
+async def test_workers_of_one_agent_share_its_requests(broker: NatsServer) -> None:
+    config = _settings(broker, _agent(), bus_max_turns=1)
+    first, second = CountingEcho(delay_seconds=0.05), CountingEcho(delay_seconds=0.05)
+    async with _worker(config, first), _worker(config, second), _gateway(config) as channel:
+
+        async def chat() -> list[E2AResponse]:
+            return [frame async for frame in achat(channel, _request(6))]
+
+        streams = await asyncio.gather(*(chat() for _ in range(4)))
+    assert all(stream[-1].response_kind == "e2a.complete" for stream in streams)
+    # One turn at a time each: four requests at once reach both workers.
+    assert first.turns >= 1 and second.turns >= 1
+    assert first.turns + second.turns == 4
+
+
+async def test_an_agent_without_a_live_worker_gets_unavailable_at_once(broker: NatsServer) -> None:
+    config = _settings(broker, _agent())
+    async with _gateway(config) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            # The registry says so: no wait for Start-By (2 s here).
+            await within(_frames(achat(channel, _request(3))), 1.5)
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert config.agent_id in (raised.value.details() or "")
+
+
+async def test_a_cancelled_call_ends_the_workers_turn_with_client_cancelled_and_the_request_is_acked(
+    broker: NatsServer,
+) -> None:
+    config = _settings(broker, _agent())
+    backend = CountingEcho(delay_seconds=0.05)
+    envelope = _request(400)
+    async with _worker(config, backend), _gateway(config) as channel:
+        call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
+        first = await call.read()
+        assert isinstance(first, ChatResponse) and first.response.sequence == 0
+        call.cancel()  # the client goes away
+        stored = await _broker_copy(broker, config, envelope.request_id or "")
+        assert await _requests_left(broker, config) == 0
+    assert stored[-1].is_final
+    assert stored[-1].body["code"] == ErrorCode.CLIENT_CANCELLED
+    assert len(stored) < 400
+
+
+async def _publish(broker: NatsServer, config: AgentWorkerSettings, envelope: E2AEnvelope, start_by: float) -> None:
+    """A request as a gateway publishes it (``start_by``: seconds from now, negative: past)."""
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+        await ensure_requests_stream(js, config)
+        request = BusRequest(
+            envelope=envelope,
+            reply_to=nc.new_inbox(),
+            start_by=datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=start_by),
+        )
+        message = request_message(
+            request,
+            any_worker_subject(config.bus_requests_subject_prefix, config.agent_id),
+            type_prefix=config.cloudevents_type_prefix,
+            source=None,
+        )
+        await js.publish(message.subject, message.payload, headers=message.headers)
+    finally:
+        await nc.close()
+
+
+async def test_a_request_taken_after_its_start_by_is_dropped_unrun(broker: NatsServer) -> None:
+    config = _settings(broker, _agent())
+    backend = CountingEcho()
+    await _publish(broker, config, _request(3), start_by=-1.0)
+    async with _worker(config, backend):
+
+        async def dropped() -> None:
+            while await _requests_left(broker, config):
+                await asyncio.sleep(0.05)  # polling the broker: the drop has no event to await here
+
+        await within(dropped())
+    assert backend.turns == 0
+
+
+async def test_a_request_whose_worker_was_lost_is_answered_agent_unavailable_and_never_run(broker: NatsServer) -> None:
+    """A worker took the request and died (took it from the shared consumer, never acked): the next
+    worker is delivered it again, does not run it, and writes its agent_unavailable final frame."""
+    config = _settings(broker, _agent())
+    envelope = _request(3)
+    await _publish(broker, config, envelope, start_by=30.0)
+    nc = await nats.connect(broker.url)
+    try:
+        lost = await nc.jetstream().pull_subscribe(
+            any_worker_subject(config.bus_requests_subject_prefix, config.agent_id),
+            durable=shared_consumer(config.agent_id),
+            stream=config.bus_requests_stream,
+            config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=config.bus_ack_wait_seconds, max_deliver=-1),
+        )
+        taken = await lost.fetch(1, timeout=5.0)
+        assert len(taken) == 1  # and never acked: the worker that took it is gone
+    finally:
+        await nc.close()
+    backend = CountingEcho()
+    async with _worker(config, backend) as worker:
+        stored = await _broker_copy(broker, config, envelope.request_id or "")
+        assert await _requests_left(broker, config) == 0
+        assert worker.lost_answered == 1
+    assert backend.turns == 0
+    assert len(stored) == 1
+    assert stored[0].is_final and stored[0].body["code"] == ErrorCode.AGENT_UNAVAILABLE
+
+
+async def test_a_stopping_worker_finishes_its_turn_and_acks_it(broker: NatsServer) -> None:
+    config = _settings(broker, _agent())
+    backend = CountingEcho(delay_seconds=0.02)
+    envelope = _request(40)
+    worker = AgentWorker(config, backend)
+    await worker.start()
+    try:
+        async with _gateway(config) as channel:
+            call = achat(channel, envelope)
+            frames = [await anext(aiter(call))]
+            stopping = asyncio.create_task(worker.stop(config.grace_seconds))
+            frames += [frame async for frame in call]
+            await stopping
+    finally:
+        if not worker.publisher.closed:
+            await worker.stop(0)
+    assert frames[-1].response_kind == "e2a.complete"
+    assert await _requests_left(broker, config) == 0
+    assert backend.turns == 1
+
+
+_WHOAMI = re.compile(r"pid (\d+) session (\w+) turn (\d+)")
+
+
+def _acp_settings(broker: NatsServer, agent_id: str) -> AgentWorkerSettings:
+    return _settings(broker, agent_id, backend="acp", acp_command=f"{sys.executable} {ACP_AGENT}")
+
+
+async def _whoami(channel: grpc.aio.Channel, session_id: str) -> tuple[tuple[str, str, int], list[E2AResponse]]:
+    """The ACP agent's pid, its session and the turn number in it, and the frames that said so."""
+    envelope = E2AEnvelope(
+        method="chat.send", request_id=str(uuid.uuid4()), session_id=session_id, params={"text": "whoami"}
+    )
+    frames = [frame async for frame in achat(channel, envelope)]
+    said = _WHOAMI.search(json.dumps(frames[-1].body))
+    assert said is not None, frames[-1].body
+    return (said[1], said[2], int(said[3])), frames
+
+
+async def test_a_session_sticks_to_the_worker_that_holds_it(broker: NatsServer) -> None:
+    config = _acp_settings(broker, _agent())
+    first, second = make_backend(config), make_backend(config)
+    async with _worker(config, first) as one, _worker(config, second) as other, _gateway(config) as channel:
+        turns = [(await _whoami(channel, "sticky"))[0] for _ in range(6)]
+        holders = [worker for worker in (one, other) if worker.sessions is not None and len(worker.sessions)]
+    pids = {pid for pid, _, _ in turns}
+    sessions = {session for _, session, _ in turns}
+    # One agent process, one ACP session (without stickiness: each turn on either worker).
+    assert len(pids) == 1 and len(sessions) == 1
+    assert [turn for _, _, turn in turns] == [1, 2, 3, 4, 5, 6]
+    assert len(holders) == 1
+
+
+async def test_a_session_whose_worker_is_gone_starts_anew_and_says_so(broker: NatsServer) -> None:
+    config = _acp_settings(broker, _agent())
+    gone = "f" * 32  # a worker instance that holds the session and is in no registry entry
+    nc = await nats.connect(broker.url)
+    try:
+        owners = await SessionOwners.open(
+            nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=1
+        )
+        await owners.claim(config.agent_id, "orphan", gone)
+    finally:
+        await nc.close()
+    worker = AgentWorker(config, make_backend(config))
+    await worker.start()
+    try:
+        async with _gateway(config) as channel:
+            (_, session, turn), frames = await _whoami(channel, "orphan")
+            (_, session_again, turn_again), frames_again = await _whoami(channel, "orphan")
+    finally:
+        await worker.stop(config.grace_seconds)
+    notices = [frame.body for frame in frames if frame.response_kind == "ext"]
+    assert notices == [
+        {
+            "event": "session_restarted",
+            "session_id": "orphan",
+            "previous_instance": gone,
+            "instance": worker.instance_id,
+        }
+    ]
+    assert frames[0].response_kind == "ext"  # before the answer
+    assert turn == 1 and (session_again, turn_again) == (session, 2)
+    assert not [frame for frame in frames_again if frame.response_kind == "ext"]
+
+
+def _worker_command(config: AgentWorkerSettings, *backend: str) -> list[str]:
+    """``e2a-grpc agent`` with the test's bus settings."""
+    return [
+        sys.executable,
+        "-m",
+        "e2a_grpc",
+        "agent",
+        "--nats",
+        config.bus_nats or "",
+        "--agent-id",
+        config.agent_id,
+        "--bus-progress-seconds",
+        str(config.bus_progress_seconds),
+        "--bus-ack-wait-seconds",
+        str(config.bus_ack_wait_seconds),
+        "--registry-ttl-seconds",
+        str(config.registry_ttl_seconds),
+        "--registry-heartbeat-seconds",
+        str(config.registry_heartbeat_seconds),
+        *backend,
+    ]
+
+
+async def _live_worker(config: AgentWorkerSettings) -> None:
+    """Return once a worker of the agent is in the registry (the process has started)."""
+    assert config.bus_nats is not None
+    live = await LiveAgents.open(
+        config.bus_nats, bucket=config.registry_bucket, ttl=config.registry_ttl_seconds, replicas=1
+    )
+    try:
+        assert await live.wait_for_workers(config.agent_id, STARTUP_SECONDS)
+    finally:
+        await live.close()
+
+
+async def _read_all(call: Any) -> list[ChatResponse]:
+    frames = []
+    while (reply := await call.read()) is not grpc.aio.EOF:
+        frames.append(reply)
+    return frames
+
+
+def _prompts(events: Path) -> int:
+    return sum(json.loads(line)["event"] == "prompt" for line in events.read_text().splitlines())
+
+
+async def test_a_worker_killed_mid_turn_gets_one_agent_unavailable_final_and_its_request_never_runs_twice(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    config = _settings(broker, _agent(), backend="acp", acp_command=f"{sys.executable} {ACP_AGENT}")
+    events = tmp_path / "events.jsonl"
+    acp = f"{sys.executable} {ACP_AGENT} --events {events}"
+    envelope = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), params={"text": "slow"})
+    with logged_process(_worker_command(config, "--backend", "acp", "--acp-command", acp)) as (process, _):
+        await _live_worker(config)
+        async with _gateway(config) as channel:
+            call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
+            first = await call.read()
+            assert isinstance(first, ChatResponse)  # the turn runs
+            process.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(process.wait)
+            rest = await _read_all(call)  # the gateway notices the silence
+    assert rest and rest[-1].response.is_final
+    final = E2AResponse.from_proto(rest[-1].response)
+    assert final.body["code"] == ErrorCode.AGENT_UNAVAILABLE
+    # The next worker is delivered the request again (never acked): it runs nothing, and the broker
+    # keeps the one final frame the gateway wrote.
+    backend = CountingEcho()
+    async with _worker(config, backend) as worker:
+
+        async def answered() -> None:
+            while await _requests_left(broker, config):
+                await asyncio.sleep(0.05)  # polling the broker: the redelivery is its own timer's
+
+        await within(answered())
+        assert worker.lost_answered == 1
+        stored = await _broker_copy(broker, config, envelope.request_id or "")
+    assert backend.turns == 0
+    assert _prompts(events) == 1
+    finals = [frame for frame in stored if frame.is_final]
+    assert len(finals) == 1 and finals[0].body["code"] == ErrorCode.AGENT_UNAVAILABLE
+    assert finals[0].response_id == f"{envelope.request_id}:lost"
+
+
+async def _serving(port: int) -> None:
+    """Return once the worker process's health says SERVING (its port may not listen yet)."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        await within(channel.channel_ready(), STARTUP_SECONDS)
+        await within(until_status(health_statuses(channel, ""), HealthCheckResponse.SERVING))
+
+
+async def _health(port: int) -> int:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return await health_check(channel, "")
+
+
+async def test_sigterm_drains_a_worker_process_its_turn_finishes_and_is_acked(broker: NatsServer) -> None:
+    config = _settings(broker, _agent())
+    envelope = _request(30)
+    health_port = free_port()
+    command = _worker_command(
+        config, "--backend", "echo", "--echo-delay-seconds", "0.05", "--health-port", str(health_port)
+    )
+    with logged_process(command) as (process, _):
+        await _serving(health_port)
+        await _live_worker(config)
+        async with _gateway(config) as channel:
+            call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
+            first = await call.read()
+            assert isinstance(first, ChatResponse)
+            process.send_signal(signal.SIGTERM)
+            second = await call.read()  # the turn goes on
+            assert isinstance(second, ChatResponse)
+            assert await _health(health_port) == HealthCheckResponse.NOT_SERVING
+            rest = [second, *await _read_all(call)]
+        exit_code = await asyncio.to_thread(process.wait)
+    assert exit_code == 0
+    assert rest[-1].response.response_kind == "e2a.complete"
+    assert len(rest) + 1 == 31
+    assert await _requests_left(broker, config) == 0
+
+
+class ConcurrencyEcho(CountingEcho):
+    """The echo backend, recording the most turns it ran at once."""
+
+    def __init__(self, delay_seconds: float) -> None:
+        super().__init__(delay_seconds)
+        self.now = 0
+        self.most = 0
+
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            async for event in super().stream(envelope, prompt, incremental=incremental):
+                yield event
+        finally:
+            self.now -= 1
+
+
+async def test_a_busy_worker_takes_no_more_than_its_turn_slots_and_the_rest_wait_in_the_stream(
+    broker: NatsServer,
+) -> None:
+    config = _settings(broker, _agent(), bus_max_turns=2, bus_start_by_seconds=30.0)
+    backend = ConcurrencyEcho(delay_seconds=0.05)
+    async with _worker(config, backend) as worker, _gateway(config) as channel:
+        calls = [asyncio.create_task(_frames(achat(channel, _request(10)))) for _ in range(6)]
+
+        async def queued() -> None:
+            while await _requests_left(broker, config) < 4:
+                await asyncio.sleep(0.02)  # polling the broker's count: it has no event for it
+
+        await within(queued())  # two running, four waiting in the stream, not in the worker
+        assert worker.running == 2
+        streams = await within(asyncio.gather(*calls), 60.0)
+    assert all(stream[-1].response_kind == "e2a.complete" for stream in streams)
+    assert backend.most == 2
+    assert backend.turns == 6
