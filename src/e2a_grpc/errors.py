@@ -64,9 +64,20 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
+class UnknownAgentError(LookupError):
+    """A request names an agent the server's routing table does not have (gRPC NOT_FOUND)."""
+
+    def __init__(self, agent_id: str, known: tuple[str, ...]) -> None:
+        shown = shortened(agent_id, MAX_FIELD_CHARS)
+        super().__init__(f"no agent {shown!r} here; the agents are: {', '.join(known)}")
+        self.agent_id = shown
+        self.known = known
+
+
 class AgentUnavailableError(Exception):
-    """No worker of a routed agent can take the request now (none is live, or none took it in time):
-    the call ends with UNAVAILABLE, before any frame, so a client may retry it."""
+    """The agent a request routes to cannot take it now (gRPC UNAVAILABLE: the same request may succeed
+    later). Raised before the turn's first frame it ends the call with that status; after one, the turn's
+    final ``e2a.error`` frame (``agent_unavailable``) says it instead (``chat.turn``)."""
 
     def __init__(self, agent_id: str, reason: str) -> None:
         super().__init__(f"agent {agent_id!r} is unavailable: {reason}")

@@ -11,14 +11,24 @@ import ipaddress
 import os
 import re
 import shlex
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Self
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from e2a_grpc.address import DEFAULT_PORT, ServerAddress, parse_server_address
+from e2a_grpc.routing import (
+    AGENT_ID_MAX_CHARS,
+    AGENT_ID_PATTERN,
+    AgentRoute,
+    RouteKind,
+    RoutingTable,
+    routing_table,
+    skill_entries,
+)
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -160,6 +170,16 @@ DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 #: How long JetStream remembers message ids for de-duplication in the stream a server creates (its
 #: default): a frame published again within it is stored once.
 NATS_DUPLICATE_WINDOW_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class AgentCardText:
+    """What an agent's card (A2A) and registry entry say of it."""
+
+    name: str
+    description: str
+    #: (id, description) pairs.
+    skills: tuple[tuple[str, str], ...]
 
 
 class ServerSettings(BaseSettings):
@@ -329,10 +349,26 @@ class ServerSettings(BaseSettings):
     agent_id: str = Field(
         default="default",
         min_length=1,
-        max_length=256,
-        pattern=r"^[^\x00-\x1f\x7f]+$",
-        description="the id of the agent this server serves: the envelope's agent_id that routes to it, and its "
-        "key in the agent registry",
+        max_length=AGENT_ID_MAX_CHARS,
+        pattern=AGENT_ID_PATTERN,
+        description="without a routing table: the id of the agent this server serves (every agent_id reaches it) "
+        "and its key in the agent registry",
+    )
+    agents: Path | None = Field(
+        default=None,
+        description="the agent routing table: a TOML file of [agents.ID] entries with a target (local:echo, "
+        "local:acp:<command>, local:a2a:<url>, nats, grpc(s)://host:port); a request's agent_id picks its agent, "
+        "an unknown one gets NOT_FOUND (README 'Routing by agent')",
+    )
+    agent: list[str] = Field(
+        default_factory=list,
+        description="an entry of the routing table, ID=TARGET (repeat it for more; over the --agents file's "
+        "entry of the same id)",
+    )
+    default_agent: str | None = Field(
+        default=None,
+        description="with a routing table: the agent of a request without agent_id; unset: the file's "
+        "default_agent, else the first agent",
     )
     registry_nats: str | None = Field(
         default=None,
@@ -557,6 +593,9 @@ class ServerSettings(BaseSettings):
         "holds at most this many times --max-message-bytes of requests)",
     )
 
+    #: The routing table read from ``agents`` / ``agent`` (``None``: one agent, ``backend``).
+    _routing: RoutingTable | None = PrivateAttr(default=None)
+
     @field_validator("acp_command")
     @classmethod
     def _shell_style(cls, command: str) -> str:
@@ -566,7 +605,7 @@ class ServerSettings(BaseSettings):
     @field_validator("a2a_input_modes", "a2a_output_modes", "a2a_skills")
     @classmethod
     def _not_empty_list(cls, text: str, info: ValidationInfo) -> str:
-        entries = _skill_entries(text) if info.field_name == "a2a_skills" else _comma_list(text)
+        entries = skill_entries(text) if info.field_name == "a2a_skills" else _comma_list(text)
         if not entries:
             raise ValueError("needs at least one entry")
         return text
@@ -588,6 +627,12 @@ class ServerSettings(BaseSettings):
     def _token_and_combinations(self) -> Self:
         if self.token_file is not None:
             self.token = SecretStr(_read_token(self.token_file))
+        self._routing = routing_table(self.agents, self.agent, self.default_agent)
+        if self._routing is not None and "backend" in self.model_fields_set:
+            raise ValueError(
+                "--backend names the one agent of a server without a routing table; with --agents or --agent, "
+                "each agent's target says where it runs"
+            )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError(
                 f"TLS needs both a certificate and a key: --tls-cert and --tls-key "
@@ -617,7 +662,7 @@ class ServerSettings(BaseSettings):
             )
         if self.event_loop is EventLoop.UVLOOP and not _uvloop_installed():
             raise ValueError("--event-loop uvloop: uvloop is not installed (pip install 'e2a-grpc[uvloop]')")
-        if self.event_loop is EventLoop.UVLOOP and self.backend is BackendName.ACP:
+        if self.event_loop is EventLoop.UVLOOP and self.runs_acp:
             raise ValueError(
                 "--event-loop uvloop cannot serve --backend acp: uvloop starts the agent processes with a fork "
                 "while gRPC's threads run, and they crash at times (SIGSEGV); use --event-loop asyncio"
@@ -642,10 +687,10 @@ class ServerSettings(BaseSettings):
         if self.pin_workers and not hasattr(os, "sched_setaffinity"):
             raise ValueError("--pin-workers: this system cannot pin a process to a CPU (Linux can)")
         if self.workers is not None and self.workers > 1:
-            if self.backend is BackendName.ACP:
+            if self.runs_acp:
                 raise ValueError(
-                    "--workers > 1 cannot serve --backend acp: an ACP chat's agent session lives in the worker "
-                    "process that started it, and a client's next call may reach another worker"
+                    "--workers > 1 cannot serve --backend acp (nor a local:acp agent): an ACP chat's agent session "
+                    "lives in the worker process that started it, and a client's next call may reach another worker"
                 )
             if self.metrics_port is not None:
                 raise ValueError(
@@ -663,7 +708,7 @@ class ServerSettings(BaseSettings):
         """How many server processes to run: ``workers``, or its default (see the field)."""
         if self.workers is not None:
             return self.workers
-        if self.backend is BackendName.ACP or self.metrics_port is not None or self.a2a_port is not None:
+        if self.runs_acp or self.metrics_port is not None or self.a2a_port is not None:
             return 1
         return _usable_cores()
 
@@ -672,8 +717,20 @@ class ServerSettings(BaseSettings):
         """Whether the server runs on uvloop: asked for, or ``auto`` with uvloop installed and a backend
         that starts no processes (see the acp refusal above)."""
         if self.event_loop is EventLoop.AUTO:
-            return self.backend is not BackendName.ACP and _uvloop_installed()
+            return not self.runs_acp and _uvloop_installed()
         return self.event_loop is EventLoop.UVLOOP
+
+    @property
+    def routing(self) -> RoutingTable | None:
+        """The agent routing table, if ``agents`` or ``agent`` give one."""
+        return self._routing
+
+    @property
+    def runs_acp(self) -> bool:
+        """Whether ACP agents run in this process (``--backend acp``, or a ``local:acp`` route)."""
+        if self._routing is not None:
+            return any(route.target.kind is RouteKind.ACP for route in self._routing.routes)
+        return self.backend is BackendName.ACP
 
     @property
     def acp_argv(self) -> tuple[str, ...]:
@@ -695,20 +752,21 @@ class ServerSettings(BaseSettings):
         """The networks webhooks may target besides public addresses."""
         return _network_list(self.a2a_push_allowed_networks)
 
+    def card_text(self, route: AgentRoute | None = None) -> AgentCardText:
+        """An agent's name, description and skills: its routing table entry's where it gives them, else
+        the server's (``a2a_agent_name``, ``a2a_agent_description``, ``a2a_skills``)."""
+        if route is None:
+            return AgentCardText(self.a2a_agent_name, self.a2a_agent_description, self.a2a_skill_entries)
+        return AgentCardText(
+            route.name or self.a2a_agent_name,
+            self.a2a_agent_description if route.description is None else route.description,
+            route.skill_entries or self.a2a_skill_entries,
+        )
+
     @property
     def a2a_skill_entries(self) -> tuple[tuple[str, str], ...]:
         """The A2A server's skills as (id, description) pairs."""
-        return _skill_entries(self.a2a_skills)
-
-
-def _skill_entries(text: str) -> tuple[tuple[str, str], ...]:
-    """'id: description' entries separated by ';' (an entry without an id is skipped)."""
-    entries = []
-    for entry in text.split(";"):
-        skill_id, _, description = entry.partition(":")
-        if skill_id.strip():
-            entries.append((skill_id.strip(), description.strip() or skill_id.strip()))
-    return tuple(entries)
+        return skill_entries(self.a2a_skills)
 
 
 def _comma_list(text: str) -> tuple[str, ...]:

@@ -207,7 +207,7 @@ async def test_no_entry_carries_a_secret(broker: NatsServer, backend_settings: d
         registry_heartbeat_seconds=TTL,
         **backend_settings,  # type: ignore[arg-type]  # the fields of one backend
     )
-    registration = Registration.from_settings(config)
+    (registration,) = Registration.of_server(config)
     await registration.start()
     try:
         nc = await nats.connect(broker.url)
@@ -229,6 +229,52 @@ async def test_no_entry_carries_a_secret(broker: NatsServer, backend_settings: d
     ):
         assert secret not in stored
     assert json.loads(stored)["backend"] == config.backend.value
+
+
+async def test_a_routing_tables_local_agents_register_one_entry_each(
+    broker: NatsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each local agent under its own id, name and skills; the upstream (registered by the service that runs
+    it) not at all, nor its address or token."""
+    monkeypatch.setenv("E2A_TEST_UPSTREAM_TOKEN", "upstream-token-66b1")
+    table = tmp_path / "agents.toml"
+    table.write_text(
+        '[agents.writer]\ntarget = "local:echo"\nname = "Writer"\ndescription = "Writes"\nskills = ["write: Writes"]\n'
+        '[agents.reader]\ntarget = "local:echo"\n'
+        '[agents.far]\ntarget = "grpc://upstream-host-3c1e:7000"\ntoken_env = "E2A_TEST_UPSTREAM_TOKEN"\n'
+    )
+    bucket = _bucket()
+    config = ServerSettings(
+        agents=table,
+        registry_nats=broker.url,
+        registry_bucket=bucket,
+        registry_ttl_seconds=TTL * 10,
+        registry_heartbeat_seconds=TTL,
+    )
+    registrations = Registration.of_server(config)
+    for registration in registrations:
+        await registration.start()
+    registry = await AgentRegistry.open(broker.url, bucket=bucket)
+    try:
+        agents = await registry.agents()
+        nc = await nats.connect(broker.url)
+        try:
+            kv = await nc.jetstream().key_value(bucket)
+            stored = [((await kv.get(registration.record.key)).value or b"").decode() for registration in registrations]
+        finally:
+            await nc.close()
+    finally:
+        await registry.close()
+        for registration in registrations:
+            await registration.close()
+    assert [(agent.record.agent_id, agent.workers) for agent in agents] == [("reader", 1), ("writer", 1)]
+    writer = next(agent.record for agent in agents if agent.record.agent_id == "writer")
+    assert (writer.name, writer.description, [skill.id for skill in writer.skills]) == ("Writer", "Writes", ["write"])
+    reader = next(agent.record for agent in agents if agent.record.agent_id == "reader")
+    assert (reader.name, reader.backend) == (config.a2a_agent_name, "echo")  # the server's card settings
+    assert writer.instance_id == reader.instance_id  # one server instance
+    for value in stored:
+        assert "upstream-host-3c1e" not in value and "upstream-token-66b1" not in value
 
 
 def _agents_command(*args: str) -> subprocess.CompletedProcess[str]:

@@ -218,8 +218,14 @@ async def test_a_cancelled_call_ends_the_workers_turn_with_client_cancelled_and_
     assert len(stored) < 400
 
 
-async def _publish(broker: NatsServer, config: AgentWorkerSettings, envelope: E2AEnvelope, start_by: float) -> None:
-    """A request as a gateway publishes it (``start_by``: seconds from now, negative: past)."""
+async def _publish(
+    broker: NatsServer,
+    config: AgentWorkerSettings,
+    envelope: E2AEnvelope,
+    start_by: float,
+    deadline: float | None = None,
+) -> None:
+    """A request as a gateway publishes it (``start_by``, ``deadline``: seconds from now, negative: past)."""
     nc = await nats.connect(broker.url)
     try:
         js = nc.jetstream()
@@ -228,6 +234,9 @@ async def _publish(broker: NatsServer, config: AgentWorkerSettings, envelope: E2
             envelope=envelope,
             reply_to=nc.new_inbox(),
             start_by=datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=start_by),
+            deadline=None
+            if deadline is None
+            else datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=deadline),
         )
         message = request_message(
             request,
@@ -528,3 +537,14 @@ async def test_a_busy_worker_takes_no_more_than_its_turn_slots_and_the_rest_wait
     assert all(stream[-1].response_kind == "e2a.complete" for stream in streams)
     assert backend.most == 2
     assert backend.turns == 6
+
+
+async def test_a_request_whose_deadline_passes_ends_with_deadline_exceeded_on_the_broker(broker: NatsServer) -> None:
+    config = _settings(broker, _agent())
+    envelope = _request(400)
+    await _publish(broker, config, envelope, start_by=30.0, deadline=0.5)
+    async with _worker(config, CountingEcho(delay_seconds=0.05)):
+        stored = await _broker_copy(broker, config, envelope.request_id or "")
+        assert await _requests_left(broker, config) == 0
+    assert stored[-1].is_final and stored[-1].body["code"] == ErrorCode.DEADLINE_EXCEEDED
+    assert len(stored) < 400

@@ -51,6 +51,8 @@ from e2a_grpc.protocols.acp import camel_keys
 class FrontDoorError(StrEnum):
     """Refusals of the A2A server that have no E2A error code of their own."""
 
+    #: The request's ``metadata.agent_id`` names an agent the routing table does not have.
+    UNKNOWN_AGENT = "unknown_agent"
     #: Every one of ``a2a_max_running_tasks`` backend turns is in use: retry later.
     CAPACITY_EXHAUSTED = "capacity_exhausted"
     #: The request's ``acceptedOutputModes`` names no output mode of the agent card.
@@ -114,6 +116,8 @@ A2A_ERRORS: dict[ErrorCode | FrontDoorError, tuple[type[A2AError], bool]] = {
     ErrorCode.INVALID_REQUEST: (InvalidParamsError, False),
     ErrorCode.PROMPT_TOO_LARGE: (InvalidParamsError, False),
     FrontDoorError.OUTPUT_MODE_UNSUPPORTED: (ContentTypeNotSupportedError, False),
+    # A2A has no "not found" but for tasks: the request's params name what is not here.
+    FrontDoorError.UNKNOWN_AGENT: (InvalidParamsError, False),
     FrontDoorError.PUSH_TARGET_REFUSED: (InvalidParamsError, False),
     # The SDK's own error for a payload too large (and the request's id is unknown: it was not read).
     FrontDoorError.REQUEST_TOO_LARGE: (InvalidRequestError, False),

@@ -21,6 +21,10 @@ How its frames become A2A events depends on what the backend's agent speaks:
   reply stays a Message. The final frame adds a status only when the agent's events did not end the
   turn themselves (the stream broke off, a limit of this server).
 
+With a routing table, each message reaches the agent its request's ``metadata.agent_id`` names (the
+card has a skill per agent, its id the agent id), else the default agent, as Chat routes by the
+envelope's ``agent_id``; a message continuing a task names its agent again, as a Chat request does.
+
 A task that ends waiting (input-required, auth-required) stays open: the SDK keeps it, a message with
 its taskId continues it (the SDK appends the message to its history) and reaches the agent's own task
 (the a2a backend continues the remote task it waits in). Cancel (A2A CancelTask) stops a running
@@ -56,6 +60,7 @@ from google.protobuf import json_format
 
 from e2a_grpc import conversion
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
+from e2a_grpc.backends.routes import AgentRoutes
 from e2a_grpc.chat.events import AgentBackend, BackendError, Delta, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.prompt import Prompt, read_prompt
@@ -170,6 +175,18 @@ BLOCKING_SEND = "e2a_blocking_send"
 #: turn takes it rather than converting the message and reading its prompt again.
 PROMPT = "e2a_prompt"
 
+#: The key of an A2A request's ``metadata`` that names the agent it is for (the envelope's ``agent_id``).
+AGENT_ID_METADATA_KEY = "agent_id"
+
+
+def requested_agent(metadata: dict[str, Any]) -> str | None:
+    """The agent a request's metadata names; ``None``: the default agent."""
+    agent_id = metadata.get(AGENT_ID_METADATA_KEY)
+    if agent_id is not None and (not isinstance(agent_id, str) or not agent_id):
+        raise E2AValueError(f"metadata.{AGENT_ID_METADATA_KEY}", "must be a non-empty string: an agent id")
+    return agent_id
+
+
 #: How many waiting tasks' agent task ids the executor remembers (the oldest is forgotten first: its
 #: continuation then starts a new task of the agent).
 MAX_WAITING_TASKS = 10_000
@@ -178,20 +195,30 @@ MAX_WAITING_TASKS = 10_000
 class BackendExecutor(AgentExecutor):
     """Runs a backend turn per message and publishes its frames as A2A events."""
 
-    def __init__(self, backend: AgentBackend, settings: ServerSettings, slots: TurnSlots) -> None:
+    def __init__(
+        self, backend: AgentBackend, settings: ServerSettings, slots: TurnSlots, routes: AgentRoutes | None = None
+    ) -> None:
+        #: Every message's backend, without a routing table.
         self.backend = backend
+        #: The routing table's backends, by agent id.
+        self.routes = routes
         self.slots = slots
         self._limits = TurnLimits.from_settings(settings)
         self._clock = UtcClock()
-        # A remote A2A agent's events are the task's own (see the module docstring).
-        self._agent_speaks_a2a = backend.info.source_protocol == SourceProtocol.A2A
         #: The running turn of each task, for cancel.
         self._turns: dict[str, asyncio.Task[None]] = {}
         self._cancelled: set[str] = set()
-        #: Tasks waiting for the client -> the agent's own task id (None: the agent names none).
-        self._waiting: OrderedDict[str, str | None] = OrderedDict()
+        #: Tasks waiting for the client -> the backend they wait in, and the agent's own task id (None:
+        #: the agent names none).
+        self._waiting: OrderedDict[str, tuple[AgentBackend, str | None]] = OrderedDict()
         #: Records that this instance runs a task's turn, before it starts (``leases``; with a database).
         self.record_owner: Callable[[str], Awaitable[None]] | None = None
+
+    def backend_for(self, metadata: dict[str, Any]) -> AgentBackend:
+        """The backend of the agent a request's metadata names (``requested_agent``); raises
+        ``UnknownAgentError`` for an agent the routing table does not have."""
+        agent_id = requested_agent(metadata)
+        return self.backend if self.routes is None else self.routes.backend_for(agent_id)
 
     def check_prompt(self, message: Message) -> Prompt:
         """The message's prompt (its ``prompt_blocks``, as the turn's envelope carries them); refuse a
@@ -215,6 +242,7 @@ class BackendExecutor(AgentExecutor):
         assert message is not None and task_id and context_id  # the SDK's request handler sets them
         self.slots.claim(message.message_id)
         try:
+            backend = self.backend_for(context.metadata)  # the handler refused an unknown agent
             if self.record_owner is not None:
                 await self.record_owner(task_id)
             configuration = context.configuration
@@ -225,18 +253,19 @@ class BackendExecutor(AgentExecutor):
                 context_id,
                 list(configuration.accepted_output_modes) if configuration else [],
                 context.metadata or None,
-                agent_task_id=self._waiting.pop(task_id, None),
+                agent_task_id=self._agent_task_waiting(task_id, backend),
                 blocks=None if prompt is None else prompt.blocks or [],  # a new list, not NO_PROMPT's
             )
-            frames = FrameBuilder(envelope, self.backend.info, self._clock)
+            frames = FrameBuilder(envelope, backend.info, self._clock)
             publisher = _Publisher(
                 task_id, context_id, event_queue, message, frames, task_exists=context.current_task is not None
             )
-            if not self._agent_speaks_a2a:
+            # A remote A2A agent's events are the task's own (see the module docstring).
+            if backend.info.source_protocol != SourceProtocol.A2A:
                 await publisher.start_work()
             # A blocking send waits for the answer alone (see AgentBackend.stream); the handler marks it.
             incremental = not context.call_context.state.get(BLOCKING_SEND, False)
-            turn = asyncio.create_task(self._turn(envelope, prompt, frames, publisher, incremental))
+            turn = asyncio.create_task(self._turn(backend, envelope, prompt, frames, publisher, incremental))
             self._turns[task_id] = turn
             try:
                 await turn
@@ -245,14 +274,20 @@ class BackendExecutor(AgentExecutor):
                     raise
                 # Stopped by cancel, which writes the canceled status.
             if publisher.waiting:
-                self._remember_waiting(task_id, publisher.agent_task_id)
+                self._remember_waiting(task_id, backend, publisher.agent_task_id)
         finally:
             self._turns.pop(task_id, None)
             self._cancelled.discard(task_id)
             self.slots.finish()
 
-    def _remember_waiting(self, task_id: str, agent_task_id: str | None) -> None:
-        self._waiting[task_id] = agent_task_id
+    def _agent_task_waiting(self, task_id: str, backend: AgentBackend) -> str | None:
+        """The agent's own task a message on a waiting task continues, when it reaches the backend the
+        task waits in (a message for another agent starts a task of that agent)."""
+        waiting = self._waiting.pop(task_id, None)
+        return waiting[1] if waiting is not None and waiting[0] is backend else None
+
+    def _remember_waiting(self, task_id: str, backend: AgentBackend, agent_task_id: str | None) -> None:
+        self._waiting[task_id] = (backend, agent_task_id)
         if len(self._waiting) > MAX_WAITING_TASKS:
             forgotten, _ = self._waiting.popitem(last=False)
             log.info("forgot the agent's task of waiting task %s (over %d waiting tasks)", forgotten, MAX_WAITING_TASKS)
@@ -266,15 +301,17 @@ class BackendExecutor(AgentExecutor):
             turn.cancel()
             # The backend's cleanup (ACP session/cancel, A2A CancelTask) is done when the turn is.
             await asyncio.wait({turn})
-        elif (agent_task_id := self._waiting.pop(task_id, None)) is not None:
+        elif (waiting := self._waiting.pop(task_id, None)) is not None and (agent_task_id := waiting[1]) is not None:
+            backend = waiting[0]
             try:
-                await self.backend.cancel_task(agent_task_id)
+                await backend.cancel_task(agent_task_id)
             except BackendError as exc:  # the task is canceled here all the same
                 log.warning("could not cancel the agent's task %s of task %s: %s", agent_task_id, task_id, exc.message)
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
     async def _turn(
         self,
+        backend: AgentBackend,
         envelope: E2AEnvelope,
         prompt: Prompt | None,
         frames: FrameBuilder,
@@ -287,7 +324,7 @@ class BackendExecutor(AgentExecutor):
         turn.limit_time(self._limits)  # no stall grace: a write is an enqueue, which a client's pace does not hold
         if prompt is None:  # an executor run without FrontDoorRequestHandler (e.g. under the SDK's own handler)
             prompt = read_prompt(envelope)
-        events = self.backend.stream(envelope, prompt, incremental=incremental)
+        events = backend.stream(envelope, prompt, incremental=incremental)
         try:
             # Frames carry the agent's own task id (as Chat's do), from which the publisher learns the
             # task a waiting turn continues; every event it publishes names this server's task.

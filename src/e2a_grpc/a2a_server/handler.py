@@ -1,6 +1,7 @@
 """The A2A server's request handler: the SDK's, with the checks that come before a task exists.
 
 A send is refused with an A2A error (``errors.A2A_ERRORS``), before the SDK creates a task, when its
+``metadata.agent_id`` names an agent the routing table does not have, when its
 ``acceptedOutputModes`` names none of the card's output modes, when its parts cannot be a prompt or
 the prompt is too big, or when every turn slot is taken. Input modes are the SDK's own check. With
 push notifications offered, the handler keeps their configs and sends them (``push_delivery``); a
@@ -20,12 +21,13 @@ from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.server.tasks import TaskStore
 from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, SendMessageRequest, Task
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
+from google.protobuf import json_format
 
 from e2a_grpc.a2a_server.active_tasks import ActiveTasks
 from e2a_grpc.a2a_server.errors import FrontDoorError, a2a_error
 from e2a_grpc.a2a_server.executor import BLOCKING_SEND, PROMPT, BackendExecutor
 from e2a_grpc.a2a_server.push_delivery import PushNotifications
-from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.errors import E2AFieldError, UnknownAgentError
 from e2a_grpc.model import ErrorCode
 
 
@@ -93,6 +95,14 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
                 accepted_output_modes=accepted,
                 output_modes=self._output_modes,
             )
+        try:
+            self._executor.backend_for(json_format.MessageToDict(params.metadata))
+        except UnknownAgentError as exc:
+            raise a2a_error(
+                FrontDoorError.UNKNOWN_AGENT, str(exc), agent_id=exc.agent_id, known_agent_ids=list(exc.known)
+            ) from None
+        except E2AFieldError as exc:
+            raise a2a_error(ErrorCode.INVALID_REQUEST, str(exc), field=exc.field) from None
         message = params.message
         try:
             context.state[PROMPT] = self._executor.check_prompt(message)

@@ -44,6 +44,7 @@ from e2a_grpc.a2a_server.store_outage import quiet_sdk_outage_lines
 from e2a_grpc.a2a_server.store_probe import TaskStoreProbe
 from e2a_grpc.a2a_server.stores import EndedTaskSweeper, TaskStorage, open_storage
 from e2a_grpc.address import unbracketed_host, url_host
+from e2a_grpc.backends.routes import AgentRoutes
 from e2a_grpc.chat.events import AgentBackend
 from e2a_grpc.grpc.readiness import Dependency, Readiness
 from e2a_grpc.grpc.server import E2AServer, ListenError, freeze_startup_heap, server_options
@@ -58,8 +59,21 @@ log = logging.getLogger("e2a_grpc.a2a_server")
 A2A_SERVICE_NAME = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
 
 
-def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, grpc_port: int | None) -> AgentCard:
-    """The agent card: name, skills and modes from the settings, an interface per transport served."""
+def agent_card(
+    settings: ServerSettings,
+    backend: AgentBackend,
+    http_port: int,
+    grpc_port: int | None,
+    routes: AgentRoutes | None = None,
+) -> AgentCard:
+    """The agent card: name, skills and modes from the settings, an interface per transport served.
+
+    With a routing table, one card for all its agents, a skill per agent: its id the agent id (what a
+    request's ``metadata.agent_id`` names), its name and description the agent's (``card_text``), its
+    tags the agent's backend and its own skill ids. One card, not one per agent under a path of its own:
+    the A2A gRPC transport serves one ``A2AService`` per port, so only a request field can choose the
+    agent on every transport alike, and all agents' tasks stay in one task store under one set of limits.
+    """
     host = url_host(settings.host)
     interfaces = [
         AgentInterface(
@@ -89,11 +103,23 @@ def agent_card(settings: ServerSettings, backend: AgentBackend, http_port: int, 
         capabilities=AgentCapabilities(streaming=True, push_notifications=settings.a2a_push_notifications),
         default_input_modes=list(settings.a2a_input_media_types),
         default_output_modes=list(settings.a2a_output_media_types),
-        skills=[
+        skills=_skills(settings, backend, routes),
+    )
+
+
+def _skills(settings: ServerSettings, backend: AgentBackend, routes: AgentRoutes | None) -> list[AgentSkill]:
+    table = settings.routing
+    if routes is None or table is None:
+        return [
             AgentSkill(id=skill_id, name=skill_id, description=description, tags=[str(backend.info.name)])
             for skill_id, description in settings.a2a_skill_entries
-        ],
-    )
+        ]
+    skills = []
+    for route in table.routes:
+        text = settings.card_text(route)
+        tags = [str(routes.backends[route.agent_id].info.name), *(skill_id for skill_id, _ in text.skills)]
+        skills.append(AgentSkill(id=route.agent_id, name=text.name, description=text.description, tags=tags))
+    return skills
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:
@@ -117,12 +143,19 @@ class A2AServer:
     """The A2A transports over one backend (shared with the E2A server when both run, with its readiness;
     alone, the A2A server has its own)."""
 
-    def __init__(self, settings: ServerSettings, backend: AgentBackend, readiness: Readiness | None = None) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        backend: AgentBackend,
+        readiness: Readiness | None = None,
+        routes: AgentRoutes | None = None,
+    ) -> None:
+        """``backend``: every request's, or with ``routes`` (a routing table's backends) the default agent's."""
         assert settings.a2a_port is not None
         self.settings = settings
         self.backend = backend
         self.readiness = Readiness() if readiness is None else readiness
-        self.executor = BackendExecutor(backend, settings, TurnSlots(settings.a2a_max_running_tasks))
+        self.executor = BackendExecutor(backend, settings, TurnSlots(settings.a2a_max_running_tasks), routes)
         self._socket = _bound_socket(settings.host, settings.a2a_port)
         #: The HTTP port (JSON-RPC, HTTP+JSON, agent card) and the gRPC port, once bound.
         self.port: int = self._socket.getsockname()[1]
@@ -140,7 +173,7 @@ class A2AServer:
             grpc_health = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(grpc_health, self._grpc)
             self.readiness.add_health(grpc_health)
-        self.card = agent_card(settings, backend, self.port, self.grpc_port)
+        self.card = agent_card(settings, backend, self.port, self.grpc_port, routes)
         self.storage: TaskStorage | None = None
         self.handler: FrontDoorRequestHandler | None = None
         self._sweeper: EndedTaskSweeper | None = None
@@ -270,7 +303,7 @@ class A2AServer:
 async def serve_with_a2a(settings: ServerSettings) -> None:
     """The E2A gRPC server and the A2A server over the same backend, until SIGTERM or SIGINT."""
     e2a = E2AServer(settings)
-    front = A2AServer(settings, e2a.chat.backend, e2a.readiness)
+    front = A2AServer(settings, e2a.chat.backend, e2a.readiness, e2a.chat.routes)
     await front.start()
     await e2a.start()
     freeze_startup_heap()

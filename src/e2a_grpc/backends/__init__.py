@@ -1,14 +1,17 @@
 """The Chat agent backends, by name: each is imported only when a server is configured with it.
 
 ``echo`` is the embedded default; ``acp`` runs an ACP agent on stdio; ``a2a`` calls a remote A2A
-agent (it needs the optional ``a2a-sdk``).
+agent (it needs the optional ``a2a-sdk``); ``upstream`` calls another E2A service (a ``grpc://``
+route of the routing table).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from e2a_grpc.backends.routes import AgentRoutes
 from e2a_grpc.chat.events import AgentBackend
+from e2a_grpc.routing import AgentRoute, RouteKind
 from e2a_grpc.settings import BackendName, ServerSettings
 
 
@@ -54,3 +57,31 @@ BACKENDS: dict[BackendName, Callable[[ServerSettings], AgentBackend]] = {
 def make_backend(config: ServerSettings) -> AgentBackend:
     """The Chat backend the configuration names."""
     return BACKENDS[config.backend](config)
+
+
+def make_routes(config: ServerSettings) -> AgentRoutes | None:
+    """The backend of each agent of the routing table (``None``: the server has none, one ``backend``)."""
+    table = config.routing
+    if table is None:
+        return None
+    return AgentRoutes({route.agent_id: _route_backend(route, config) for route in table.routes}, table.default_agent)
+
+
+def _route_backend(route: AgentRoute, config: ServerSettings) -> AgentBackend:
+    """A route's backend: a local one with the server's options for its kind, or an upstream."""
+    target = route.target
+    if target.kind is RouteKind.ECHO:
+        return _echo(config)
+    if target.kind is RouteKind.ACP:
+        return _acp(config.model_copy(update={"acp_command": target.acp_command}))
+    if target.kind is RouteKind.A2A:
+        return _a2a(config.model_copy(update={"a2a_url": target.a2a_url}))
+    if target.kind is RouteKind.GRPC:
+        assert target.upstream is not None  # parse_target sets it for every grpc target
+        from e2a_grpc.backends.upstream import UpstreamBackend
+
+        return UpstreamBackend(
+            route.agent_id, target.upstream, token=route.upstream_token(), max_message_bytes=config.max_message_bytes
+        )
+    # ServerSettings refuses nats routes until the agent bus client (e2a_grpc.backends.bus) is in this build.
+    raise AssertionError(f"no backend for target {target}")

@@ -37,6 +37,7 @@ from nats.js.api import DeliverPolicy
 
 from e2a_grpc.broker.agent_requests import (
     MISSED_NOTICES,
+    TRACEPARENT_HEADER,
     BusRequest,
     any_worker_subject,
     cancel_subject,
@@ -51,6 +52,7 @@ from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
+from e2a_grpc.chat.call_scope import CURRENT_CALL, CallScope
 from e2a_grpc.chat.events import AgentBackend, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import relay_frames
@@ -136,13 +138,16 @@ class BusBackend:
     async def stream(
         self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
     ) -> AsyncGenerator[Event, None]:
-        envelope = with_request_id(envelope)
+        # The call this turn serves (Chat's): its request id (the one the client's frames carry when
+        # the request had none), deadline and trace context go with the request.
+        scope = CURRENT_CALL.get()
+        envelope = with_request_id(envelope, None if scope is None else scope.request_id)
         nc, js, live, owners = await self._bus.ready()
         workers = live.workers(self.agent_id)
         if not workers:
             raise AgentUnavailableError(self.agent_id, "no live worker in the agent registry")
         subject = await self._subject(envelope, owners, {worker.instance_id for worker in workers})
-        turn = _BusTurn(self, nc, js, envelope, subject)
+        turn = _BusTurn(self, nc, js, envelope, subject, scope)
         try:
             await turn.open()
             async for event in relay_frames(turn.frames(), envelope, self._origin):
@@ -180,10 +185,17 @@ class _BusTurn:
     """One request on the bus: its subscriptions, its publication, and its frames as they come."""
 
     def __init__(
-        self, backend: BusBackend, nc: NatsClient, js: JetStreamContext, envelope: E2AEnvelope, subject: str
+        self,
+        backend: BusBackend,
+        nc: NatsClient,
+        js: JetStreamContext,
+        envelope: E2AEnvelope,
+        subject: str,
+        scope: CallScope | None,
     ) -> None:
         self._backend = backend
         self._subject = subject
+        self._scope = scope
         self._config = backend._config
         self._nc = nc
         self._js = js
@@ -208,10 +220,15 @@ class _BusTurn:
         )
         inbox = self._nc.new_inbox()
         self._notices = await self._nc.subscribe(inbox, cb=self._arrived)
+        now = datetime.datetime.now(datetime.UTC)
+        scope = self._scope
+        remaining = None if scope is None else scope.time_remaining()
         request = BusRequest(
             envelope=self.envelope,
             reply_to=inbox,
-            start_by=datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=config.bus_start_by_seconds),
+            start_by=now + datetime.timedelta(seconds=config.bus_start_by_seconds),
+            deadline=None if remaining is None else now + datetime.timedelta(seconds=remaining),
+            traceparent=None if scope is None else dict(scope.trace_metadata).get(TRACEPARENT_HEADER),
         )
         message = request_message(
             request, self._subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source

@@ -21,7 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from e2a_grpc.settings import ServerSettings
+from e2a_grpc.routing import RouteKind
+from e2a_grpc.settings import AgentCardText, ServerSettings
 
 #: The value schema's version; a reader skips entries of a version it does not know.
 SCHEMA_VERSION: Literal[1] = 1
@@ -110,17 +111,64 @@ def server_record(
 ) -> AgentRecord:
     """The entry of ``serve``'s one agent: its card settings (those the A2A server's card shows) and
     its backend's kind, nothing else of its configuration (no command line, URL or token)."""
+    return _record(
+        config,
+        config.agent_id,
+        config.card_text(),
+        config.backend.value,
+        instance_id=instance_id,
+        started_at=started_at,
+        heartbeat_at=heartbeat_at,
+    )
+
+
+#: The backend kind an entry names for each local route of a routing table.
+_LOCAL_BACKENDS = {RouteKind.ECHO: "echo", RouteKind.ACP: "acp", RouteKind.A2A: "a2a"}
+
+
+def route_records(
+    config: ServerSettings, *, instance_id: str, started_at: datetime.datetime, heartbeat_at: datetime.datetime
+) -> tuple[AgentRecord, ...]:
+    """The entries of ``serve``'s agents: with a routing table, one per agent that runs in this server
+    (a ``local:`` route: its name, description and skills, else the server's card settings); an agent of a
+    ``nats`` or ``grpc://`` route is registered by the service that runs it. Without one, ``server_record``."""
+    table = config.routing
+    if table is None:
+        return (server_record(config, instance_id=instance_id, started_at=started_at, heartbeat_at=heartbeat_at),)
+    return tuple(
+        _record(
+            config,
+            route.agent_id,
+            config.card_text(route),
+            _LOCAL_BACKENDS[route.target.kind],
+            instance_id=instance_id,
+            started_at=started_at,
+            heartbeat_at=heartbeat_at,
+        )
+        for route in table.routes
+        if route.target.kind in _LOCAL_BACKENDS
+    )
+
+
+def _record(
+    config: ServerSettings,
+    agent_id: str,
+    card: AgentCardText,
+    backend: str,
+    *,
+    instance_id: str,
+    started_at: datetime.datetime,
+    heartbeat_at: datetime.datetime,
+) -> AgentRecord:
     return AgentRecord(
         schema_version=SCHEMA_VERSION,
-        agent_id=config.agent_id,
-        name=config.a2a_agent_name,
-        description=config.a2a_agent_description,
-        skills=tuple(
-            RegistrySkill(id=skill_id, description=description) for skill_id, description in config.a2a_skill_entries
-        ),
+        agent_id=agent_id,
+        name=card.name,
+        description=card.description,
+        skills=tuple(RegistrySkill(id=skill_id, description=text) for skill_id, text in card.skills),
         input_modes=config.a2a_input_media_types,
         output_modes=config.a2a_output_media_types,
-        backend=config.backend.value,
+        backend=backend,
         version=importlib.metadata.version("e2a-grpc"),
         instance_id=instance_id,
         started_at=started_at,

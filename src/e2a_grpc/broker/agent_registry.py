@@ -28,7 +28,7 @@ import pydantic
 from nats.aio.client import Client as NatsClient
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
-from e2a_grpc.broker.agent_records import AgentRecord, agent_keys, key_token, new_instance_id, now, server_record
+from e2a_grpc.broker.agent_records import AgentRecord, agent_keys, key_token, new_instance_id, now, route_records
 from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.kv_buckets import BROKER_ERRORS, REQUEST_TIMEOUT_SECONDS, expired, open_bucket
 from e2a_grpc.settings import ServerSettings
@@ -62,19 +62,24 @@ class Registration:
         self.beats = 0
 
     @classmethod
-    def from_settings(cls, config: ServerSettings) -> Registration:
-        """The registration of ``serve``'s agent (``config.registry_nats`` is the registry's URL)."""
+    def of_server(cls, config: ServerSettings) -> tuple[Registration, ...]:
+        """The registrations of ``serve``'s agents (``config.registry_nats`` is the registry's URL): its one
+        agent, or each agent of its routing table that runs in it (``route_records``), all as one instance.
+        Each keeps its own connection and heartbeat, so an agent's entry lives and expires on its own."""
         if not config.registry_nats:
             raise ValueError("registry_nats: no NATS URL of an agent registry")
         started = now()
-        record = server_record(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
-        return cls(
-            config.registry_nats,
-            record,
-            bucket=config.registry_bucket,
-            ttl=config.registry_ttl_seconds,
-            replicas=config.nats_replicas,
-            heartbeat=config.registry_heartbeat_seconds,
+        records = route_records(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
+        return tuple(
+            cls(
+                config.registry_nats,
+                record,
+                bucket=config.registry_bucket,
+                ttl=config.registry_ttl_seconds,
+                replicas=config.nats_replicas,
+                heartbeat=config.registry_heartbeat_seconds,
+            )
+            for record in records
         )
 
     async def start(self) -> None:

@@ -118,11 +118,12 @@ class BusRequest:
         return self.envelope.request_id
 
 
-def with_request_id(envelope: E2AEnvelope) -> E2AEnvelope:
-    """The envelope with a request id: its own, or a new UUID (the bus names a request by it)."""
+def with_request_id(envelope: E2AEnvelope, assigned: str | None = None) -> E2AEnvelope:
+    """The envelope with a request id (the bus names a request by it): its own, else ``assigned`` (the
+    one the gateway's frames carry), else a new UUID."""
     if envelope.request_id and not envelope.request_id.isspace():
         return envelope
-    return dataclasses.replace(envelope, request_id=str(uuid.uuid4()))
+    return dataclasses.replace(envelope, request_id=assigned or str(uuid.uuid4()))
 
 
 def request_message(request: BusRequest, subject: str, *, type_prefix: str, source: str | None) -> BrokerMessage:

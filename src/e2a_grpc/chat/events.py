@@ -147,7 +147,6 @@ class AgentBackend(Protocol):
 @runtime_checkable
 class PublishesItsFrames(Protocol):
     """A backend whose turns' frames are on the broker already (a worker on the bus wrote them): the
-    Chat servicer's frame sink (``serve --publish-nats``) does not publish them again, and the turn
-    runs under the request id the gateway's frames carry."""
+    Chat servicer's frame sink (``serve --publish-nats``) does not publish them again."""
 
     publishes_frames: bool

@@ -140,14 +140,19 @@ async def run_turn(
     frames: FrameBuilder,
     output: FrameOutput,
     limits: TurnLimits,
+    *,
+    unavailable_as_status: bool = False,
 ) -> None:
     """Write a frame per backend event to ``output``, then the final frame however the turn ends.
 
+    ``unavailable_as_status``: an ``AgentUnavailableError`` before the first frame is raised, for the
+    caller to end its call with a status a client retries (Chat's UNAVAILABLE), not a frame; after a
+    frame, and without the flag, it ends the turn with an ``agent_unavailable`` frame.
+
     The agent's task / context ids go on the frames where the request set none
     (``FrameBuilder.adopt_agent_ids``). The caller closes ``events``. Raises
-    ``asyncio.CancelledError`` when the turn was cancelled from outside (no final frame),
-    ``TurnStalled`` (see ``Turn``), and the backend's ``AgentUnavailableError`` when no frame was
-    written yet (a routed agent none of whose workers took the request: a status, not a frame).
+    ``asyncio.CancelledError`` when the turn was cancelled from outside (no final frame), and
+    ``TurnStalled`` (see ``Turn``).
     """
     try:
         prompt_bytes = prompt.size_bytes
@@ -184,6 +189,11 @@ async def run_turn(
     except BackendError as exc:
         turn.backend_error = exc.code
         final = frames.error(exc.code, exc.message, exc.details, exc.external)
+    except AgentUnavailableError as exc:
+        if unavailable_as_status and frames.sequence == 0:
+            raise
+        turn.backend_error = ErrorCode.AGENT_UNAVAILABLE
+        final = frames.error(ErrorCode.AGENT_UNAVAILABLE, str(exc), {"agent_id": exc.agent_id, "reason": exc.reason})
     except _LimitReached as hit:
         turn.limit_hit = hit.interruption.code
         final = frames.error(hit.interruption.code, hit.interruption.message, hit.interruption.details)
@@ -193,10 +203,6 @@ async def run_turn(
         if frames.finished or turn.writing or turn.interruption is None:
             raise  # cancelled from outside: nothing more to write
         final = _interrupted(turn, frames)
-    except AgentUnavailableError as exc:
-        if frames.sequence == 0:
-            raise  # no frame yet: the caller ends the call with UNAVAILABLE (a client may retry it)
-        final = frames.error(ErrorCode.AGENT_UNAVAILABLE, str(exc), {"agent_id": exc.agent_id})
     except E2AFieldError as exc:
         log.warning("backend produced an invalid event for request %s: %s", frames.request_id, exc)
         final = frames.error(ErrorCode.BACKEND_INVALID_OUTPUT, str(exc))

@@ -40,6 +40,8 @@ def add_setting_options(parser: argparse.ArgumentParser, settings_class: type[Ba
         kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _setting_help(settings_class, name)}
         if annotation is bool:
             kwargs["action"] = "store_true"
+        elif annotation == list[str]:  # given once per entry
+            kwargs["action"] = "append"
         elif isinstance(annotation, type) and issubclass(annotation, StrEnum):
             kwargs["choices"] = list(annotation)
         parser.add_argument(option_name(name), **kwargs)

@@ -34,19 +34,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
+from e2a_grpc.backends.routes import AgentRoutes
+from e2a_grpc.chat.call_scope import CURRENT_CALL, TRACE_METADATA_KEYS, CallScope
 from e2a_grpc.chat.events import AgentBackend, Event, PublishesItsFrames
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
-from e2a_grpc.errors import AgentUnavailableError, E2AFieldError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, UnknownAgentError
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE, status_for
 from e2a_grpc.model import ErrorCode
@@ -124,9 +126,13 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         metrics: ServerMetrics | None = None,
         tracer: Tracer | None = None,
         frame_sink: FrameSink | None = None,
+        routes: AgentRoutes | None = None,
     ) -> None:
-        self._sink = frame_sink
+        #: Every request's backend, without a routing table (whatever its agent_id: as before tables).
         self.backend = backend
+        #: The routing table's backends: a request's agent_id picks one, an unknown one gets NOT_FOUND.
+        self.routes = routes
+        self._frame_sink = frame_sink
         self._metrics = metrics
         self._tracer = tracer
         self._methods = methods
@@ -140,17 +146,6 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         self._closing_hand_offs: set[asyncio.Task[None]] = set()
         self._clock = UtcClock()
 
-    @property
-    def backend(self) -> AgentBackend:
-        return self._backend
-
-    @backend.setter
-    def backend(self, backend: AgentBackend) -> None:
-        self._backend = backend
-        #: The backend's frames are on the broker already: the sink would store them twice.
-        self._frames_published = isinstance(backend, PublishesItsFrames) and backend.publishes_frames
-        self._frame_sink = None if self._frames_published else self._sink
-
     async def Chat(  # type: ignore[override]  # frames are written with context.write, not yielded
         self,
         request: agent_service_pb2.ChatRequest,
@@ -162,24 +157,32 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             await context.abort_with_status(status_for(exc))
         if self._shutting_down:
             await context.abort(SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE)
-        frames = FrameBuilder(envelope, self.backend.info, self._clock, log_frames=self._log_frames)
+        try:
+            backend = self.backend if self.routes is None else self.routes.backend_for(envelope.agent_id)
+        except UnknownAgentError as exc:
+            await context.abort_with_status(status_for(exc))
+        frames = FrameBuilder(envelope, backend.info, self._clock, log_frames=self._log_frames)
         task = asyncio.current_task()
         assert task is not None
         turn = Turn(task)
         self._turns.add(turn)
         turn.limit_time(self._limits, STALLED_WRITE_GRACE_SECONDS)
-        output = _CallOutput(context, self._metrics, self._frame_sink, frames.request_id)
-        if self._frames_published and envelope.request_id is None:
-            # Its frames on the broker and the client's name the same request.
-            envelope = dataclasses.replace(envelope, request_id=frames.request_id)
+        # A backend whose frames are on the broker already (a worker on the bus wrote them): the sink
+        # would store them twice.
+        sink = None if isinstance(backend, PublishesItsFrames) and backend.publishes_frames else self._frame_sink
+        output = _CallOutput(context, self._metrics, sink, frames.request_id)
         # Not started yet: the backend runs no code before the first event is asked for.
-        events = self.backend.stream(envelope, prompt)
+        events = backend.stream(envelope, prompt)
         if self._metrics is not None:
             self._metrics.chat_streams_in_flight.inc()
         try:
             try:
-                with self._backend_turn(frames, turn):
-                    await run_turn(turn, prompt, events, frames, output, self._limits)
+                with self._backend_turn(backend, frames, turn):
+                    scope = CURRENT_CALL.set(self._call_scope(context, frames))
+                    try:
+                        await run_turn(turn, prompt, events, frames, output, self._limits, unavailable_as_status=True)
+                    finally:
+                        CURRENT_CALL.reset(scope)
             finally:
                 if self._metrics is not None:
                     self._metrics.chat_streams_in_flight.dec()
@@ -190,16 +193,37 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 turn.cancel_timers()
                 self._turns.discard(turn)
                 await events.aclose()
-        except AgentUnavailableError as exc:  # before any frame (run_turn): a status a client may retry on
-            await context.abort_with_status(status_for(exc))
         except TurnStalled:
-            if self._frame_sink is not None:
-                await self._end_published_stream(self._frame_sink, frames, output, self._stalled_ending())
+            if sink is not None:
+                await self._end_published_stream(sink, frames, output, self._stalled_ending())
             await self._abort_stalled(context)  # the backend is stopped by now
+        except AgentUnavailableError as exc:  # before any frame (run_turn): a status a client may retry on
+            # The frame sink has no frame of the call, so no stream of it to end.
+            await context.abort_with_status(status_for(exc))
         except BaseException as exc:
-            if self._frame_sink is not None:
-                await self._end_published_stream(self._frame_sink, frames, output, self._call_ending(context, exc))
+            if sink is not None:
+                await self._end_published_stream(sink, frames, output, self._call_ending(context, exc))
             raise
+
+    def _call_scope(
+        self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], frames: FrameBuilder
+    ) -> CallScope:
+        """The call as a route to an upstream carries it on: request id, deadline, trace context (this
+        server's span when tracing, else the caller's context as it came)."""
+        remaining = context.time_remaining()
+        trace: tuple[tuple[str, str], ...]
+        if self._tracer is not None:
+            from opentelemetry import propagate
+
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            trace = tuple((key, carrier[key]) for key in TRACE_METADATA_KEYS if key in carrier)
+        else:
+            received = context.invocation_metadata() or ()
+            trace = tuple((key, str(value)) for key, value in received if key in TRACE_METADATA_KEYS)
+        assert frames.request_id is not None  # the FrameBuilder assigns one when the request has none
+        deadline = None if remaining is None else time.monotonic() + remaining
+        return CallScope(frames.request_id, deadline, trace)
 
     async def _end_published_stream(
         self, sink: FrameSink, frames: FrameBuilder, output: _CallOutput, ending: Interruption
@@ -242,7 +266,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         return Interruption(ErrorCode.STREAM_TIME_LIMIT, self._limits.time_limit_message(), details)
 
     @contextlib.contextmanager
-    def _backend_turn(self, frames: FrameBuilder, turn: Turn) -> Iterator[None]:
+    def _backend_turn(self, backend: AgentBackend, frames: FrameBuilder, turn: Turn) -> Iterator[None]:
         """Around one backend turn: its span (a child of the call's) when tracing is on, and a call log
         line (DEBUG) when it ends."""
         request_id = frames.request_id
@@ -250,7 +274,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             if self._tracer is None:
                 yield
             else:
-                attributes = {"e2a.backend": self.backend.info.name}
+                attributes = {"e2a.backend": backend.info.name}
                 if request_id is not None:  # the FrameBuilder assigns one when the request has none
                     attributes["e2a.request_id"] = request_id
                 with self._tracer.start_as_current_span(BACKEND_TURN_SPAN, attributes=attributes) as span:
@@ -285,7 +309,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
             # A turn waiting on its backend is interrupted there; one in the middle of a write
             # sees it as soon as the write is done.
             turn.interrupt(_SHUTTING_DOWN)
-        await self.backend.aclose()
+        await (self.backend.aclose() if self.routes is None else self.routes.aclose())
 
     def end_grace(self) -> None:
         """The shutdown's grace period is over: the calls still running are cancelled by the server

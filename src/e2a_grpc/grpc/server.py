@@ -25,7 +25,7 @@ from e2a.v1 import (
     conversion_service_pb2_grpc,
 )
 from e2a_grpc.address import unbracketed_host
-from e2a_grpc.backends import make_backend
+from e2a_grpc.backends import make_backend, make_routes
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
@@ -167,14 +167,20 @@ class E2AServer:
             )
         if self.metrics is not None:
             self.metrics.watch_readiness(self.readiness)
-        #: The agent's entry in the agent registry with --registry-nats (the ``nats`` extra).
-        self.registration: Registration | None = None
+        #: The agents' entries in the agent registry with --registry-nats (the ``nats`` extra).
+        self.registrations: tuple[Registration, ...] = ()
         if config.registry_nats:
             from e2a_grpc.broker.agent_registry import Registration
 
-            self.registration = Registration.from_settings(config)
+            self.registrations = Registration.of_server(config)
+        routes = make_routes(config)
         self.chat = ChatServicer(
-            make_backend(config), config, metrics=self.metrics, tracer=tracer, frame_sink=self.publisher
+            make_backend(config) if routes is None else routes.default_backend,
+            config,
+            metrics=self.metrics,
+            tracer=tracer,
+            frame_sink=self.publisher,
+            routes=routes,
         )
         add_chat_service(self.chat, self.server)
         self.health = health.aio.HealthServicer()
@@ -214,10 +220,12 @@ class E2AServer:
                 raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc or repr(exc)}") from None
         await self.readiness.update_health()  # before the port answers health checks
         await self.server.start()
-        if self.registration is not None:
+        for started, registration in enumerate(self.registrations):
             try:  # once the port is open, so that a gateway that finds the entry finds a server taking calls
-                await self.registration.start()
+                await registration.start()
             except Exception as exc:
+                for registered in self.registrations[:started]:
+                    await registered.close()
                 await self.server.stop(None)
                 raise ListenError(
                     f"cannot register in the agent registry at {self.config.registry_nats}: {exc or repr(exc)}"
@@ -229,9 +237,16 @@ class E2AServer:
             "on" if self.config.tls_cert else "off",
             "bearer token" if self.config.token else "off",
             self.config.max_message_bytes,
-            self.config.backend,
+            self._chat_agents(),
             running_event_loop(),
         )
+
+    def _chat_agents(self) -> str:
+        """What the start's log line says Chat serves: the backend, or each agent of the routing table."""
+        table = self.config.routing
+        if table is None:
+            return str(self.config.backend)
+        return "routing table " + ", ".join(f"{route.agent_id}={route.target}" for route in table.routes)
 
     async def stop_when_signalled(self, *, first: Callable[[], Awaitable[None]] | None = None) -> None:
         """Serve until SIGTERM or SIGINT, then stop gracefully, exiting the process if that overruns the
@@ -256,10 +271,10 @@ class E2AServer:
         await self.stop(deadline)
 
     async def _leave_registry(self) -> None:
-        """First thing on a stop: the agent leaves the registry, so gateways stop routing to it while
-        its calls drain."""
-        if self.registration is not None:
-            registration, self.registration = self.registration, None
+        """First thing on a stop: the agents leave the registry, so gateways stop routing to them while
+        their calls drain."""
+        registrations, self.registrations = self.registrations, ()
+        for registration in registrations:
             await registration.close()
 
     async def _lame_duck(self, deadline: float) -> None:

@@ -9,17 +9,27 @@ from typing import TypeVar
 
 import grpc
 from google.protobuf import any_pb2
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, E2AValueError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, E2AValueError, UnknownAgentError
 
 log = logging.getLogger(__name__)
 
 Servicer = TypeVar("Servicer")
 Request = TypeVar("Request")
 Reply = TypeVar("Reply")
+
+
+#: ``google.rpc.ErrorInfo.domain`` of this server's errors.
+ERROR_DOMAIN = "e2a-grpc"
+#: ``google.rpc.ErrorInfo.reason`` of a request for an agent the routing table does not have.
+UNKNOWN_AGENT_REASON = "UNKNOWN_AGENT"
+#: ``google.rpc.ErrorInfo.reason`` of a request whose agent cannot take it now.
+AGENT_UNAVAILABLE_REASON = "AGENT_UNAVAILABLE"
+#: ``google.rpc.ResourceInfo.resource_type`` of an agent.
+AGENT_RESOURCE_TYPE = "e2a agent"
 
 
 #: A call that reaches a server whose shutdown no longer takes calls: it was not run, so any client may
@@ -48,12 +58,50 @@ def undecodable_request(message_type: str, error: DecodeError) -> grpc.Status:
     return invalid_argument([E2AValueError("$", problem)])
 
 
+def _packed(*details: Message) -> list[any_pb2.Any]:
+    packed = []
+    for detail in details:
+        wrapper = any_pb2.Any()
+        wrapper.Pack(detail)
+        packed.append(wrapper)
+    return packed
+
+
+def unknown_agent(error: UnknownAgentError) -> grpc.Status:
+    """NOT_FOUND naming the agent (``google.rpc.ResourceInfo``, the standard detail of a missing resource),
+    with the agents the server has in an ``ErrorInfo`` (its metadata is the standard detail's place for
+    machine-readable facts: ``known_agent_ids``, comma-separated)."""
+    resource = error_details_pb2.ResourceInfo(
+        resource_type=AGENT_RESOURCE_TYPE,
+        resource_name=error.agent_id,
+        description=f"known agents: {', '.join(error.known)}",
+    )
+    info = error_details_pb2.ErrorInfo(
+        reason=UNKNOWN_AGENT_REASON,
+        domain=ERROR_DOMAIN,
+        metadata={"agent_id": error.agent_id, "known_agent_ids": ",".join(error.known)},
+    )
+    status = status_pb2.Status(code=code_pb2.NOT_FOUND, message=str(error), details=_packed(resource, info))
+    return rpc_status.to_status(status)
+
+
+def agent_unavailable(error: AgentUnavailableError) -> grpc.Status:
+    """UNAVAILABLE (a client may retry) saying which agent and why, with an ``ErrorInfo``."""
+    info = error_details_pb2.ErrorInfo(
+        reason=AGENT_UNAVAILABLE_REASON, domain=ERROR_DOMAIN, metadata={"agent_id": error.agent_id}
+    )
+    status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=str(error), details=_packed(info))
+    return rpc_status.to_status(status)
+
+
 def status_for(exc: BaseException) -> grpc.Status:
     """The gRPC status for an exception raised while handling a call."""
     if isinstance(exc, E2AFieldError):
         return invalid_argument([exc])
+    if isinstance(exc, UnknownAgentError):
+        return unknown_agent(exc)
     if isinstance(exc, AgentUnavailableError):
-        return rpc_status.to_status(status_pb2.Status(code=code_pb2.UNAVAILABLE, message=str(exc)))
+        return agent_unavailable(exc)
     # Anything else is our bug, not the caller's: INTERNAL (never UNKNOWN), details stay in the log.
     return rpc_status.to_status(
         status_pb2.Status(code=code_pb2.INTERNAL, message=f"internal error ({type(exc).__name__}); see server log")

@@ -105,8 +105,11 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "invalid_request"
     #: The request's prompt cannot be sent as an ACP ``session/prompt``.
     INVALID_PROMPT = "invalid_prompt"
-    #: The ACP agent command could not be started.
+    #: The agent cannot take the request: the ACP agent command could not be started, or the agent a
+    #: route reaches (an upstream E2A service) is not reachable or went away mid-turn.
     AGENT_UNAVAILABLE = "agent_unavailable"
+    #: The upstream E2A service a route reaches ended the call with a gRPC status, not a final frame.
+    UPSTREAM_ERROR = "upstream_error"
     #: The ACP agent exited while a call was waiting for it.
     AGENT_CRASHED = "agent_crashed"
     #: The ACP agent did not answer a setup call in time.

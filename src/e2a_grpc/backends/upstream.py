@@ -1,0 +1,132 @@
+"""The ``grpc://`` route: an agent served by another E2A service's ``AgentService.Chat``.
+
+The request goes on as the caller sent it, with the request id of the caller's frames (so both
+services' logs and frames name one request), the caller's remaining deadline, its trace context
+(``chat.call_scope``) and this route's own bearer token (``token_env`` of the route: never the
+caller's, which was for this server). The upstream's frames come back through ``chat.relay``: checked
+with the section 12 invariants and turned into events, from which the gateway writes its own frames.
+
+However the upstream call ends, the caller's stream ends with one final frame, never a hang:
+
+* the upstream is unreachable before its first frame: ``AgentUnavailableError`` (Chat: UNAVAILABLE,
+  which a client retries);
+* it ends with another status, or any status after a frame: ``BackendError`` naming the upstream,
+  the status and its message (``agent_unavailable`` for UNAVAILABLE, ``upstream_error`` otherwise);
+* it breaks an invariant or ends without a final frame: ``chat.relay``'s ``BackendError``;
+* it goes silent: the caller's deadline (sent on), the gateway's turn time limit and the channel's
+  keepalive (a dead connection is found within ``KEEPALIVE_SECONDS`` + ``KEEPALIVE_TIMEOUT_SECONDS``)
+  end it.
+
+A turn that ends early (client cancel, deadline, limit, shutdown) closes the event generator, which
+cancels the upstream call: the upstream's backend is stopped as the gateway's would be.
+
+One channel per upstream, made on the first request and reused by every later one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+import grpc
+
+from e2a.v1 import agent_service_pb2 as pb
+from e2a.v1 import agent_service_pb2_grpc as pb_grpc
+from e2a_grpc.address import ServerAddress
+from e2a_grpc.chat.call_scope import CURRENT_CALL
+from e2a_grpc.chat.events import BackendError, BackendInfo, Event
+from e2a_grpc.chat.prompt import Prompt
+from e2a_grpc.chat.relay import UPSTREAM_DETAIL, relay_frames
+from e2a_grpc.errors import AgentUnavailableError
+from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
+
+#: Keepalive pings on a channel with calls in flight: 5 min is the least interval gRPC servers accept
+#: by default (grpc-core's and grpc-go's ``min_ping_interval``); a peer that sends more often is told
+#: ENHANCE_YOUR_CALM and its calls fail. A dead connection is found when a ping goes unanswered.
+KEEPALIVE_SECONDS = 300
+KEEPALIVE_TIMEOUT_SECONDS = 20
+
+
+class UpstreamBackend:
+    """Chat turns of one agent, run by an upstream E2A service."""
+
+    def __init__(
+        self, agent_id: str, upstream: ServerAddress, *, token: str | None = None, max_message_bytes: int
+    ) -> None:
+        self.agent_id = agent_id
+        self.origin = f"{'grpcs' if upstream.tls else 'grpc'}://{upstream.target}"
+        self.info = BackendInfo("upstream", SourceProtocol.E2A, {"upstream": self.origin})
+        self._upstream = upstream
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._max_message_bytes = max_message_bytes
+        self._channel: grpc.aio.Channel | None = None
+
+    def _stub(self) -> pb_grpc.AgentServiceAsyncStub:
+        if self._channel is None:  # made in the event loop that serves the calls
+            options: list[tuple[str, Any]] = [
+                ("grpc.max_receive_message_length", self._max_message_bytes),
+                ("grpc.max_send_message_length", self._max_message_bytes),
+                ("grpc.keepalive_time_ms", KEEPALIVE_SECONDS * 1000),
+                ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_SECONDS * 1000),
+            ]
+            target = self._upstream.target
+            if self._upstream.tls:  # the system's (gRPC's bundled) root certificates
+                self._channel = grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options)
+            else:
+                self._channel = grpc.aio.insecure_channel(target, options=options)
+        return pb_grpc.AgentServiceStub(self._channel)
+
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
+        # The prompt is the envelope's; the upstream reads it again from the envelope it is sent.
+        scope = CURRENT_CALL.get()
+        metadata = self._metadata
+        timeout = None
+        if scope is not None:
+            envelope = dataclasses.replace(envelope, request_id=scope.request_id)
+            metadata = (*metadata, *scope.trace_metadata)
+            timeout = scope.time_remaining()
+        call = self._stub().Chat(
+            pb.ChatRequest(envelope=envelope.to_proto()), timeout=timeout, metadata=metadata, wait_for_ready=False
+        )
+        try:
+            async for event in relay_frames(self._frames(call), envelope, self.origin):
+                yield event
+        finally:
+            call.cancel()  # a no-op once the call is over; otherwise the upstream's turn stops too
+
+    async def _frames(
+        self, call: grpc.aio.UnaryStreamCall[pb.ChatRequest, pb.ChatResponse]
+    ) -> AsyncIterator[E2AResponse]:
+        received = 0
+        try:
+            async for reply in call:
+                received += 1
+                yield E2AResponse.from_proto(reply.response)
+        except grpc.aio.AioRpcError as error:
+            raise self._call_failed(error, received) from None
+
+    def _call_failed(self, error: grpc.aio.AioRpcError, frames_received: int) -> Exception:
+        code = error.code()
+        said = error.details() or code.name
+        if code is grpc.StatusCode.UNAVAILABLE and frames_received == 0:
+            return AgentUnavailableError(self.agent_id, f"the upstream {self.origin} is unavailable: {said}")
+        details = {UPSTREAM_DETAIL: self.origin, "grpc_status": code.name, "grpc_message": said}
+        after = f" after {frames_received} frames" if frames_received else ""
+        message = f"the upstream {self.origin} ended the call{after} with {code.name}: {said}"
+        failure = ErrorCode.AGENT_UNAVAILABLE if code is grpc.StatusCode.UNAVAILABLE else ErrorCode.UPSTREAM_ERROR
+        return BackendError(failure, message, details)
+
+    async def cancel_task(self, task_id: str) -> None:
+        # AgentService has no cancel: a waiting task of the upstream's ends when the upstream gives up on it.
+        raise BackendError(
+            ErrorCode.INVALID_REQUEST,
+            f"the upstream {self.origin} has no call to cancel task {task_id}; it ends with the upstream's own timeout",
+        )
+
+    async def aclose(self) -> None:
+        if self._channel is not None:
+            channel, self._channel = self._channel, None
+            await channel.close()
