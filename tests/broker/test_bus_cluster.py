@@ -1,0 +1,158 @@
+"""The agent bus on a three-node JetStream cluster (``NatsCluster``), everything at ``--nats-replicas 3``:
+gateways (in-process ``E2AServer`` with a ``BusBackend``) and workers (``AgentWorker``) in this process,
+connected to the cluster through its three URLs. Two gateways and three workers share requests and keep
+a session on the worker that holds it whichever gateway a turn comes through; a NATS node killed
+mid-turn (the worker's, the gateway's) costs the client no frame and runs the request once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from e2a_grpc.backends import make_backend
+from e2a_grpc.backends.bus import BusBackend
+from e2a_grpc.broker import stream_reader
+from e2a_grpc.broker.agent_worker import AgentWorker
+from e2a_grpc.chat.events import AgentBackend, Event
+from e2a_grpc.chat.prompt import Prompt
+from e2a_grpc.client import achat
+from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.settings import AgentWorkerSettings
+from tests.broker.test_agent_worker import _content, _whoami
+from tests.broker.test_cluster import _connected_node
+from tests.broker.test_jetstream import PhasedBackend
+from tests.conftest import in_process_server
+from tests.support.acp_servers import AGENT as ACP_AGENT
+from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, running_nats_cluster
+from tests.support.waiting import within
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.asyncio, pytest.mark.cluster]
+WORDS_PER_PHASE = 40
+#: Bounds a turn that spans a node's loss (a failover takes a few seconds).
+FAILOVER_TIMEOUT_SECONDS = 60.0
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
+    with running_nats_cluster(tmp_path / "jetstream") as running:
+        yield running
+
+
+def _settings(cluster: NatsCluster, **overrides: Any) -> AgentWorkerSettings:
+    values: dict[str, Any] = {
+        "bus_nats": cluster.url,
+        "nats_replicas": CLUSTER_SIZE,
+        "agent_id": f"agent-{uuid.uuid4().hex[:8]}",
+        # Progress notices every 2 s: a worker is taken for lost after 6 s of silence, longer than a failover
+        # of the cluster's leaders (about 4.5 s), which must not count as a lost worker.
+        "bus_progress_seconds": 2.0,
+        "bus_ack_wait_seconds": 6.0,
+        "bus_start_by_seconds": 20.0,
+        "registry_ttl_seconds": 30.0,
+        "registry_heartbeat_seconds": 1.0,
+        "grace_seconds": 10.0,
+        **overrides,
+    }
+    return AgentWorkerSettings(**values)
+
+
+class CountedPhases(PhasedBackend):
+    """``PhasedBackend`` counting the turns it starts (a request must never run twice)."""
+
+    def __init__(self, phases: int, words_per_phase: int) -> None:
+        super().__init__(phases, words_per_phase)
+        self.turns = 0
+
+    async def stream(
+        self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
+    ) -> AsyncGenerator[Event, None]:
+        self.turns += 1
+        async for event in super().stream(envelope, prompt, incremental=incremental):
+            yield event
+
+
+@contextlib.asynccontextmanager
+async def _worker(config: AgentWorkerSettings, backend: AgentBackend) -> AsyncIterator[AgentWorker]:
+    worker = AgentWorker(config, backend)
+    await worker.start()
+    try:
+        yield worker
+    finally:
+        await worker.stop(config.grace_seconds)
+
+
+@contextlib.asynccontextmanager
+async def _gateway(config: AgentWorkerSettings) -> AsyncIterator[tuple[BusBackend, grpc.aio.Channel]]:
+    backend = BusBackend(config.agent_id, config)
+    async with (
+        in_process_server(backend=backend) as server,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
+        yield backend, channel
+
+
+async def _broker_copy(cluster: NatsCluster, config: AgentWorkerSettings, request_id: str) -> list[E2AResponse]:
+    frames = stream_reader.read_streams(
+        cluster.url,
+        stream=config.nats_stream,
+        subject_prefix=config.nats_subject_prefix,
+        request_id=request_id,
+        idle_timeout=FAILOVER_TIMEOUT_SECONDS,
+    )
+    return [frame async for frame in frames]
+
+
+@pytest.mark.parametrize("whose", ["worker", "gateway"])
+async def test_a_node_killed_mid_turn_costs_no_frame_and_the_request_runs_once(
+    cluster: NatsCluster, whose: str
+) -> None:
+    config = _settings(cluster)
+    backend = CountedPhases(phases=3, words_per_phase=WORDS_PER_PHASE)
+    envelope = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), is_stream=True, params={"text": "go"})
+    async with _worker(config, backend) as worker, _gateway(config) as (route, channel):
+
+        async def chat() -> list[E2AResponse]:
+            return [frame async for frame in achat(channel, envelope)]
+
+        call = asyncio.create_task(chat())
+        backend.go[0].set()
+        await within(backend.phase_done[0].wait())
+        connection = worker._nc if whose == "worker" else route._bus.nc
+        await asyncio.to_thread(_connected_node(cluster, connection).kill)
+        backend.go[1].set()
+        await within(backend.phase_done[1].wait())
+        backend.go[2].set()
+        got = await within(call, FAILOVER_TIMEOUT_SECONDS)
+        stored = await within(_broker_copy(cluster, config, envelope.request_id or ""), FAILOVER_TIMEOUT_SECONDS)
+    assert [frame.sequence for frame in got] == list(range(3 * WORDS_PER_PHASE + 1)), got[-1].to_json()
+    assert got[-1].is_final and got[-1].response_kind == "e2a.complete"
+    assert _content(stored) == _content(got)  # the worker's copy on the broker, each frame once
+    assert backend.turns == 1
+
+
+async def test_two_gateways_and_three_workers_keep_a_session_on_its_worker_and_share_the_rest(
+    cluster: NatsCluster,
+) -> None:
+    # One turn at a time each, so that requests at once spread over the workers.
+    config = _settings(cluster, backend="acp", acp_command=f"{sys.executable} {ACP_AGENT}", bus_max_turns=1)
+    async with contextlib.AsyncExitStack() as stack:
+        workers = [await stack.enter_async_context(_worker(config, make_backend(config))) for _ in range(3)]
+        gateways = [(await stack.enter_async_context(_gateway(config)))[1] for _ in range(2)]
+        # A session's turns, alternating the gateways: one agent process, one ACP session, turns counted on.
+        turns = [(await _whoami(gateways[turn % 2], "sticky"))[0] for turn in range(6)]
+        holders = [worker for worker in workers if worker.sessions is not None and len(worker.sessions)]
+        # Sessions of their own, many at once through both gateways: more than one worker runs them.
+        others = await asyncio.gather(*(_whoami(gateways[n % 2], f"other-{n}") for n in range(9)))
+    assert len({pid for pid, _, _ in turns}) == 1 and len({session for _, session, _ in turns}) == 1
+    assert [turn for _, _, turn in turns] == [1, 2, 3, 4, 5, 6]
+    assert len(holders) == 1
+    assert all(turn == 1 for (_, _, turn), _ in others)
+    assert len({pid for (pid, _, _), _ in others}) > 1
