@@ -36,6 +36,7 @@ from e2a_grpc.broker.agent_requests import (
     shared_consumer,
 )
 from e2a_grpc.broker.agent_worker import AgentWorker
+from e2a_grpc.broker.held_sessions import HeldSessions
 from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
@@ -111,12 +112,12 @@ async def _worker(config: AgentWorkerSettings, backend: AgentBackend) -> AsyncIt
 
 
 @contextlib.asynccontextmanager
-async def _gateway(config: AgentWorkerSettings) -> AsyncIterator[grpc.aio.Channel]:
-    """A gateway that also publishes its Chat frames (``--publish-nats``): a bus turn's frames are
-    the worker's on the broker, never published twice."""
+async def _gateway(config: AgentWorkerSettings, *, publish: bool = True) -> AsyncIterator[grpc.aio.Channel]:
+    """A gateway that also publishes its Chat frames (``--publish-nats``, unless not ``publish``): a bus
+    turn's frames are the worker's on the broker, never published twice."""
     backend = BusBackend(config.agent_id, config)
     async with (
-        in_process_server(backend=backend, publish_nats=config.bus_nats) as server,
+        in_process_server(backend=backend, publish_nats=config.bus_nats if publish else None) as server,
         grpc.aio.insecure_channel(server.address) as channel,
     ):
         yield channel
@@ -548,3 +549,34 @@ async def test_a_request_whose_deadline_passes_ends_with_deadline_exceeded_on_th
         assert await _requests_left(broker, config) == 0
     assert stored[-1].is_final and stored[-1].body["code"] == ErrorCode.DEADLINE_EXCEEDED
     assert len(stored) < 400
+
+
+async def test_a_gateway_that_cannot_reach_the_bus_answers_unavailable(broker: NatsServer) -> None:
+    config = _settings(broker, _agent(), bus_nats=f"nats://127.0.0.1:{free_port()}")  # nothing listens
+    async with _gateway(config, publish=False) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await within(_frames(achat(channel, _request(3))))
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "cannot be reached" in (raised.value.details() or "")
+
+
+async def test_a_worker_holds_no_more_sessions_than_its_backend_keeps(broker: NatsServer) -> None:
+    config = _settings(broker, _agent())
+    nc = await nats.connect(broker.url)
+    try:
+        owners = await SessionOwners.open(
+            nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=1
+        )
+        held = HeldSessions(owners, agent_id=config.agent_id, instance_id="a" * 32, max_sessions=2)
+        assert await held.take("one") is None and await held.take("two") is None
+        assert await held.take("one") is None  # held already: used most recently now
+        assert await held.take("three") is None  # "two" is released to make room
+        assert len(held) == 2
+        assert await owners.owner(config.agent_id, "two") is None
+        for session in ("one", "three"):
+            owner = await owners.owner(config.agent_id, session)
+            assert owner is not None and owner.instance_id == "a" * 32
+        await held.release_all()
+        assert await owners.owner(config.agent_id, "one") is None and len(held) == 0
+    finally:
+        await nc.close()

@@ -45,7 +45,7 @@ def test_help_explains_the_commands() -> None:
         "  1    the server or the agent failed\n"
         "  2    bad input or usage (also a missing or unreadable file)\n"
         "  3    the conversion does not apply to this record\n"
-        "  4    no server could be reached (--server; NATS for subscribe and agents)\n"
+        "  4    no server could be reached (--server; NATS for subscribe, agent and agents)\n"
         "  5    the agent waits for an answer (chat: a question not answered here)\n"
         "  124  --timeout passed before the answer was complete\n"
         "  130  interrupted (Ctrl-C)\n"

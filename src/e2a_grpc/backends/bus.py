@@ -53,11 +53,11 @@ from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
 from e2a_grpc.chat.call_scope import CURRENT_CALL, CallScope
-from e2a_grpc.chat.events import AgentBackend, BackendInfo, Event
+from e2a_grpc.chat.events import AgentBackend, BackendError, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import relay_frames
 from e2a_grpc.errors import AgentUnavailableError, E2AFieldError
-from e2a_grpc.model import E2AEnvelope, E2AResponse, SourceProtocol
+from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
 from e2a_grpc.protocols import cloudevents
 from e2a_grpc.protocols.cloudevent_formats import from_http_binary
 from e2a_grpc.settings import ServerSettings
@@ -142,14 +142,20 @@ class BusBackend:
         # the request had none), deadline and trace context go with the request.
         scope = CURRENT_CALL.get()
         envelope = with_request_id(envelope, None if scope is None else scope.request_id)
-        nc, js, live, owners = await self._bus.ready()
+        try:
+            nc, js, live, owners = await self._bus.ready()
+        except (nats.errors.Error, OSError, TimeoutError) as exc:
+            raise AgentUnavailableError(self.agent_id, f"the agent bus cannot be reached ({exc!r})") from None
         workers = live.workers(self.agent_id)
         if not workers:
             raise AgentUnavailableError(self.agent_id, "no live worker in the agent registry")
         subject = await self._subject(envelope, owners, {worker.instance_id for worker in workers})
-        turn = _BusTurn(self, nc, js, envelope, subject, scope)
+        turn = _BusTurn(self.agent_id, self._config, nc, js, envelope, subject, scope)
         try:
-            await turn.open()
+            try:
+                await turn.open()
+            except (nats.errors.Error, TimeoutError) as exc:
+                raise AgentUnavailableError(self.agent_id, f"the request cannot be published ({exc!r})") from None
             async for event in relay_frames(turn.frames(), envelope, self._origin):
                 yield event
         finally:
@@ -171,10 +177,11 @@ class BusBackend:
         return any_worker_subject(prefix, self.agent_id)
 
     async def cancel_task(self, task_id: str) -> None:
-        # A task waiting for its client lives in the worker that ran its turn; the bus has no
-        # request that cancels it yet (docs/agent-bus.md, "Not yet"): it waits there until it expires.
-        log.warning(
-            "agent %r: task %s cannot be cancelled over the bus; it expires in its worker", self.agent_id, task_id
+        # A task waiting for its client lives in the worker that ran its turn; the bus has no request
+        # that cancels it yet (docs/agent-bus.md, "Not yet"): the caller's task ends all the same.
+        raise BackendError(
+            ErrorCode.AGENT_UNSUPPORTED,
+            f"task {task_id} of agent {self.agent_id!r} waits in its bus worker, which cannot cancel it yet",
         )
 
     async def aclose(self) -> None:
@@ -186,17 +193,18 @@ class _BusTurn:
 
     def __init__(
         self,
-        backend: BusBackend,
+        agent_id: str,
+        config: ServerSettings,
         nc: NatsClient,
         js: JetStreamContext,
         envelope: E2AEnvelope,
         subject: str,
         scope: CallScope | None,
     ) -> None:
-        self._backend = backend
+        self._agent_id = agent_id
         self._subject = subject
         self._scope = scope
-        self._config = backend._config
+        self._config = config
         self._nc = nc
         self._js = js
         self.envelope = envelope
@@ -258,7 +266,7 @@ class _BusTurn:
             except TimeoutError:
                 if not taken:
                     raise AgentUnavailableError(
-                        self._backend.agent_id,
+                        self._agent_id,
                         f"no live worker took the request within {config.bus_start_by_seconds:g} s",
                     ) from None
                 lost = await end_lost_request(

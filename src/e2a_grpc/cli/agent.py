@@ -8,7 +8,7 @@ import signal
 import sys
 from typing import Any
 
-from e2a_grpc.cli.exits import EXIT_FAILED, EXIT_NO_SERVER, EXIT_OK
+from e2a_grpc.cli.exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_NO_SERVER, EXIT_OK
 from e2a_grpc.cli.options import add_setting_options, settings_from
 from e2a_grpc.cli.serve import server_logging
 from e2a_grpc.settings import AgentWorkerSettings, BackendName
@@ -52,6 +52,8 @@ def add_parser(commands: Any) -> None:
         "options and limits as serve), publishes the frames on the broker's frame subjects, and registers in the "
         "agent registry. SIGTERM/SIGINT drains: no new requests, running turns finish within --grace-seconds. "
         "Needs the 'nats' extra (nats-py). Every option can also be set with the environment variable shown.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging")
     parser.add_argument(

@@ -15,7 +15,7 @@ exit codes:
   {EXIT_FAILED:<4} the server or the agent failed
   {EXIT_BAD_INPUT:<4} bad input or usage (also a missing or unreadable file)
   {EXIT_NOT_APPLICABLE:<4} the conversion does not apply to this record
-  {EXIT_NO_SERVER:<4} no server could be reached (--server; NATS for subscribe and agents)
+  {EXIT_NO_SERVER:<4} no server could be reached (--server; NATS for subscribe, agent and agents)
   {EXIT_WAITING:<4} the agent waits for an answer (chat: a question not answered here)
   {EXIT_TIMEOUT:<4} --timeout passed before the answer was complete
   {EXIT_INTERRUPTED:<4} interrupted (Ctrl-C)
