@@ -627,7 +627,7 @@ class ServerSettings(BaseSettings):
     def _token_and_combinations(self) -> Self:
         if self.token_file is not None:
             self.token = SecretStr(_read_token(self.token_file))
-        self._routing = routing_table(self.agents, self.agent, self.default_agent)
+        self._routing = routing_table(self.agents, self.agent, self.default_agent, bus_nats=self.bus_nats)
         if self._routing is not None and "backend" in self.model_fields_set:
             raise ValueError(
                 "--backend names the one agent of a server without a routing table; with --agents or --agent, "
