@@ -2,7 +2,10 @@
 gateways (in-process ``E2AServer`` with a ``BusBackend``) and workers (``AgentWorker``) in this process,
 connected to the cluster through its three URLs. Two gateways and three workers share requests and keep
 a session on the worker that holds it whichever gateway a turn comes through; a NATS node killed
-mid-turn (the worker's, the gateway's) costs the client no frame and runs the request once."""
+mid-turn (the worker's, the gateway's) costs the client no frame and runs the request once. Through
+routing-table gateways (``serve --agent X=nats``): an unknown agent is NOT_FOUND and an agent whose
+workers all left is UNAVAILABLE. A busy worker takes only its turn slots; the rest wait in the R3
+requests stream."""
 
 from __future__ import annotations
 
@@ -19,19 +22,20 @@ import pytest
 
 from e2a_grpc.backends import make_backend
 from e2a_grpc.backends.bus import BusBackend
+from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.broker import stream_reader
 from e2a_grpc.broker.agent_worker import AgentWorker
 from e2a_grpc.chat.events import AgentBackend, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse
-from e2a_grpc.settings import AgentWorkerSettings
-from tests.broker.test_agent_worker import _content, _whoami
+from e2a_grpc.settings import AgentWorkerSettings, ServerSettings
+from tests.broker.test_agent_worker import ConcurrencyEcho, _content, _whoami
 from tests.broker.test_cluster import _connected_node
 from tests.broker.test_jetstream import PhasedBackend
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
-from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, running_nats_cluster
+from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, running_nats_cluster, stored_messages
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.asyncio, pytest.mark.cluster]
@@ -156,3 +160,78 @@ async def test_two_gateways_and_three_workers_keep_a_session_on_its_worker_and_s
     assert len(holders) == 1
     assert all(turn == 1 for (_, _, turn), _ in others)
     assert len({pid for (pid, _, _), _ in others}) > 1
+
+
+@contextlib.asynccontextmanager
+async def _routing_gateway(config: AgentWorkerSettings) -> AsyncIterator[grpc.aio.Channel]:
+    """``serve --agent <agent>=nats --bus-nats <the three URLs> --nats-replicas 3``, in process."""
+    bus = {name: getattr(config, name) for name in ServerSettings.model_fields if name.startswith("bus_")}
+    async with (
+        in_process_server(
+            agent=[f"{config.agent_id}=nats"],
+            nats_replicas=config.nats_replicas,
+            registry_ttl_seconds=config.registry_ttl_seconds,
+            **bus,
+        ) as server,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
+        yield channel
+
+
+async def _chat_status(channel: grpc.aio.Channel, envelope: E2AEnvelope) -> grpc.aio.AioRpcError:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await within(_frames(achat(channel, envelope)), FAILOVER_TIMEOUT_SECONDS)
+    return raised.value
+
+
+async def _frames(call: AsyncIterator[E2AResponse]) -> list[E2AResponse]:
+    return [frame async for frame in call]
+
+
+async def test_through_either_routing_gateway_an_unknown_agent_is_not_found_and_one_whose_workers_left_unavailable(
+    cluster: NatsCluster,
+) -> None:
+    config = _settings(cluster)
+    async with (
+        _routing_gateway(config) as first,
+        _routing_gateway(config) as second,
+    ):
+        unknown = await _chat_status(first, _request(3, agent_id="nobody"))
+        async with _worker(config, EchoBackend()):
+            answers = [await _frames(achat(channel, _request(3))) for channel in (first, second)]
+        gone = [await _chat_status(channel, _request(3)) for channel in (first, second)]
+    assert unknown.code() is grpc.StatusCode.NOT_FOUND and config.agent_id in (unknown.details() or "")
+    assert all(frames[-1].response_kind == "e2a.complete" for frames in answers)
+    assert [status.code() for status in gone] == [grpc.StatusCode.UNAVAILABLE] * 2
+    assert all(config.agent_id in (status.details() or "") for status in gone)
+
+
+async def test_a_busy_worker_takes_only_its_turn_slots_and_the_rest_wait_in_the_replicated_stream(
+    cluster: NatsCluster,
+) -> None:
+    config = _settings(cluster, bus_max_turns=2)
+    backend = ConcurrencyEcho(delay_seconds=0.05)
+    async with (
+        _worker(config, backend) as worker,
+        _gateway(config) as (_, first),
+        _gateway(config) as (_, second),
+    ):
+        calls = [asyncio.create_task(_frames(achat((first, second)[n % 2], _request(10)))) for n in range(6)]
+
+        async def queued() -> None:
+            subjects = f"{config.bus_requests_subject_prefix}.>"
+            while await stored_messages(cluster.url, config.bus_requests_stream, subjects) < 4:
+                await asyncio.sleep(0.02)  # polling the broker's count: it has no event for it
+
+        await within(queued(), FAILOVER_TIMEOUT_SECONDS)  # two running, four waiting in the stream
+        assert worker.running == 2
+        streams = await within(asyncio.gather(*calls), FAILOVER_TIMEOUT_SECONDS)
+    assert all(stream[-1].response_kind == "e2a.complete" for stream in streams)
+    assert backend.most == 2 and backend.turns == 6
+
+
+def _request(words: int, agent_id: str | None = None) -> E2AEnvelope:
+    text = " ".join(f"w{n}" for n in range(words))
+    return E2AEnvelope(
+        method="chat.send", request_id=str(uuid.uuid4()), agent_id=agent_id, is_stream=True, params={"text": text}
+    )
