@@ -5,12 +5,14 @@ a session on the worker that holds it whichever gateway a turn comes through; a 
 mid-turn (the worker's, the gateway's) costs the client no frame and runs the request once. Through
 routing-table gateways (``serve --agent X=nats``): an unknown agent is NOT_FOUND and an agent whose
 workers all left is UNAVAILABLE. A busy worker takes only its turn slots; the rest wait in the R3
-requests stream."""
+requests stream. A worker process SIGKILLed mid-turn: at most once, exactly (one agent_unavailable
+final frame, the request delivered again and not run)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
@@ -20,22 +22,35 @@ from typing import Any
 import grpc
 import pytest
 
+from e2a.v1.agent_service_pb2 import ChatRequest, ChatResponse
+from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
 from e2a_grpc.backends import make_backend
 from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.broker import stream_reader
 from e2a_grpc.broker.agent_worker import AgentWorker
+from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.chat.events import AgentBackend, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.client import achat
-from e2a_grpc.model import E2AEnvelope, E2AResponse
+from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings, ServerSettings
-from tests.broker.test_agent_worker import ConcurrencyEcho, _content, _whoami
+from tests.broker.test_agent_worker import (
+    STARTUP_SECONDS,
+    ConcurrencyEcho,
+    CountingEcho,
+    _content,
+    _prompts,
+    _read_all,
+    _whoami,
+    _worker_command,
+)
 from tests.broker.test_cluster import _connected_node
 from tests.broker.test_jetstream import PhasedBackend
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
 from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, running_nats_cluster, stored_messages
+from tests.support.processes import logged_process
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.asyncio, pytest.mark.cluster]
@@ -235,3 +250,60 @@ def _request(words: int, agent_id: str | None = None) -> E2AEnvelope:
     return E2AEnvelope(
         method="chat.send", request_id=str(uuid.uuid4()), agent_id=agent_id, is_stream=True, params={"text": text}
     )
+
+
+async def _live_worker(config: AgentWorkerSettings) -> None:
+    """Return once a worker of the agent is in the registry (its process has started)."""
+    assert config.bus_nats is not None
+    live = await LiveAgents.open(
+        config.bus_nats,
+        bucket=config.registry_bucket,
+        ttl=config.registry_ttl_seconds,
+        replicas=config.nats_replicas,
+    )
+    try:
+        assert await live.wait_for_workers(config.agent_id, STARTUP_SECONDS)
+    finally:
+        await live.close()
+
+
+async def test_a_worker_sigkilled_mid_turn_gets_one_agent_unavailable_final_and_its_request_never_runs_twice(
+    cluster: NatsCluster, tmp_path: Path
+) -> None:
+    config = _settings(cluster)
+    events = tmp_path / "events.jsonl"
+    acp = f"{sys.executable} {ACP_AGENT} --events {events}"
+    command = [
+        *_worker_command(config, "--backend", "acp", "--acp-command", acp),
+        *("--nats-replicas", str(config.nats_replicas)),
+    ]
+    envelope = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), params={"text": "slow"})
+    with logged_process(command) as (process, _):
+        await _live_worker(config)
+        async with _routing_gateway(config) as channel:
+            call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
+            first = await within(call.read(), FAILOVER_TIMEOUT_SECONDS)
+            assert isinstance(first, ChatResponse)  # the turn runs
+            process.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(process.wait)
+            rest = await within(_read_all(call), FAILOVER_TIMEOUT_SECONDS)  # the gateway notices the silence
+    assert rest and rest[-1].response.is_final
+    assert E2AResponse.from_proto(rest[-1].response).body["code"] == ErrorCode.AGENT_UNAVAILABLE
+    # Another worker is delivered the request again (never acked): it runs nothing, and the broker keeps
+    # the one final frame the gateway wrote.
+    backend = CountingEcho()
+    async with _worker(config, backend) as worker:
+
+        async def answered() -> None:
+            subjects = f"{config.bus_requests_subject_prefix}.>"
+            while await stored_messages(cluster.url, config.bus_requests_stream, subjects):
+                await asyncio.sleep(0.05)  # polling the broker: the redelivery is its own timer's
+
+        await within(answered(), FAILOVER_TIMEOUT_SECONDS)
+        assert worker.lost_answered == 1
+        stored = await within(_broker_copy(cluster, config, envelope.request_id or ""), FAILOVER_TIMEOUT_SECONDS)
+    assert backend.turns == 0
+    assert _prompts(events) == 1
+    finals = [frame for frame in stored if frame.is_final]
+    assert len(finals) == 1 and finals[0].body["code"] == ErrorCode.AGENT_UNAVAILABLE
+    assert finals[0].response_id == f"{envelope.request_id}:lost"
