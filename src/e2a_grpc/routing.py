@@ -175,9 +175,11 @@ class RoutingTable:
         return next((route for route in self.routes if route.agent_id == agent_id), None)
 
 
-def routing_table(agents_file: Path | None, options: list[str], default_agent: str | None) -> RoutingTable | None:
+def routing_table(
+    agents_file: Path | None, options: list[str], default_agent: str | None, *, bus_nats: str | None
+) -> RoutingTable | None:
     """The table of ``--agents`` and ``--agent`` (``None`` without either); ``ValueError`` has one line
-    per bad entry, each naming where it came from."""
+    per bad entry, each naming where it came from. ``nats`` targets need the bus (``bus_nats``)."""
     problems: list[str] = []
     routes: dict[str, AgentRoute] = {}
     file_default: str | None = None
@@ -196,10 +198,10 @@ def routing_table(agents_file: Path | None, options: list[str], default_agent: s
             problems.append(f"agent {route.agent_id!r}: token_env {route.token_env}: the variable is not set")
         if route.token_env is not None and route.target.kind is not RouteKind.GRPC:
             problems.append(f"agent {route.agent_id!r}: token_env is for grpc:// targets (the upstream's token)")
-        if route.target.kind is RouteKind.NATS:
+        if route.target.kind is RouteKind.NATS and not bus_nats:
             problems.append(
-                f"agent {route.agent_id!r}: target nats: this build has no agent bus client yet "
-                "(e2a_grpc.backends.bus); route the agent to a local or grpc:// target"
+                f"agent {route.agent_id!r}: target nats needs --bus-nats, the NATS server of the agent bus its "
+                "workers take requests from"
             )
     default = default_agent or file_default
     if default is not None and routes and default not in routes:

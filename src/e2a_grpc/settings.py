@@ -138,6 +138,21 @@ def _nats_subject_prefix() -> Any:
     )
 
 
+#: JetStream's limit on a stream's replicas.
+_NATS_MAX_REPLICAS = 5
+
+
+def _nats_replicas() -> Any:
+    return Field(
+        default=1,
+        ge=1,
+        le=_NATS_MAX_REPLICAS,
+        description="NATS: replicas of the JetStream streams and buckets this process creates (the frames' "
+        "stream, the agent registry's bucket): 1 for a single server, 3 for a cluster, so that they outlive the "
+        "loss of a node; an existing stream or bucket keeps its own",
+    )
+
+
 _NATS_BUCKET_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 
 
@@ -320,6 +335,7 @@ class ServerSettings(BaseSettings):
     )
     nats_stream: str = _nats_stream()
     nats_subject_prefix: str = _nats_subject_prefix()
+    nats_replicas: int = _nats_replicas()
     nats_publish_queue: int = Field(
         default=10_000,
         ge=1,
@@ -647,7 +663,7 @@ class ServerSettings(BaseSettings):
     def _token_and_combinations(self) -> Self:
         if self.token_file is not None:
             self.token = SecretStr(_read_token(self.token_file))
-        self._routing = routing_table(self.agents, self.agent, self.default_agent)
+        self._routing = routing_table(self.agents, self.agent, self.default_agent, bus_nats=self.bus_nats)
         if self._routing is not None and "backend" in self.model_fields_set:
             raise ValueError(
                 "--backend names the one agent of a server without a routing table; with --agents or --agent, "

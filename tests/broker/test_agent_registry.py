@@ -59,7 +59,7 @@ def _record(agent_id: str) -> AgentRecord:
 
 
 def _registration(url: str, bucket: str, agent_id: str) -> Registration:
-    return Registration(url, _record(agent_id), bucket=bucket, ttl=TTL, heartbeat=HEARTBEAT)
+    return Registration(url, _record(agent_id), bucket=bucket, ttl=TTL, replicas=1, heartbeat=HEARTBEAT)
 
 
 async def _workers(url: str, bucket: str, agent_id: str) -> list[AgentRecord]:
@@ -373,7 +373,7 @@ async def test_each_worker_process_of_serve_is_a_worker_of_its_agent(broker: Nat
 
 async def test_a_bucket_with_another_ttl_keeps_its_own_and_says_so(broker: NatsServer) -> None:
     bucket = _bucket()
-    first = Registration(broker.url, _record("early"), bucket=bucket, ttl=TTL * 10, heartbeat=TTL)
+    first = Registration(broker.url, _record("early"), bucket=bucket, ttl=TTL * 10, replicas=1, heartbeat=TTL)
     late = _registration(broker.url, bucket, "late")
     await first.start()
     try:
@@ -390,7 +390,9 @@ async def test_a_broker_outage_during_heartbeats_is_one_warning_then_one_info(tm
     with running_nats_server(tmp_path / "jetstream") as broker:
         bucket = _bucket()
         # A TTL long enough for the entry to outlive the outage, so that the recovery finds it kept.
-        registration = Registration(broker.url, _record("resilient"), bucket=bucket, ttl=30.0, heartbeat=HEARTBEAT)
+        registration = Registration(
+            broker.url, _record("resilient"), bucket=bucket, ttl=30.0, replicas=1, heartbeat=HEARTBEAT
+        )
         await registration.start()
         try:
             with (

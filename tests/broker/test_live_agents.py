@@ -52,7 +52,7 @@ def _record(agent_id: str, *, heartbeat_at: datetime.datetime | None = None) -> 
 
 
 def _registration(url: str, bucket: str, agent_id: str) -> Registration:
-    return Registration(url, _record(agent_id), bucket=bucket, ttl=TTL, heartbeat=HEARTBEAT)
+    return Registration(url, _record(agent_id), bucket=bucket, ttl=TTL, replicas=1, heartbeat=HEARTBEAT)
 
 
 async def _until(live: LiveAgents, agent_id: str, count: int) -> list[AgentRecord]:
@@ -160,7 +160,8 @@ async def test_the_view_watches_again_after_a_broker_restart_and_says_so_once(tm
         async with contextlib.AsyncExitStack() as stack:
             # A TTL that outlives the restart, so that what the view holds is what the broker kept.
             kept = await _registered(
-                stack, Registration(broker.url, _record("kept"), bucket=bucket, ttl=60.0, heartbeat=HEARTBEAT)
+                stack,
+                Registration(broker.url, _record("kept"), bucket=bucket, ttl=60.0, replicas=1, heartbeat=HEARTBEAT),
             )
             live = await _view(stack, broker.url, bucket, ttl=60.0)
             with log_records(lambda record: "watching bucket" in record.getMessage()) as logs:
@@ -168,7 +169,10 @@ async def test_the_view_watches_again_after_a_broker_restart_and_says_so_once(tm
                 await within(logs.seen.wait(), 30)
                 # The new watch delivers the kept entry again, then the changes made after the restart.
                 joined = await _registered(
-                    stack, Registration(broker.url, _record("joined"), bucket=bucket, ttl=60.0, heartbeat=HEARTBEAT)
+                    stack,
+                    Registration(
+                        broker.url, _record("joined"), bucket=bucket, ttl=60.0, replicas=1, heartbeat=HEARTBEAT
+                    ),
                 )
                 (worker,) = await within(live.wait_for_workers("joined", 30), 35)
                 assert worker.instance_id == joined.record.instance_id

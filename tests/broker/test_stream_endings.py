@@ -312,6 +312,7 @@ async def test_callers_waiting_for_room_when_the_publisher_closes_wait_no_longer
         window=1,
         ack_timeout=DEFAULTS.nats_ack_timeout_seconds,
         linger=0.0,
+        replicas=DEFAULTS.nats_replicas,
     )
     await publisher.start()
     # The first frame is taken and held unsent (paused), the second fills the queue, the rest wait.

@@ -1,5 +1,5 @@
 """The broker's tuning in the one settings object: the publisher's window, ack timeout and linger
-(``serve --publish-nats``) and the subscriber's idle timeout (``subscribe``), each with its option,
+(``serve --publish-nats``), the replicas of the stream and bucket a server creates, and the subscriber's idle timeout (``subscribe``), each with its option,
 its environment variable and a range."""
 
 from __future__ import annotations
@@ -45,6 +45,16 @@ def test_the_publishers_tuning_has_defaults_options_and_env_vars(
     assert [getattr(configured, name) for name in tuning] == [16, 0.5, 0.0]
 
 
+def test_the_replicas_of_what_the_server_creates_have_a_default_an_option_and_an_env_var(
+    monkeypatch: pytest.MonkeyPatch, served: list[ServerSettings]
+) -> None:
+    assert cli.main(["serve"]) == 0
+    assert cli.main(["serve", "--nats-replicas", "3"]) == 0
+    monkeypatch.setenv("E2A_GRPC_NATS_REPLICAS", "5")
+    assert cli.main(["serve"]) == 0
+    assert [settings.nats_replicas for settings in served] == [1, 3, 5]
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
@@ -55,6 +65,8 @@ def test_the_publishers_tuning_has_defaults_options_and_env_vars(
         ("nats_ack_timeout_seconds", NATS_DUPLICATE_WINDOW_SECONDS),
         ("nats_publish_linger_seconds", -0.001),
         ("nats_publish_linger_seconds", 1.5),
+        ("nats_replicas", 0),
+        ("nats_replicas", 6),  # JetStream's limit is 5
     ],
 )
 def test_out_of_range_tuning_is_refused(field: str, value: float) -> None:

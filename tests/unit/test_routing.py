@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from e2a_grpc.address import ServerAddress
+from e2a_grpc.backends import make_routes
+from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.cli import serve
 from e2a_grpc.cli.options import settings_from
 from e2a_grpc.routing import RouteKind, RouteTarget, parse_target
@@ -85,6 +87,14 @@ def test_the_first_agent_is_the_default_and_default_agent_overrides_it() -> None
     assert table is not None and table.default_agent == "b"
 
 
+def test_a_nats_target_routes_to_the_agents_workers_on_the_bus() -> None:
+    settings = ServerSettings(agent=["n=nats", "e=local:echo"], bus_nats="nats://127.0.0.1:4222")
+    routes = make_routes(settings)
+    assert routes is not None
+    backend = routes.backend_for("n")
+    assert isinstance(backend, BusBackend) and backend.agent_id == "n"
+
+
 def test_without_a_table_the_server_is_as_before() -> None:
     settings = ServerSettings()
     assert settings.routing is None and not settings.runs_acp
@@ -114,7 +124,9 @@ def test_each_bad_option_gets_its_own_line() -> None:
     assert problems[3] == "--agent 'q': target: local:acp needs a command line after local:acp:"
     assert problems[4] == "--agent 'w': target: local:a2a needs a URL after local:a2a:"
     assert problems[5] == "--agent 'p': target: 'grpc://u:p@h:0' is not an upstream address: write grpc://host:port"
-    assert problems[6].startswith("agent 'n': target nats: this build has no agent bus client yet")
+    assert problems[6] == (
+        "agent 'n': target nats needs --bus-nats, the NATS server of the agent bus its workers take requests from"
+    )
     assert len(problems) == 7
 
 

@@ -84,5 +84,8 @@ def _route_backend(route: AgentRoute, config: ServerSettings) -> AgentBackend:
         return UpstreamBackend(
             route.agent_id, target.upstream, token=route.upstream_token(), max_message_bytes=config.max_message_bytes
         )
-    # ServerSettings refuses nats routes until the agent bus client (e2a_grpc.backends.bus) is in this build.
+    if target.kind is RouteKind.NATS:  # routing_table refuses one without --bus-nats
+        from e2a_grpc.backends.bus import make_bus_backend
+
+        return make_bus_backend(route.agent_id, config)
     raise AssertionError(f"no backend for target {target}")

@@ -14,7 +14,11 @@ gateway's frame sink does not publish them again (``publishes_frames``).
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
   (``lost_requests``) and the turn ends with it.
 - The frames are read with an ordered consumer created before the request is published, from the
-  request's first frame on: none is missed, and a NATS node lost meanwhile costs none.
+  request's first frame on: none is missed, and a NATS node lost meanwhile costs none. nats-py's
+  ordered consumer does not make that so on its own: it checks its sequence only on idle heartbeats
+  (nats.go checks every message), so frames pushed while the connection was away are skipped and the
+  next one handed on. The turn checks each frame's ``sequence``: after a gap it reads the request's
+  frames again from the first, on a new consumer, and drops those it has (``_read_frames_again``).
 - A turn closed before its final frame (the client cancelled, a limit) cancels the request on
   ``e2a.cancel.<request token>``; the worker ends it with its own final frame on the broker.
 """
@@ -76,9 +80,8 @@ class _Bus:
     """The gateway's connection to the bus and its live view of the registry, made on the first turn
     and shared by the turns of one route."""
 
-    def __init__(self, config: ServerSettings, replicas: int) -> None:
+    def __init__(self, config: ServerSettings) -> None:
         self._config = config
-        self._replicas = replicas
         self._lock = asyncio.Lock()
         self.nc: NatsClient | None = None
         self.js: JetStreamContext | None = None
@@ -93,15 +96,18 @@ class _Bus:
                 nc = await connect(config.bus_nats)
                 try:
                     js = nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS)
-                    await ensure_requests_stream(js, config, self._replicas)
+                    await ensure_requests_stream(js, config)
                     owners = await SessionOwners.open(
-                        nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=self._replicas
+                        nc,
+                        bucket=config.sessions_bucket,
+                        ttl=config.registry_ttl_seconds,
+                        replicas=config.nats_replicas,
                     )
                     live = await LiveAgents.open(
                         config.bus_nats,
                         bucket=config.registry_bucket,
                         ttl=config.registry_ttl_seconds,
-                        replicas=self._replicas,
+                        replicas=config.nats_replicas,
                     )
                 except BaseException:
                     await nc.close()
@@ -124,13 +130,13 @@ class BusBackend:
     #: The frames of its turns are on the broker already: the gateway's frame sink skips them.
     publishes_frames = True
 
-    def __init__(self, agent_id: str, config: ServerSettings, *, replicas: int = 1) -> None:
+    def __init__(self, agent_id: str, config: ServerSettings) -> None:
         if not config.bus_nats:
             raise ValueError(f"agent {agent_id!r} is routed to nats: the gateway needs --bus-nats")
         self.agent_id = agent_id
         self.info = BackendInfo(BUS_BACKEND_NAME, SourceProtocol.E2A, {"agent_id": agent_id})
         self._config = config
-        self._bus = _Bus(config, replicas)
+        self._bus = _Bus(config)
         self._origin = f"nats agent {agent_id!r}"
 
     async def stream(
@@ -208,8 +214,13 @@ class _BusTurn:
         self.envelope = envelope
         assert envelope.request_id is not None
         self.request_id = envelope.request_id
-        self._arrivals: asyncio.Queue[Msg] = asyncio.Queue()
+        #: Notices (generation None) and frames, each frame with the generation of the consumer it came from.
+        self._arrivals: asyncio.Queue[tuple[int | None, Msg]] = asyncio.Queue()
         self._frame_subscription: JetStreamContext.PushSubscription | None = None
+        #: The frame consumer's generation: one more each time the frames are read again after a gap.
+        self._generation = 0
+        #: The sequence of the next frame to hand on.
+        self._next_sequence = 0
         self._notices: Subscription | None = None
         self._published = False
         self._ended = False
@@ -217,15 +228,9 @@ class _BusTurn:
     async def open(self) -> None:
         """Subscribe to the request's frames and notices, then publish it."""
         config = self._config
-        self._frame_subscription = await self._js.subscribe(
-            frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id),
-            stream=config.nats_stream,
-            ordered_consumer=True,
-            deliver_policy=DeliverPolicy.ALL,
-            cb=self._arrived,
-        )
+        await self._subscribe_frames()
         inbox = self._nc.new_inbox()
-        self._notices = await self._nc.subscribe(inbox, cb=self._arrived)
+        self._notices = await self._nc.subscribe(inbox, cb=self._noticed)
         now = datetime.datetime.now(datetime.UTC)
         scope = self._scope
         remaining = None if scope is None else scope.time_remaining()
@@ -244,8 +249,34 @@ class _BusTurn:
         )
         self._published = True
 
-    async def _arrived(self, message: Msg) -> None:
-        self._arrivals.put_nowait(message)
+    async def _subscribe_frames(self) -> None:
+        """An ordered consumer of the request's frames, from its first on, of the next generation."""
+        self._generation += 1
+        generation = self._generation
+
+        async def arrived(message: Msg) -> None:
+            self._arrivals.put_nowait((generation, message))
+
+        config = self._config
+        self._frame_subscription = await self._js.subscribe(
+            frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id),
+            stream=config.nats_stream,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.ALL,
+            cb=arrived,
+        )
+
+    async def _read_frames_again(self) -> None:
+        """A new consumer from the request's first frame (see the module docstring); what the old one
+        still delivers is dropped by its generation."""
+        old = self._frame_subscription
+        await self._subscribe_frames()
+        if old is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await old.unsubscribe()
+
+    async def _noticed(self, message: Msg) -> None:
+        self._arrivals.put_nowait((None, message))
 
     async def frames(self) -> AsyncIterator[E2AResponse]:
         """The request's frames as the worker stores them, up to its final frame; raises
@@ -260,7 +291,7 @@ class _BusTurn:
             timeout = silence if taken else take_by - loop.time()
             try:
                 async with asyncio.timeout(max(timeout, 0)):
-                    message = await self._arrivals.get()
+                    generation, message = await self._arrivals.get()
             except TimeoutError:
                 if not taken:
                     raise AgentUnavailableError(
@@ -284,9 +315,21 @@ class _BusTurn:
             taken = True
             if read_notice(message.headers) is not None:
                 continue
+            if generation != self._generation:
+                continue  # from a consumer replaced after a gap
             frame = _frame(message)
-            if frame is None:
+            if frame is None or frame.sequence < self._next_sequence:
+                continue  # no frame, or one handed on already (the frames read again)
+            if frame.sequence > self._next_sequence:
+                log.debug(
+                    "request %s: frame %d came after frame %d; reading its frames again",
+                    self.request_id,
+                    frame.sequence,
+                    self._next_sequence - 1,
+                )
+                await self._read_frames_again()
                 continue
+            self._next_sequence += 1
             if frame.is_final:
                 self._ended = True
             yield frame

@@ -39,11 +39,15 @@ log = logging.getLogger(__name__)
 _REMOVALS = frozenset((KV_DEL, KV_PURGE))
 
 
+#: How long the first write waits before it is tried again on a bucket not taking writes yet.
+_BUCKET_NOT_READY_PAUSE_SECONDS = 0.05
+
+
 class Registration:
     """One worker instance's entry in the registry, kept alive by a heartbeat until ``close``."""
 
     def __init__(
-        self, url: str, record: AgentRecord, *, bucket: str, ttl: float, heartbeat: float, replicas: int = 1
+        self, url: str, record: AgentRecord, *, bucket: str, ttl: float, replicas: int, heartbeat: float
     ) -> None:
         self._url = url
         self.record = record
@@ -76,6 +80,7 @@ class Registration:
                 record,
                 bucket=config.registry_bucket,
                 ttl=config.registry_ttl_seconds,
+                replicas=config.nats_replicas,
                 heartbeat=config.registry_heartbeat_seconds,
             )
             for record in records
@@ -94,7 +99,7 @@ class Registration:
                 timeout=timeout,
                 role="agent registry",
             )
-            await self._write()
+            await self._first_write(timeout)
         except BaseException:
             await self._nc.close()  # it would otherwise go on reconnecting for ever
             raise
@@ -136,6 +141,21 @@ class Registration:
             with contextlib.suppress(OSError, nats.errors.Error):  # closing a lost connection raises
                 await self._nc.close()
         self._task = self._kv = self._nc = None  # closed: closing again does nothing
+
+    async def _first_write(self, timeout: float) -> None:
+        """The entry's first write. A bucket just created on a cluster may refuse writes for a moment
+        (nats-py's NoStreamResponseError: its leader's interest has not reached the node this process is
+        connected to yet), so that one is written again within ``timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                await self._write()
+                return
+            except nats.js.errors.NoStreamResponseError:
+                if loop.time() >= deadline:
+                    raise
+            await asyncio.sleep(_BUCKET_NOT_READY_PAUSE_SECONDS)
 
     async def _write(self) -> None:
         assert self._kv is not None

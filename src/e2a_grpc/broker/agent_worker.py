@@ -112,12 +112,11 @@ class _BrokerOutput:
 class AgentWorker:
     """Runs requests of ``config.agent_id`` from the bus with ``backend`` until ``stop``."""
 
-    def __init__(self, config: AgentWorkerSettings, backend: AgentBackend, *, replicas: int = 1) -> None:
+    def __init__(self, config: AgentWorkerSettings, backend: AgentBackend) -> None:
         assert config.bus_nats is not None  # AgentWorkerSettings requires it
         self._config = config
         self._url = config.bus_nats
         self._backend = backend
-        self._replicas = replicas
         self._limits = TurnLimits.from_settings(config)
         self._clock = UtcClock()
         self.instance_id = new_instance_id()
@@ -128,8 +127,8 @@ class AgentWorker:
             record,
             bucket=config.registry_bucket,
             ttl=config.registry_ttl_seconds,
+            replicas=config.nats_replicas,
             heartbeat=config.registry_heartbeat_seconds,
-            replicas=replicas,
         )
         self.publisher = FramePublisher.from_settings(config, self._url)
         self._nc: NatsClient | None = None
@@ -162,7 +161,7 @@ class AgentWorker:
         self._nc = await connect(self._url)
         self._js = self._nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS)
         try:
-            await ensure_requests_stream(self._js, config, self._replicas)
+            await ensure_requests_stream(self._js, config)
             await self.publisher.start()
             subscription = await self._js.pull_subscribe(
                 any_worker_subject(config.bus_requests_subject_prefix, config.agent_id),
@@ -208,7 +207,7 @@ class AgentWorker:
         assert self._nc is not None and self._js is not None
         config = self._config
         owners = await SessionOwners.open(
-            self._nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=self._replicas
+            self._nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=config.nats_replicas
         )
         self.sessions = HeldSessions(
             owners, agent_id=config.agent_id, instance_id=self.instance_id, max_sessions=config.acp_max_sessions

@@ -57,6 +57,7 @@ from nats.js import JetStreamContext
 from nats.js.api import Header, StorageType, StreamConfig
 
 from e2a.v1 import agent_service_pb2
+from e2a_grpc.broker import jetstream_setup
 from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, BrokerMessage, FrameMessages, stand_in_frame
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
@@ -97,21 +98,16 @@ def _bug_reason(exc: Exception) -> str:
     return f"the publisher failed on it ({type(exc).__name__}; see the server log)"
 
 
-async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str) -> None:
-    """Create the frames' stream (file storage) unless it exists; several servers may race to."""
+async def ensure_stream(js: JetStreamContext, name: str, subject_prefix: str, *, replicas: int) -> None:
+    """Create the frames' stream (file storage, ``replicas`` copies) unless it exists (``jetstream_setup``)."""
     config = StreamConfig(
         name=name,
         subjects=[f"{subject_prefix}.>"],
         storage=StorageType.FILE,
         duplicate_window=NATS_DUPLICATE_WINDOW_SECONDS,
+        num_replicas=replicas,
     )
-    try:
-        await js.stream_info(name)
-    except nats.js.errors.NotFoundError:
-        try:
-            await js.add_stream(config)
-        except nats.js.errors.BadRequestError:
-            await js.stream_info(name)  # another server created it first; anything else fails here
+    await jetstream_setup.ensure_stream(js, config, kind="frames' stream")
 
 
 def _is_permanent_refusal(answer: object) -> bool:
@@ -157,9 +153,11 @@ class FramePublisher:
         window: int,
         ack_timeout: float,
         linger: float,
+        replicas: int,
     ) -> None:
         self._url = url
         self._stream = stream
+        self._replicas = replicas
         self._subject_prefix = subject_prefix
         self._messages = FrameMessages(subject_prefix=subject_prefix, type_prefix=type_prefix, source=source)
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(queue_size)
@@ -221,6 +219,7 @@ class FramePublisher:
             window=config.nats_publish_window,
             ack_timeout=config.nats_ack_timeout_seconds,
             linger=config.nats_publish_linger_seconds,
+            replicas=config.nats_replicas,
         )
 
     @property
@@ -233,7 +232,7 @@ class FramePublisher:
         self._nc = await connect(self._url, disconnected_cb=self._disconnected, reconnected_cb=self._reconnected)
         self._js = self._nc.jetstream()
         try:
-            await ensure_stream(self._js, self._stream, self._subject_prefix)
+            await ensure_stream(self._js, self._stream, self._subject_prefix, replicas=self._replicas)
         except BaseException:
             await self._nc.close()  # it would otherwise go on reconnecting for ever
             raise
@@ -510,7 +509,7 @@ class FramePublisher:
     async def _make_stream(self) -> None:
         assert self._js is not None
         with contextlib.suppress(nats.errors.Error):
-            await ensure_stream(self._js, self._stream, self._subject_prefix)
+            await ensure_stream(self._js, self._stream, self._subject_prefix, replicas=self._replicas)
 
     async def _send_unacked_again(self) -> None:
         """Send again, with the same message id, the frames refused or not acknowledged in time."""

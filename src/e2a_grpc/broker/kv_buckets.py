@@ -19,6 +19,8 @@ from nats.aio.client import Client as NatsClient
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
+from e2a_grpc.broker.jetstream_setup import JetStreamSetupError, keep_replicas
+
 log = logging.getLogger(__name__)
 
 #: The longest one request to a bucket (a write, a delete, reading the entries) waits for JetStream.
@@ -32,7 +34,8 @@ async def open_bucket(
 ) -> tuple[KeyValue, float]:
     """``bucket`` and the TTL its entries live by: created with ``ttl`` and ``replicas`` (file storage,
     one value per key) if missing, several processes racing to create it; an existing bucket keeps its
-    own TTL (``ttl`` when it has none). ``role`` names the bucket in the log ("agent registry")."""
+    own TTL (``ttl`` when it has none) and replicas (``jetstream_setup``). ``role`` names the bucket in
+    the log ("agent registry")."""
     js = nc.jetstream(timeout=timeout)
     try:
         kv = await js.key_value(bucket)
@@ -42,7 +45,11 @@ async def open_bucket(
             return await js.create_key_value(config), ttl
         except nats.js.errors.BadRequestError:
             kv = await js.key_value(bucket)  # another process created it first; anything else fails here
-    bucket_ttl = (await kv.status()).ttl
+        except nats.js.errors.APIError as exc:
+            raise JetStreamSetupError.refused(f"{role}'s bucket", bucket, replicas, exc) from exc
+    status = await kv.status()
+    keep_replicas(f"{role}'s bucket", bucket, status.stream_info.config.num_replicas or 1, replicas)
+    bucket_ttl = status.ttl
     if bucket_ttl != ttl:
         log.warning(
             "the %s's bucket %s has a TTL of %s, not the %g s configured: entries expire with the bucket's (it is "

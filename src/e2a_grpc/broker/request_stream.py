@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
+from e2a_grpc.broker import jetstream_setup
 from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
 
 
-async def ensure_requests_stream(js: JetStreamContext, config: ServerSettings, replicas: int = 1) -> None:
-    """The requests' work-queue stream (file storage, request-id de-duplication, bounded age),
-    created unless it exists; gateways and workers may race to."""
+async def ensure_requests_stream(js: JetStreamContext, config: ServerSettings) -> None:
+    """The requests' work-queue stream (file storage, request-id de-duplication, bounded age, ``nats_replicas``
+    copies), created unless it exists; gateways and workers may race to (``jetstream_setup``)."""
     stream = StreamConfig(
         name=config.bus_requests_stream,
         subjects=[f"{config.bus_requests_subject_prefix}.>"],
@@ -19,12 +19,6 @@ async def ensure_requests_stream(js: JetStreamContext, config: ServerSettings, r
         storage=StorageType.FILE,
         duplicate_window=NATS_DUPLICATE_WINDOW_SECONDS,
         max_age=config.bus_requests_max_age_seconds,
-        num_replicas=replicas,
+        num_replicas=config.nats_replicas,
     )
-    try:
-        await js.stream_info(stream.name or "")
-    except nats.js.errors.NotFoundError:
-        try:
-            await js.add_stream(stream)
-        except nats.js.errors.BadRequestError:
-            await js.stream_info(stream.name or "")  # another process created it first
+    await jetstream_setup.ensure_stream(js, stream, kind="requests' stream")

@@ -2,12 +2,16 @@
 ``nats`` extra).
 
 ``read_streams`` rebuilds streams from a consumer of its own (``StreamAssembler``), resuming after
-the last message it saw when the broker or the connection went away. A message on the subjects that
-is not a frame of a Chat stream (another publisher's: not an E2A response CloudEvent, or a frame
-without a request_id) is logged and skipped, so that one foreign message does not stop the readers
-of a shared stream; frames that break a stream's invariants (``StreamInvariantError``) still end
-the read: they come from a publisher of frames that is broken, and skipping them would hand on a
-stream that is not what the agent sent.
+the last message it saw when the broker or the connection went away, or when its consumer did: on a
+cluster, the ephemeral consumer lives on one node, and when that node is lost, fetches to it just
+time out (nats-py publishes pull requests, so no "no responders" comes back); a reader that has had
+no message for a while asks for its consumer's info and makes a new consumer if that fails.
+
+A message on the subjects that is not a frame of a Chat stream (another publisher's: not an E2A
+response CloudEvent, or a frame without a request_id) is logged and skipped, so that one foreign
+message does not stop the readers of a shared stream; frames that break a stream's invariants
+(``StreamInvariantError``) still end the read: they come from a publisher of frames that is broken,
+and skipping them would hand on a stream that is not what the agent sent.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ log = logging.getLogger(__name__)
 RESUME_PAUSE_SECONDS = 0.2
 #: Messages asked for per fetch by a reader.
 FETCH_BATCH = 256
+#: How long a reader goes without a message before it checks that its consumer still answers.
+CONSUMER_CHECK_SECONDS = 5.0
 
 
 def streams_filter(prefix: str, *, session_id: str | None = None, request_id: str | None = None) -> str:
@@ -88,6 +94,15 @@ async def _consumer(
     return await js.pull_subscribe(subject_filter, stream=stream, config=config)
 
 
+async def _answers(subscription: JetStreamContext.PullSubscription) -> bool:
+    """Whether the consumer of ``subscription`` is still there to deliver (its node may be gone)."""
+    try:
+        await subscription.consumer_info()
+    except (TimeoutError, nats.errors.Error):
+        return False
+    return True
+
+
 async def read_streams(
     url: str,
     *,
@@ -111,7 +126,7 @@ async def read_streams(
     next_sequence = 1
     subscription: JetStreamContext.PullSubscription | None = None
     loop = asyncio.get_running_loop()
-    last_message = loop.time()
+    last_message = last_checked = loop.time()
     try:
         while True:
             if idle_timeout is not None and loop.time() - last_message > idle_timeout:
@@ -121,6 +136,17 @@ async def read_streams(
                     subscription = await _consumer(js, stream, subject_filter, next_sequence)
                 messages = await subscription.fetch(FETCH_BATCH, timeout=1.0)
             except (TimeoutError, nats.errors.TimeoutError):
+                if subscription is not None and loop.time() - max(last_message, last_checked) >= CONSUMER_CHECK_SECONDS:
+                    last_checked = loop.time()
+                    if not await _answers(subscription):
+                        log.debug(
+                            "reading %s: the consumer does not answer; resuming from stream sequence %d",
+                            subject_filter,
+                            next_sequence,
+                        )
+                        with contextlib.suppress(nats.errors.Error):
+                            await subscription.unsubscribe()
+                        subscription = None
                 continue
             except nats.errors.Error as exc:
                 # The broker restarted (the consumer may be gone) or the connection is down: resume
