@@ -17,8 +17,11 @@ gateway's frame sink does not publish them again (``publishes_frames``).
   request's first frame on: none is missed, and a NATS node lost meanwhile costs none. nats-py's
   ordered consumer does not make that so on its own: it checks its sequence only on idle heartbeats
   (nats.go checks every message), so frames pushed while the connection was away are skipped and the
-  next one handed on. The turn checks each frame's ``sequence``: after a gap it reads the request's
-  frames again from the first, on a new consumer, and drops those it has (``_read_frames_again``).
+  next one handed on. The turn hands frames on by ``sequence``: one that comes early waits for those
+  before it (the worker's publisher stores a frame it sends again after those sent since, so the
+  stream's order is not always the frames'); when the next one is still missing a progress interval
+  later, the turn reads the request's frames again from the first on a new consumer and drops those
+  it has (``_read_frames_again``).
 - A turn closed before its final frame (the client cancelled, a limit) cancels the request on
   ``e2a.cancel.<request token>``; the worker ends it with its own final frame on the broker.
 """
@@ -263,8 +266,24 @@ class _BusTurn:
             stream=config.nats_stream,
             ordered_consumer=True,
             deliver_policy=DeliverPolicy.ALL,
+            # nats-py replaces an ordered consumer after two missed heartbeats (5 s each by default): one
+            # on a NATS node that is gone must be replaced well within the silence that means a lost
+            # worker (MISSED_NOTICES progress intervals), or a node's loss reads as the worker's.
+            idle_heartbeat=config.bus_progress_seconds / 2,
             cb=arrived,
         )
+
+    async def _missing(self, sequence: int) -> float:
+        """Frame ``sequence`` is still missing a progress interval after a later one came: read the
+        frames again; returns when that was."""
+        log.debug(
+            "request %s: frame %d still missing %g s after a later one came; reading its frames again",
+            self.request_id,
+            sequence,
+            self._config.bus_progress_seconds,
+        )
+        await self._read_frames_again()
+        return asyncio.get_running_loop().time()
 
     async def _read_frames_again(self) -> None:
         """A new consumer from the request's first frame (see the module docstring); what the old one
@@ -287,12 +306,21 @@ class _BusTurn:
         take_by = loop.time() + config.bus_start_by_seconds + TAKEN_GRACE_SECONDS
         silence = MISSED_NOTICES * config.bus_progress_seconds
         taken = False
+        #: Frames ahead of the next one, by sequence, and since when the next one is missing.
+        ahead: dict[int, E2AResponse] = {}
+        missing_since: float | None = None
+        heard_at = loop.time()  # the last notice or frame (any message of the request)
         while True:
-            timeout = silence if taken else take_by - loop.time()
+            timeout = (heard_at + silence if taken else take_by) - loop.time()
+            if missing_since is not None:
+                timeout = min(timeout, missing_since + config.bus_progress_seconds - loop.time())
             try:
                 async with asyncio.timeout(max(timeout, 0)):
                     generation, message = await self._arrivals.get()
             except TimeoutError:
+                if missing_since is not None and loop.time() - missing_since >= config.bus_progress_seconds:
+                    missing_since = await self._missing(self._next_sequence)
+                    continue
                 if not taken:
                     raise AgentUnavailableError(
                         self._agent_id,
@@ -311,30 +339,29 @@ class _BusTurn:
                     self._ended = True
                     yield lost
                     return
+                heard_at = loop.time()
                 continue  # the final frame is stored: it is on its way here
             taken = True
-            if read_notice(message.headers) is not None:
-                continue
-            if generation != self._generation:
-                continue  # from a consumer replaced after a gap
+            heard_at = loop.time()
+            if missing_since is not None and loop.time() - missing_since >= config.bus_progress_seconds:
+                missing_since = await self._missing(self._next_sequence)
+            if read_notice(message.headers) is not None or generation != self._generation:
+                continue  # a notice, or a message of a consumer replaced since
             frame = _frame(message)
             if frame is None or frame.sequence < self._next_sequence:
                 continue  # no frame, or one handed on already (the frames read again)
-            if frame.sequence > self._next_sequence:
-                log.debug(
-                    "request %s: frame %d came after frame %d; reading its frames again",
-                    self.request_id,
-                    frame.sequence,
-                    self._next_sequence - 1,
-                )
-                await self._read_frames_again()
-                continue
-            self._next_sequence += 1
-            if frame.is_final:
-                self._ended = True
-            yield frame
-            if frame.is_final:
-                return
+            ahead[frame.sequence] = frame
+            while (ready := ahead.pop(self._next_sequence, None)) is not None:
+                self._next_sequence += 1
+                if ready.is_final:
+                    self._ended = True
+                yield ready
+                if ready.is_final:
+                    return
+            if not ahead:
+                missing_since = None
+            elif missing_since is None:
+                missing_since = loop.time()
 
     async def close(self) -> None:
         """Cancel the request if it has not ended, and drop the subscriptions."""
