@@ -29,6 +29,8 @@ from e2a_grpc.backends import make_backend
 from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.broker import stream_reader
+from e2a_grpc.broker.agent_records import new_instance_id, now, server_record
+from e2a_grpc.broker.agent_registry import Registration
 from e2a_grpc.broker.agent_requests import (
     BusRequest,
     any_worker_subject,
@@ -580,3 +582,36 @@ async def test_a_worker_holds_no_more_sessions_than_its_backend_keeps(broker: Na
         assert await owners.owner(config.agent_id, "one") is None and len(held) == 0
     finally:
         await nc.close()
+
+
+async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is_never_run(broker: NatsServer) -> None:
+    """A worker is in the registry but takes nothing (hung, or its consumer gone): UNAVAILABLE once
+    Start-By has passed; a worker that takes the request afterwards drops it unrun."""
+    config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
+    started = now()
+    record = server_record(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
+    silent = Registration(
+        broker.url,
+        record,
+        bucket=config.registry_bucket,
+        ttl=config.registry_ttl_seconds,
+        heartbeat=config.registry_heartbeat_seconds,
+    )
+    await silent.start()
+    try:
+        async with _gateway(config) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await within(_frames(achat(channel, _request(3))))
+    finally:
+        await silent.close()
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "no live worker took the request within 0.5 s" in (raised.value.details() or "")
+    backend = CountingEcho()
+    async with _worker(config, backend):
+
+        async def dropped() -> None:
+            while await _requests_left(broker, config):
+                await asyncio.sleep(0.05)  # polling the broker: the drop has no event to await here
+
+        await within(dropped())
+    assert backend.turns == 0
