@@ -595,6 +595,7 @@ async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is
         record,
         bucket=config.registry_bucket,
         ttl=config.registry_ttl_seconds,
+        replicas=config.nats_replicas,
         heartbeat=config.registry_heartbeat_seconds,
     )
     await silent.start()

@@ -129,7 +129,6 @@ class AgentWorker:
             ttl=config.registry_ttl_seconds,
             replicas=config.nats_replicas,
             heartbeat=config.registry_heartbeat_seconds,
-            replicas=replicas,
         )
         self.publisher = FramePublisher.from_settings(config, self._url)
         self._nc: NatsClient | None = None
