@@ -590,14 +590,7 @@ async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is
     config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
     started = now()
     record = server_record(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
-    silent = Registration(
-        broker.url,
-        record,
-        bucket=config.registry_bucket,
-        ttl=config.registry_ttl_seconds,
-        replicas=config.nats_replicas,
-        heartbeat=config.registry_heartbeat_seconds,
-    )
+    silent = Registration.for_record(broker.url, record, config)
     await silent.start()
     try:
         async with _gateway(config) as channel:
