@@ -15,7 +15,7 @@ import contextlib
 import signal
 import sys
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from tests.broker.test_jetstream import PhasedBackend
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
 from tests.support.agent_bus import live_worker, running_worker, stored_frames, until_no_requests_left
-from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, running_nats_cluster, stored_messages
+from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, stored_messages
 from tests.support.processes import logged_process
 from tests.support.waiting import within
 
@@ -54,12 +54,6 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.asyncio, pytest.mark.cluster
 WORDS_PER_PHASE = 40
 #: Bounds a turn that spans a node's loss (a failover takes a few seconds).
 FAILOVER_TIMEOUT_SECONDS = 60.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
-    with running_nats_cluster(tmp_path / "jetstream") as running:
-        yield running
 
 
 def _settings(cluster: NatsCluster, **overrides: Any) -> AgentWorkerSettings:

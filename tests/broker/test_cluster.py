@@ -12,8 +12,6 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import nats
@@ -34,7 +32,6 @@ from tests.support.nats_server import (
     CLUSTER_SIZE,
     NatsCluster,
     NatsServer,
-    running_nats_cluster,
     stored_messages,
     wait_stream_current,
 )
@@ -51,12 +48,6 @@ FAILOVER_TIMEOUT_SECONDS = 30.0
 REGISTRY_TTL = 30.0
 #: Long enough for an R3 bucket to be created within it (the registration's JetStream timeout at start).
 REGISTRY_HEARTBEAT = 2.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
-    with running_nats_cluster(tmp_path / "jetstream") as running:
-        yield running
 
 
 def _node_named(cluster: NatsCluster, info: ClusterInfo | None) -> NatsServer:
