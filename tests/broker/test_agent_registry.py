@@ -25,7 +25,13 @@ from e2a_grpc.settings import BackendName, ServerSettings
 from tests.support.log_records import log_records
 from tests.support.nats_server import NatsServer, running_nats_server
 from tests.support.processes import REPO_ROOT, free_port, running_server_process
-from tests.support.registry_entries import HEARTBEAT, TTL, short_lived_registration, worker_record
+from tests.support.registry_entries import (
+    HEARTBEAT,
+    TTL,
+    lasting_registration,
+    short_lived_registration,
+    worker_record,
+)
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
@@ -107,7 +113,7 @@ async def test_the_heartbeat_keeps_an_entry_alive_past_the_ttl(broker: NatsServe
 
 async def test_two_registrants_of_one_agent_id_are_two_workers(broker: NatsServer) -> None:
     bucket = _bucket()
-    first, second, other = (short_lived_registration(broker.url, bucket, agent) for agent in ("twin", "twin", "solo"))
+    first, second, other = (lasting_registration(broker.url, bucket, agent) for agent in ("twin", "twin", "solo"))
     with log_records() as logs:
         for registration in (first, second, other):
             await registration.start()
@@ -266,7 +272,7 @@ def _agents_command(*args: str) -> subprocess.CompletedProcess[str]:
 
 async def test_the_agents_command_lists_agents_and_worker_counts(broker: NatsServer) -> None:
     bucket = _bucket()
-    registrations = [short_lived_registration(broker.url, bucket, agent) for agent in ("coder", "coder", "echo")]
+    registrations = [lasting_registration(broker.url, bucket, agent) for agent in ("coder", "coder", "echo")]
     for registration in registrations:
         await registration.start()
     try:

@@ -36,3 +36,13 @@ def worker_record(agent_id: str, *, heartbeat_at: datetime.datetime | None = Non
 def short_lived_registration(url: str, bucket: str, agent_id: str) -> Registration:
     """A new worker of ``agent_id`` registering in ``bucket`` with ``TTL`` and ``HEARTBEAT``."""
     return Registration(url, worker_record(agent_id), bucket=bucket, ttl=TTL, replicas=1, heartbeat=HEARTBEAT)
+
+
+#: A TTL no test outlives, for tests of what the registry holds: a heartbeat late on a loaded machine
+#: then expires nothing (with ``TTL``, one late by a second would, on the broker and in every reader).
+LASTING_TTL = 60.0
+
+
+def lasting_registration(url: str, bucket: str, agent_id: str) -> Registration:
+    """A new worker of ``agent_id`` registering in ``bucket`` with ``LASTING_TTL``."""
+    return Registration(url, worker_record(agent_id), bucket=bucket, ttl=LASTING_TTL, replicas=1, heartbeat=HEARTBEAT)
