@@ -1,4 +1,4 @@
-"""Exceptions that name the E2A field at fault.
+"""Exceptions that name the E2A field at fault, and how any exception is told in a message.
 
 They subclass the built-in ``ValueError`` / ``TypeError`` so callers that already catch those keep
 working; ``field`` is a dotted path (``params``, ``auth.extra_headers``) that the gRPC layer turns
@@ -19,6 +19,13 @@ def shortened(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def error_text(exc: BaseException) -> str:
+    """What a log line or an error message says of ``exc``: its type, and its message when it has one
+    (a timeout's, and many a driver's, is empty; ``exc or ...`` would not catch that, as every
+    exception is truthy)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class E2AFieldError(Exception):

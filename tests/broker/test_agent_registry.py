@@ -19,18 +19,22 @@ import nats
 import pytest
 from pydantic import SecretStr
 
-from e2a_grpc.broker.agent_records import SCHEMA_VERSION, AgentRecord, entry_key, new_instance_id, now
+from e2a_grpc.broker.agent_records import AgentRecord, entry_key, new_instance_id
 from e2a_grpc.broker.agent_registry import AgentRegistry, Registration
 from e2a_grpc.settings import BackendName, ServerSettings
 from tests.support.log_records import log_records
 from tests.support.nats_server import NatsServer, running_nats_server
 from tests.support.processes import REPO_ROOT, free_port, running_server_process
+from tests.support.registry_entries import (
+    HEARTBEAT,
+    TTL,
+    lasting_registration,
+    short_lived_registration,
+    worker_record,
+)
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
-#: The short TTL and heartbeat of these tests (the bucket's TTL is set by whoever creates it).
-TTL = 1.0
-HEARTBEAT = 0.2
 #: How long a poll of another process's doing (an expiry the broker does on its own timer) may take.
 EXPIRY_DEADLINE_SECONDS = 15.0
 
@@ -38,28 +42,6 @@ EXPIRY_DEADLINE_SECONDS = 15.0
 def _bucket() -> str:
     """A bucket of the test's own, so that its TTL and entries are its own."""
     return f"AGENTS_{uuid.uuid4().hex[:12]}"
-
-
-def _record(agent_id: str) -> AgentRecord:
-    started = now()
-    return AgentRecord(
-        schema_version=SCHEMA_VERSION,
-        agent_id=agent_id,
-        name=f"{agent_id} agent",
-        description="answers in tests",
-        skills=(),
-        input_modes=("text/plain",),
-        output_modes=("text/plain",),
-        backend="echo",
-        version="0.0.0",
-        instance_id=new_instance_id(),
-        started_at=started,
-        heartbeat_at=started,
-    )
-
-
-def _registration(url: str, bucket: str, agent_id: str) -> Registration:
-    return Registration(url, _record(agent_id), bucket=bucket, ttl=TTL, replicas=1, heartbeat=HEARTBEAT)
 
 
 async def _workers(url: str, bucket: str, agent_id: str) -> list[AgentRecord]:
@@ -91,7 +73,7 @@ async def _stored_values(url: str, bucket: str) -> list[bytes]:
 
 async def test_a_registration_is_live_from_its_start_and_gone_on_a_clean_stop(broker: NatsServer) -> None:
     bucket = _bucket()
-    registration = _registration(broker.url, bucket, "echo")
+    registration = short_lived_registration(broker.url, bucket, "echo")
     await registration.start()
     try:
         (worker,) = await _workers(broker.url, bucket, "echo")
@@ -104,7 +86,7 @@ async def test_a_registration_is_live_from_its_start_and_gone_on_a_clean_stop(br
 
 async def test_the_heartbeat_keeps_an_entry_alive_past_the_ttl(broker: NatsServer) -> None:
     bucket = _bucket()
-    registration = _registration(broker.url, bucket, "steady")
+    registration = short_lived_registration(broker.url, bucket, "steady")
     await registration.start()
     try:
         nc = await nats.connect(broker.url)
@@ -131,7 +113,7 @@ async def test_the_heartbeat_keeps_an_entry_alive_past_the_ttl(broker: NatsServe
 
 async def test_two_registrants_of_one_agent_id_are_two_workers(broker: NatsServer) -> None:
     bucket = _bucket()
-    first, second, other = (_registration(broker.url, bucket, agent) for agent in ("twin", "twin", "solo"))
+    first, second, other = (lasting_registration(broker.url, bucket, agent) for agent in ("twin", "twin", "solo"))
     with log_records() as logs:
         for registration in (first, second, other):
             await registration.start()
@@ -165,7 +147,7 @@ async def test_an_empty_or_missing_bucket_is_an_empty_registry(broker: NatsServe
 
 async def test_entries_that_are_not_records_of_their_key_are_skipped_and_logged(broker: NatsServer) -> None:
     bucket = _bucket()
-    registration = _registration(broker.url, bucket, "real")
+    registration = short_lived_registration(broker.url, bucket, "real")
     await registration.start()
     try:
         nc = await nats.connect(broker.url)
@@ -173,7 +155,7 @@ async def test_entries_that_are_not_records_of_their_key_are_skipped_and_logged(
             kv = await nc.jetstream().key_value(bucket)
             await kv.put(entry_key("junk", new_instance_id()), b'{"schema_version": 99}')
             # A valid record under another agent's key.
-            await kv.put(entry_key("thief", new_instance_id()), _record("thief").to_json())
+            await kv.put(entry_key("thief", new_instance_id()), worker_record("thief").to_json())
         finally:
             await nc.close()
         with log_records() as logs:
@@ -290,7 +272,7 @@ def _agents_command(*args: str) -> subprocess.CompletedProcess[str]:
 
 async def test_the_agents_command_lists_agents_and_worker_counts(broker: NatsServer) -> None:
     bucket = _bucket()
-    registrations = [_registration(broker.url, bucket, agent) for agent in ("coder", "coder", "echo")]
+    registrations = [lasting_registration(broker.url, bucket, agent) for agent in ("coder", "coder", "echo")]
     for registration in registrations:
         await registration.start()
     try:
@@ -373,8 +355,8 @@ async def test_each_worker_process_of_serve_is_a_worker_of_its_agent(broker: Nat
 
 async def test_a_bucket_with_another_ttl_keeps_its_own_and_says_so(broker: NatsServer) -> None:
     bucket = _bucket()
-    first = Registration(broker.url, _record("early"), bucket=bucket, ttl=TTL * 10, replicas=1, heartbeat=TTL)
-    late = _registration(broker.url, bucket, "late")
+    first = Registration(broker.url, worker_record("early"), bucket=bucket, ttl=TTL * 10, replicas=1, heartbeat=TTL)
+    late = short_lived_registration(broker.url, bucket, "late")
     await first.start()
     try:
         with log_records() as logs:
@@ -391,7 +373,7 @@ async def test_a_broker_outage_during_heartbeats_is_one_warning_then_one_info(tm
         bucket = _bucket()
         # A TTL long enough for the entry to outlive the outage, so that the recovery finds it kept.
         registration = Registration(
-            broker.url, _record("resilient"), bucket=bucket, ttl=30.0, replicas=1, heartbeat=HEARTBEAT
+            broker.url, worker_record("resilient"), bucket=bucket, ttl=30.0, replicas=1, heartbeat=HEARTBEAT
         )
         await registration.start()
         try:
@@ -417,7 +399,7 @@ async def test_a_broker_outage_during_heartbeats_is_one_warning_then_one_info(tm
 
 async def test_a_stop_during_an_outage_leaves_the_entry_to_expire_and_says_so(tmp_path: Path) -> None:
     with running_nats_server(tmp_path / "jetstream") as broker:
-        registration = _registration(broker.url, _bucket(), "stranded")
+        registration = short_lived_registration(broker.url, _bucket(), "stranded")
         await registration.start()
         with log_records(lambda record: "heartbeat failing" in record.getMessage()) as logs:
             await asyncio.to_thread(broker.stop)

@@ -28,7 +28,6 @@ from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
 from e2a_grpc.backends import make_backend
 from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.backends.echo import EchoBackend
-from e2a_grpc.broker import stream_reader
 from e2a_grpc.broker.agent_records import new_instance_id, now, server_record
 from e2a_grpc.broker.agent_registry import Registration
 from e2a_grpc.broker.agent_requests import (
@@ -39,25 +38,30 @@ from e2a_grpc.broker.agent_requests import (
 )
 from e2a_grpc.broker.agent_worker import AgentWorker
 from e2a_grpc.broker.held_sessions import HeldSessions
-from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
-from e2a_grpc.chat.events import AgentBackend, Event
+from e2a_grpc.chat.events import Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
-from tests.support.nats_server import NatsServer, stored_messages
+from tests.support.agent_bus import (
+    WORKER_STARTUP_SECONDS,
+    live_worker,
+    requests_left,
+    running_worker,
+    stored_frames,
+    until_no_requests_left,
+)
+from tests.support.nats_server import NatsServer
 from tests.support.processes import free_port, logged_process
 from tests.support.readiness import health_check, health_statuses, until_status
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
 PROGRESS = 0.3
-#: How long a worker process may take to start and register.
-STARTUP_SECONDS = 30.0
 #: Where a test's frames are read back from the broker: its whole stream, ended.
 READ_TIMEOUT = 20.0
 
@@ -104,16 +108,6 @@ def _request(words: int, request_id: str | None = None) -> E2AEnvelope:
 
 
 @contextlib.asynccontextmanager
-async def _worker(config: AgentWorkerSettings, backend: AgentBackend) -> AsyncIterator[AgentWorker]:
-    worker = AgentWorker(config, backend)
-    await worker.start()
-    try:
-        yield worker
-    finally:
-        await worker.stop(config.grace_seconds)
-
-
-@contextlib.asynccontextmanager
 async def _gateway(config: AgentWorkerSettings, *, publish: bool = True) -> AsyncIterator[grpc.aio.Channel]:
     """A gateway that also publishes its Chat frames (``--publish-nats``, unless not ``publish``): a bus
     turn's frames are the worker's on the broker, never published twice."""
@@ -134,21 +128,6 @@ def _content(frames: list[E2AResponse]) -> list[tuple[int, str, bool, str, Any]]
     return [(frame.sequence, frame.response_kind, frame.is_final, frame.status, frame.body) for frame in frames]
 
 
-async def _broker_copy(broker: NatsServer, config: AgentWorkerSettings, request_id: str) -> list[E2AResponse]:
-    frames = stream_reader.read_streams(
-        broker.url,
-        stream=config.nats_stream,
-        subject_prefix=config.nats_subject_prefix,
-        request_id=request_id,
-        idle_timeout=READ_TIMEOUT,
-    )
-    return [frame async for frame in frames]
-
-
-async def _requests_left(broker: NatsServer, config: AgentWorkerSettings) -> int:
-    return await stored_messages(broker.url, config.bus_requests_stream, f"{config.bus_requests_subject_prefix}.>")
-
-
 async def test_a_request_through_the_bus_gets_the_frames_of_a_direct_chat_and_is_acked_after_its_final(
     broker: NatsServer,
 ) -> None:
@@ -157,10 +136,10 @@ async def test_a_request_through_the_bus_gets_the_frames_of_a_direct_chat_and_is
     envelope = _request(12)
     async with in_process_server() as direct, grpc.aio.insecure_channel(direct.address) as channel:
         expected = [frame async for frame in achat(channel, envelope)]
-    async with _worker(config, backend), _gateway(config) as channel:
+    async with running_worker(config, backend), _gateway(config) as channel:
         got = [frame async for frame in achat(channel, envelope)]
-        stored = await _broker_copy(broker, config, envelope.request_id or "")
-        assert await _requests_left(broker, config) == 0
+        stored = await stored_frames(broker.url, config, envelope.request_id or "", idle_timeout=READ_TIMEOUT)
+        assert await requests_left(broker.url, config) == 0
     assert _content(got) == _content(expected)
     assert _content(stored) == _content(expected)  # the worker's copy, published once
     assert {frame.request_id for frame in got + stored} == {envelope.request_id}
@@ -170,18 +149,18 @@ async def test_a_request_through_the_bus_gets_the_frames_of_a_direct_chat_and_is
 async def test_a_request_without_id_names_the_same_request_to_its_client_and_on_the_broker(broker: NatsServer) -> None:
     config = _settings(broker, _agent())
     envelope = E2AEnvelope(method="chat.send", is_stream=True, params={"text": "no id here"})
-    async with _worker(config, CountingEcho()), _gateway(config) as channel:
+    async with running_worker(config, CountingEcho()), _gateway(config) as channel:
         got = [frame async for frame in achat(channel, envelope)]
         request_id = got[0].request_id
         assert request_id
-        stored = await _broker_copy(broker, config, request_id)
+        stored = await stored_frames(broker.url, config, request_id, idle_timeout=READ_TIMEOUT)
     assert _content(stored) == _content(got)
 
 
 async def test_workers_of_one_agent_share_its_requests(broker: NatsServer) -> None:
     config = _settings(broker, _agent(), bus_max_turns=1)
     first, second = CountingEcho(delay_seconds=0.05), CountingEcho(delay_seconds=0.05)
-    async with _worker(config, first), _worker(config, second), _gateway(config) as channel:
+    async with running_worker(config, first), running_worker(config, second), _gateway(config) as channel:
 
         async def chat() -> list[E2AResponse]:
             return [frame async for frame in achat(channel, _request(6))]
@@ -209,13 +188,13 @@ async def test_a_cancelled_call_ends_the_workers_turn_with_client_cancelled_and_
     config = _settings(broker, _agent())
     backend = CountingEcho(delay_seconds=0.05)
     envelope = _request(400)
-    async with _worker(config, backend), _gateway(config) as channel:
+    async with running_worker(config, backend), _gateway(config) as channel:
         call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
         first = await call.read()
         assert isinstance(first, ChatResponse) and first.response.sequence == 0
         call.cancel()  # the client goes away
-        stored = await _broker_copy(broker, config, envelope.request_id or "")
-        assert await _requests_left(broker, config) == 0
+        stored = await stored_frames(broker.url, config, envelope.request_id or "", idle_timeout=READ_TIMEOUT)
+        assert await requests_left(broker.url, config) == 0
     assert stored[-1].is_final
     assert stored[-1].body["code"] == ErrorCode.CLIENT_CANCELLED
     assert len(stored) < 400
@@ -256,13 +235,8 @@ async def test_a_request_taken_after_its_start_by_is_dropped_unrun(broker: NatsS
     config = _settings(broker, _agent())
     backend = CountingEcho()
     await _publish(broker, config, _request(3), start_by=-1.0)
-    async with _worker(config, backend):
-
-        async def dropped() -> None:
-            while await _requests_left(broker, config):
-                await asyncio.sleep(0.05)  # polling the broker: the drop has no event to await here
-
-        await within(dropped())
+    async with running_worker(config, backend):
+        await within(until_no_requests_left(broker.url, config))
     assert backend.turns == 0
 
 
@@ -285,9 +259,9 @@ async def test_a_request_whose_worker_was_lost_is_answered_agent_unavailable_and
     finally:
         await nc.close()
     backend = CountingEcho()
-    async with _worker(config, backend) as worker:
-        stored = await _broker_copy(broker, config, envelope.request_id or "")
-        assert await _requests_left(broker, config) == 0
+    async with running_worker(config, backend) as worker:
+        stored = await stored_frames(broker.url, config, envelope.request_id or "", idle_timeout=READ_TIMEOUT)
+        assert await requests_left(broker.url, config) == 0
         assert worker.lost_answered == 1
     assert backend.turns == 0
     assert len(stored) == 1
@@ -311,7 +285,7 @@ async def test_a_stopping_worker_finishes_its_turn_and_acks_it(broker: NatsServe
         if not worker.publisher.closed:
             await worker.stop(0)
     assert frames[-1].response_kind == "e2a.complete"
-    assert await _requests_left(broker, config) == 0
+    assert await requests_left(broker.url, config) == 0
     assert backend.turns == 1
 
 
@@ -336,7 +310,11 @@ async def _whoami(channel: grpc.aio.Channel, session_id: str) -> tuple[tuple[str
 async def test_a_session_sticks_to_the_worker_that_holds_it(broker: NatsServer) -> None:
     config = _acp_settings(broker, _agent())
     first, second = make_backend(config), make_backend(config)
-    async with _worker(config, first) as one, _worker(config, second) as other, _gateway(config) as channel:
+    async with (
+        running_worker(config, first) as one,
+        running_worker(config, second) as other,
+        _gateway(config) as channel,
+    ):
         turns = [(await _whoami(channel, "sticky"))[0] for _ in range(6)]
         holders = [worker for worker in (one, other) if worker.sessions is not None and len(worker.sessions)]
     pids = {pid for pid, _, _ in turns}
@@ -403,18 +381,6 @@ def _worker_command(config: AgentWorkerSettings, *backend: str) -> list[str]:
     ]
 
 
-async def _live_worker(config: AgentWorkerSettings) -> None:
-    """Return once a worker of the agent is in the registry (the process has started)."""
-    assert config.bus_nats is not None
-    live = await LiveAgents.open(
-        config.bus_nats, bucket=config.registry_bucket, ttl=config.registry_ttl_seconds, replicas=1
-    )
-    try:
-        assert await live.wait_for_workers(config.agent_id, STARTUP_SECONDS)
-    finally:
-        await live.close()
-
-
 async def _read_all(call: Any) -> list[ChatResponse]:
     frames = []
     while (reply := await call.read()) is not grpc.aio.EOF:
@@ -434,7 +400,7 @@ async def test_a_worker_killed_mid_turn_gets_one_agent_unavailable_final_and_its
     acp = f"{sys.executable} {ACP_AGENT} --events {events}"
     envelope = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), params={"text": "slow"})
     with logged_process(_worker_command(config, "--backend", "acp", "--acp-command", acp)) as (process, _):
-        await _live_worker(config)
+        await live_worker(config)
         async with _gateway(config) as channel:
             call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
             first = await call.read()
@@ -448,15 +414,10 @@ async def test_a_worker_killed_mid_turn_gets_one_agent_unavailable_final_and_its
     # The next worker is delivered the request again (never acked): it runs nothing, and the broker
     # keeps the one final frame the gateway wrote.
     backend = CountingEcho()
-    async with _worker(config, backend) as worker:
-
-        async def answered() -> None:
-            while await _requests_left(broker, config):
-                await asyncio.sleep(0.05)  # polling the broker: the redelivery is its own timer's
-
-        await within(answered())
+    async with running_worker(config, backend) as worker:
+        await within(until_no_requests_left(broker.url, config))
         assert worker.lost_answered == 1
-        stored = await _broker_copy(broker, config, envelope.request_id or "")
+        stored = await stored_frames(broker.url, config, envelope.request_id or "", idle_timeout=READ_TIMEOUT)
     assert backend.turns == 0
     assert _prompts(events) == 1
     finals = [frame for frame in stored if frame.is_final]
@@ -467,7 +428,7 @@ async def test_a_worker_killed_mid_turn_gets_one_agent_unavailable_final_and_its
 async def _serving(port: int) -> None:
     """Return once the worker process's health says SERVING (its port may not listen yet)."""
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        await within(channel.channel_ready(), STARTUP_SECONDS)
+        await within(channel.channel_ready(), WORKER_STARTUP_SECONDS)
         await within(until_status(health_statuses(channel, ""), HealthCheckResponse.SERVING))
 
 
@@ -485,7 +446,7 @@ async def test_sigterm_drains_a_worker_process_its_turn_finishes_and_is_acked(br
     )
     with logged_process(command) as (process, _):
         await _serving(health_port)
-        await _live_worker(config)
+        await live_worker(config)
         async with _gateway(config) as channel:
             call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
             first = await call.read()
@@ -499,7 +460,7 @@ async def test_sigterm_drains_a_worker_process_its_turn_finishes_and_is_acked(br
     assert exit_code == 0
     assert rest[-1].response.response_kind == "e2a.complete"
     assert len(rest) + 1 == 31
-    assert await _requests_left(broker, config) == 0
+    assert await requests_left(broker.url, config) == 0
 
 
 class ConcurrencyEcho(CountingEcho):
@@ -527,11 +488,11 @@ async def test_a_busy_worker_takes_no_more_than_its_turn_slots_and_the_rest_wait
 ) -> None:
     config = _settings(broker, _agent(), bus_max_turns=2, bus_start_by_seconds=30.0)
     backend = ConcurrencyEcho(delay_seconds=0.05)
-    async with _worker(config, backend) as worker, _gateway(config) as channel:
+    async with running_worker(config, backend) as worker, _gateway(config) as channel:
         calls = [asyncio.create_task(_frames(achat(channel, _request(10)))) for _ in range(6)]
 
         async def queued() -> None:
-            while await _requests_left(broker, config) < 4:
+            while await requests_left(broker.url, config) < 4:
                 await asyncio.sleep(0.02)  # polling the broker's count: it has no event for it
 
         await within(queued())  # two running, four waiting in the stream, not in the worker
@@ -546,9 +507,9 @@ async def test_a_request_whose_deadline_passes_ends_with_deadline_exceeded_on_th
     config = _settings(broker, _agent())
     envelope = _request(400)
     await _publish(broker, config, envelope, start_by=30.0, deadline=0.5)
-    async with _worker(config, CountingEcho(delay_seconds=0.05)):
-        stored = await _broker_copy(broker, config, envelope.request_id or "")
-        assert await _requests_left(broker, config) == 0
+    async with running_worker(config, CountingEcho(delay_seconds=0.05)):
+        stored = await stored_frames(broker.url, config, envelope.request_id or "", idle_timeout=READ_TIMEOUT)
+        assert await requests_left(broker.url, config) == 0
     assert stored[-1].is_final and stored[-1].body["code"] == ErrorCode.DEADLINE_EXCEEDED
     assert len(stored) < 400
 
@@ -590,14 +551,7 @@ async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is
     config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
     started = now()
     record = server_record(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
-    silent = Registration(
-        broker.url,
-        record,
-        bucket=config.registry_bucket,
-        ttl=config.registry_ttl_seconds,
-        replicas=config.nats_replicas,
-        heartbeat=config.registry_heartbeat_seconds,
-    )
+    silent = Registration.for_record(broker.url, record, config)
     await silent.start()
     try:
         async with _gateway(config) as channel:
@@ -608,11 +562,6 @@ async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is
     assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
     assert "no live worker took the request within 0.5 s" in (raised.value.details() or "")
     backend = CountingEcho()
-    async with _worker(config, backend):
-
-        async def dropped() -> None:
-            while await _requests_left(broker, config):
-                await asyncio.sleep(0.05)  # polling the broker: the drop has no event to await here
-
-        await within(dropped())
+    async with running_worker(config, backend):
+        await within(until_no_requests_left(broker.url, config))
     assert backend.turns == 0

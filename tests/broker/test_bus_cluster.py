@@ -15,7 +15,7 @@ import contextlib
 import signal
 import sys
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +27,12 @@ from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
 from e2a_grpc.backends import make_backend
 from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.backends.echo import EchoBackend
-from e2a_grpc.broker import stream_reader
-from e2a_grpc.broker.agent_worker import AgentWorker
-from e2a_grpc.broker.live_agents import LiveAgents
-from e2a_grpc.chat.events import AgentBackend, Event
+from e2a_grpc.chat.events import Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings, ServerSettings
 from tests.broker.test_agent_worker import (
-    STARTUP_SECONDS,
     ConcurrencyEcho,
     CountingEcho,
     _content,
@@ -49,7 +45,8 @@ from tests.broker.test_cluster import _connected_node
 from tests.broker.test_jetstream import PhasedBackend
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
-from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, running_nats_cluster, stored_messages
+from tests.support.agent_bus import live_worker, running_worker, stored_frames, until_no_requests_left
+from tests.support.nats_server import CLUSTER_SIZE, NatsCluster, stored_messages
 from tests.support.processes import logged_process
 from tests.support.waiting import within
 
@@ -57,12 +54,6 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.asyncio, pytest.mark.cluster
 WORDS_PER_PHASE = 40
 #: Bounds a turn that spans a node's loss (a failover takes a few seconds).
 FAILOVER_TIMEOUT_SECONDS = 60.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
-    with running_nats_cluster(tmp_path / "jetstream") as running:
-        yield running
 
 
 def _settings(cluster: NatsCluster, **overrides: Any) -> AgentWorkerSettings:
@@ -99,16 +90,6 @@ class CountedPhases(PhasedBackend):
 
 
 @contextlib.asynccontextmanager
-async def _worker(config: AgentWorkerSettings, backend: AgentBackend) -> AsyncIterator[AgentWorker]:
-    worker = AgentWorker(config, backend)
-    await worker.start()
-    try:
-        yield worker
-    finally:
-        await worker.stop(config.grace_seconds)
-
-
-@contextlib.asynccontextmanager
 async def _gateway(config: AgentWorkerSettings) -> AsyncIterator[tuple[BusBackend, grpc.aio.Channel]]:
     backend = BusBackend(config.agent_id, config)
     async with (
@@ -118,17 +99,6 @@ async def _gateway(config: AgentWorkerSettings) -> AsyncIterator[tuple[BusBacken
         yield backend, channel
 
 
-async def _broker_copy(cluster: NatsCluster, config: AgentWorkerSettings, request_id: str) -> list[E2AResponse]:
-    frames = stream_reader.read_streams(
-        cluster.url,
-        stream=config.nats_stream,
-        subject_prefix=config.nats_subject_prefix,
-        request_id=request_id,
-        idle_timeout=FAILOVER_TIMEOUT_SECONDS,
-    )
-    return [frame async for frame in frames]
-
-
 @pytest.mark.parametrize("whose", ["worker", "gateway"])
 async def test_a_node_killed_mid_turn_costs_no_frame_and_the_request_runs_once(
     cluster: NatsCluster, whose: str
@@ -136,7 +106,7 @@ async def test_a_node_killed_mid_turn_costs_no_frame_and_the_request_runs_once(
     config = _settings(cluster)
     backend = CountedPhases(phases=3, words_per_phase=WORDS_PER_PHASE)
     envelope = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), is_stream=True, params={"text": "go"})
-    async with _worker(config, backend) as worker, _gateway(config) as (route, channel):
+    async with running_worker(config, backend) as worker, _gateway(config) as (route, channel):
 
         async def chat() -> list[E2AResponse]:
             return [frame async for frame in achat(channel, envelope)]
@@ -150,7 +120,10 @@ async def test_a_node_killed_mid_turn_costs_no_frame_and_the_request_runs_once(
         await within(backend.phase_done[1].wait())
         backend.go[2].set()
         got = await within(call, FAILOVER_TIMEOUT_SECONDS)
-        stored = await within(_broker_copy(cluster, config, envelope.request_id or ""), FAILOVER_TIMEOUT_SECONDS)
+        stored = await within(
+            stored_frames(cluster.url, config, envelope.request_id or "", idle_timeout=FAILOVER_TIMEOUT_SECONDS),
+            FAILOVER_TIMEOUT_SECONDS,
+        )
     assert [frame.sequence for frame in got] == list(range(3 * WORDS_PER_PHASE + 1)), got[-1].to_json()
     assert got[-1].is_final and got[-1].response_kind == "e2a.complete"
     assert _content(stored) == _content(got)  # the worker's copy on the broker, each frame once
@@ -163,7 +136,7 @@ async def test_two_gateways_and_three_workers_keep_a_session_on_its_worker_and_s
     # One turn at a time each, so that requests at once spread over the workers.
     config = _settings(cluster, backend="acp", acp_command=f"{sys.executable} {ACP_AGENT}", bus_max_turns=1)
     async with contextlib.AsyncExitStack() as stack:
-        workers = [await stack.enter_async_context(_worker(config, make_backend(config))) for _ in range(3)]
+        workers = [await stack.enter_async_context(running_worker(config, make_backend(config))) for _ in range(3)]
         gateways = [(await stack.enter_async_context(_gateway(config)))[1] for _ in range(2)]
         # A session's turns, alternating the gateways: one agent process, one ACP session, turns counted on.
         turns = [(await _whoami(gateways[turn % 2], "sticky"))[0] for turn in range(6)]
@@ -212,7 +185,7 @@ async def test_through_either_routing_gateway_an_unknown_agent_is_not_found_and_
         _routing_gateway(config) as second,
     ):
         unknown = await _chat_status(first, _request(3, agent_id="nobody"))
-        async with _worker(config, EchoBackend()):
+        async with running_worker(config, EchoBackend()):
             answers = [await _frames(achat(channel, _request(3))) for channel in (first, second)]
         gone = [await _chat_status(channel, _request(3)) for channel in (first, second)]
     assert unknown.code() is grpc.StatusCode.NOT_FOUND and config.agent_id in (unknown.details() or "")
@@ -227,7 +200,7 @@ async def test_a_busy_worker_takes_only_its_turn_slots_and_the_rest_wait_in_the_
     config = _settings(cluster, bus_max_turns=2)
     backend = ConcurrencyEcho(delay_seconds=0.05)
     async with (
-        _worker(config, backend) as worker,
+        running_worker(config, backend) as worker,
         _gateway(config) as (_, first),
         _gateway(config) as (_, second),
     ):
@@ -252,21 +225,6 @@ def _request(words: int, agent_id: str | None = None) -> E2AEnvelope:
     )
 
 
-async def _live_worker(config: AgentWorkerSettings) -> None:
-    """Return once a worker of the agent is in the registry (its process has started)."""
-    assert config.bus_nats is not None
-    live = await LiveAgents.open(
-        config.bus_nats,
-        bucket=config.registry_bucket,
-        ttl=config.registry_ttl_seconds,
-        replicas=config.nats_replicas,
-    )
-    try:
-        assert await live.wait_for_workers(config.agent_id, STARTUP_SECONDS)
-    finally:
-        await live.close()
-
-
 async def test_a_worker_sigkilled_mid_turn_gets_one_agent_unavailable_final_and_its_request_never_runs_twice(
     cluster: NatsCluster, tmp_path: Path
 ) -> None:
@@ -279,7 +237,7 @@ async def test_a_worker_sigkilled_mid_turn_gets_one_agent_unavailable_final_and_
     ]
     envelope = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), params={"text": "slow"})
     with logged_process(command) as (process, _):
-        await _live_worker(config)
+        await live_worker(config)
         async with _routing_gateway(config) as channel:
             call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
             first = await within(call.read(), FAILOVER_TIMEOUT_SECONDS)
@@ -292,16 +250,13 @@ async def test_a_worker_sigkilled_mid_turn_gets_one_agent_unavailable_final_and_
     # Another worker is delivered the request again (never acked): it runs nothing, and the broker keeps
     # the one final frame the gateway wrote.
     backend = CountingEcho()
-    async with _worker(config, backend) as worker:
-
-        async def answered() -> None:
-            subjects = f"{config.bus_requests_subject_prefix}.>"
-            while await stored_messages(cluster.url, config.bus_requests_stream, subjects):
-                await asyncio.sleep(0.05)  # polling the broker: the redelivery is its own timer's
-
-        await within(answered(), FAILOVER_TIMEOUT_SECONDS)
+    async with running_worker(config, backend) as worker:
+        await within(until_no_requests_left(cluster.url, config), FAILOVER_TIMEOUT_SECONDS)
         assert worker.lost_answered == 1
-        stored = await within(_broker_copy(cluster, config, envelope.request_id or ""), FAILOVER_TIMEOUT_SECONDS)
+        stored = await within(
+            stored_frames(cluster.url, config, envelope.request_id or "", idle_timeout=FAILOVER_TIMEOUT_SECONDS),
+            FAILOVER_TIMEOUT_SECONDS,
+        )
     assert backend.turns == 0
     assert _prompts(events) == 1
     finals = [frame for frame in stored if frame.is_final]

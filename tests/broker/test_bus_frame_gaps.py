@@ -14,7 +14,8 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from e2a_grpc.client import achat
-from tests.broker.test_agent_worker import CountingEcho, _agent, _gateway, _request, _settings, _worker
+from tests.broker.test_agent_worker import CountingEcho, _agent, _gateway, _request, _settings
+from tests.support.agent_bus import running_worker
 from tests.support.nats_server import NatsServer
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.asyncio]
@@ -46,7 +47,7 @@ async def test_frames_an_ordered_consumer_skipped_are_read_again_and_each_reache
 
     monkeypatch.setattr(JetStreamContext, "subscribe", losing_subscribe)
     backend = CountingEcho()
-    async with _worker(config, backend), _gateway(config) as channel:
+    async with running_worker(config, backend), _gateway(config) as channel:
         got = [frame async for frame in achat(channel, _request(WORDS))]
     assert [frame.sequence for frame in got] == list(range(WORDS + 1))
     assert got[-1].response_kind == "e2a.complete"

@@ -12,8 +12,6 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import nats
@@ -27,7 +25,6 @@ from e2a_grpc.broker.agent_registry import AgentRegistry, Registration
 from e2a_grpc.broker.frame_publisher import FramePublisher
 from e2a_grpc.broker.jetstream_setup import JetStreamSetupError
 from e2a_grpc.settings import ServerSettings
-from tests.broker.test_agent_registry import _record
 from tests.broker.test_jetstream import PhasedBackend, _chat, _request
 from tests.conftest import in_process_server
 from tests.support.log_records import log_records
@@ -35,10 +32,10 @@ from tests.support.nats_server import (
     CLUSTER_SIZE,
     NatsCluster,
     NatsServer,
-    running_nats_cluster,
     stored_messages,
     wait_stream_current,
 )
+from tests.support.registry_entries import worker_record
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.asyncio, pytest.mark.cluster]
@@ -51,12 +48,6 @@ FAILOVER_TIMEOUT_SECONDS = 30.0
 REGISTRY_TTL = 30.0
 #: Long enough for an R3 bucket to be created within it (the registration's JetStream timeout at start).
 REGISTRY_HEARTBEAT = 2.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
-    with running_nats_cluster(tmp_path / "jetstream") as running:
-        yield running
 
 
 def _node_named(cluster: NatsCluster, info: ClusterInfo | None) -> NatsServer:
@@ -202,7 +193,7 @@ async def test_the_registry_on_r3_keeps_its_entries_and_heartbeats_through_a_nod
     bucket = f"AGENTS_{uuid.uuid4().hex[:12]}"
     registration = Registration(
         cluster.url,
-        _record("clustered"),
+        worker_record("clustered"),
         bucket=bucket,
         ttl=REGISTRY_TTL,
         replicas=CLUSTER_SIZE,
@@ -233,7 +224,7 @@ async def test_a_stream_and_bucket_with_other_replicas_are_kept_with_one_warning
     await created.start()  # creates the stream with one replica
     await created.close(timeout=5)
     registration = Registration(
-        cluster.url, _record("kept"), bucket=bucket, ttl=REGISTRY_TTL, replicas=1, heartbeat=REGISTRY_HEARTBEAT
+        cluster.url, worker_record("kept"), bucket=bucket, ttl=REGISTRY_TTL, replicas=1, heartbeat=REGISTRY_HEARTBEAT
     )
     await registration.start()
     await registration.close()
@@ -243,7 +234,7 @@ async def test_a_stream_and_bucket_with_other_replicas_are_kept_with_one_warning
         await reopened.close(timeout=5)
         registration = Registration(
             cluster.url,
-            _record("kept"),
+            worker_record("kept"),
             bucket=bucket,
             ttl=REGISTRY_TTL,
             replicas=CLUSTER_SIZE,
@@ -266,7 +257,7 @@ async def test_replicas_a_single_server_cannot_have_are_a_clear_error_naming_the
     with pytest.raises(JetStreamSetupError) as refused_stream:
         await publisher.start()
     registration = Registration(
-        broker.url, _record("r3"), bucket="AGENTS_R3", ttl=REGISTRY_TTL, replicas=3, heartbeat=REGISTRY_HEARTBEAT
+        broker.url, worker_record("r3"), bucket="AGENTS_R3", ttl=REGISTRY_TTL, replicas=3, heartbeat=REGISTRY_HEARTBEAT
     )
     with pytest.raises(JetStreamSetupError) as refused_bucket:
         await registration.start()

@@ -15,44 +15,20 @@ from pathlib import Path
 import nats
 import pytest
 
-from e2a_grpc.broker.agent_records import SCHEMA_VERSION, AgentRecord, new_instance_id, now
+from e2a_grpc.broker.agent_records import AgentRecord, now
 from e2a_grpc.broker.agent_registry import Registration
 from e2a_grpc.broker.live_agents import LiveAgents
 from tests.support.log_records import log_records
 from tests.support.nats_server import NatsServer, running_nats_server
+from tests.support.registry_entries import HEARTBEAT, TTL, short_lived_registration, worker_record
 from tests.support.waiting import within
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
-#: The shortest TTL the settings allow, and a heartbeat well within it.
-TTL = 1.0
-HEARTBEAT = 0.2
 
 
 def _bucket() -> str:
     """A bucket of the test's own, so that its TTL and entries are its own."""
     return f"LIVE_{uuid.uuid4().hex[:12]}"
-
-
-def _record(agent_id: str, *, heartbeat_at: datetime.datetime | None = None) -> AgentRecord:
-    started = now()
-    return AgentRecord(
-        schema_version=SCHEMA_VERSION,
-        agent_id=agent_id,
-        name=f"{agent_id} agent",
-        description="answers in tests",
-        skills=(),
-        input_modes=("text/plain",),
-        output_modes=("text/plain",),
-        backend="echo",
-        version="0.0.0",
-        instance_id=new_instance_id(),
-        started_at=started,
-        heartbeat_at=heartbeat_at or started,
-    )
-
-
-def _registration(url: str, bucket: str, agent_id: str) -> Registration:
-    return Registration(url, _record(agent_id), bucket=bucket, ttl=TTL, replicas=1, heartbeat=HEARTBEAT)
 
 
 async def _until(live: LiveAgents, agent_id: str, count: int) -> list[AgentRecord]:
@@ -87,12 +63,12 @@ async def _view(stack: contextlib.AsyncExitStack, url: str, bucket: str, ttl: fl
 async def test_the_view_sees_workers_register_heartbeat_and_leave(broker: NatsServer) -> None:
     bucket = _bucket()
     async with contextlib.AsyncExitStack() as stack:
-        early = await _registered(stack, _registration(broker.url, bucket, "coder"))
+        early = await _registered(stack, short_lived_registration(broker.url, bucket, "coder"))
         live = await _view(stack, broker.url, bucket)
         # Entries written before the view opened are in it from the start.
         assert [worker.instance_id for worker in live.workers("coder")] == [early.record.instance_id]
-        late = await _registered(stack, _registration(broker.url, bucket, "coder"))
-        other = await _registered(stack, _registration(broker.url, bucket, "echo"))
+        late = await _registered(stack, short_lived_registration(broker.url, bucket, "coder"))
+        other = await _registered(stack, short_lived_registration(broker.url, bucket, "echo"))
         workers = await _until(live, "coder", 2)
         await _until(live, "echo", 1)
         assert [worker.instance_id for worker in workers] == [early.record.instance_id, late.record.instance_id]
@@ -115,7 +91,7 @@ async def test_an_entry_no_longer_written_expires_from_the_view_by_itself(broker
     bucket = _bucket()
     async with contextlib.AsyncExitStack() as stack:
         live = await _view(stack, broker.url, bucket)
-        killed = _record("silent")
+        killed = worker_record("silent")
         await _put(broker.url, bucket, killed)
         (seen,) = await _until(live, "silent", 1)
         assert seen == killed
@@ -126,8 +102,8 @@ async def test_an_entry_no_longer_written_expires_from_the_view_by_itself(broker
         assert live.workers("silent") == []
         assert live.agents() == []
         # An entry whose heartbeat is already older than the TTL is never live.
-        await _put(broker.url, bucket, _record("stale", heartbeat_at=now() - datetime.timedelta(seconds=2 * TTL)))
-        fresh = _record("stale")
+        await _put(broker.url, bucket, worker_record("stale", heartbeat_at=now() - datetime.timedelta(seconds=2 * TTL)))
+        fresh = worker_record("stale")
         await _put(broker.url, bucket, fresh)
         (worker,) = await _until(live, "stale", 1)
         assert worker.instance_id == fresh.instance_id
@@ -139,7 +115,7 @@ async def test_waiting_for_workers_returns_the_first_to_register_or_none(broker:
         live = await _view(stack, broker.url, bucket)
         assert await live.wait_for_workers("nobody", 0.05) == []
         waiting = asyncio.create_task(live.wait_for_workers("later", 10))
-        registration = await _registered(stack, _registration(broker.url, bucket, "later"))
+        registration = await _registered(stack, short_lived_registration(broker.url, bucket, "later"))
         (worker,) = await within(waiting)
         assert worker.instance_id == registration.record.instance_id
 
@@ -161,7 +137,9 @@ async def test_the_view_watches_again_after_a_broker_restart_and_says_so_once(tm
             # A TTL that outlives the restart, so that what the view holds is what the broker kept.
             kept = await _registered(
                 stack,
-                Registration(broker.url, _record("kept"), bucket=bucket, ttl=60.0, replicas=1, heartbeat=HEARTBEAT),
+                Registration(
+                    broker.url, worker_record("kept"), bucket=bucket, ttl=60.0, replicas=1, heartbeat=HEARTBEAT
+                ),
             )
             live = await _view(stack, broker.url, bucket, ttl=60.0)
             with log_records(lambda record: "watching bucket" in record.getMessage()) as logs:
@@ -171,7 +149,7 @@ async def test_the_view_watches_again_after_a_broker_restart_and_says_so_once(tm
                 joined = await _registered(
                     stack,
                     Registration(
-                        broker.url, _record("joined"), bucket=bucket, ttl=60.0, replicas=1, heartbeat=HEARTBEAT
+                        broker.url, worker_record("joined"), bucket=bucket, ttl=60.0, replicas=1, heartbeat=HEARTBEAT
                     ),
                 )
                 (worker,) = await within(live.wait_for_workers("joined", 30), 35)

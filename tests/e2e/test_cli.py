@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.support.processes import running_server
+from tests.support.processes import free_port, running_server
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
 ACP_AGENT = REPO_ROOT / "tests" / "support" / "agents" / "acp_agent.py"
@@ -131,6 +131,17 @@ def test_no_server_exits_4_with_a_hint(command: tuple[str, ...]) -> None:
     status, hint = unreachable.stderr.splitlines()
     assert status.startswith("error: UNAVAILABLE: ") and status.count("UNAVAILABLE") == 1
     assert hint == "hint: is `e2a-grpc serve` running on 127.0.0.1:1?"
+
+
+def test_an_unavailable_agent_behind_a_server_that_answers_gets_no_hint_to_start_one() -> None:
+    """The gateway answered UNAVAILABLE with ErrorInfo AGENT_UNAVAILABLE: its agent's upstream is
+    gone. The server was reached, so no hint that it is not running, and no exit 4."""
+    gone = f"grpc://127.0.0.1:{free_port()}"  # nothing listens there
+    with running_server("--agent", f"gone={gone}") as gateway:
+        result = run("chat", "--server", gateway, "hi")
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: UNAVAILABLE: agent 'gone' is unavailable: the upstream {gone} is unavailable: ")
 
 
 def test_server_forms(server_address: str) -> None:

@@ -119,7 +119,7 @@ def test_subscribe_without_a_broker_exits_4() -> None:
 def test_serve_without_its_broker_refuses_to_start() -> None:
     result = run("serve", "--port", "0", "--publish-nats", "nats://127.0.0.1:1")
     assert result.returncode == 1
-    assert "cannot publish to NATS at nats://127.0.0.1:1: nats: no servers available" in result.stderr
+    assert "cannot publish to NATS at nats://127.0.0.1:1: NoServersError: nats: no servers available" in result.stderr
 
 
 def test_a_json_rpc_batch_becomes_a_list_of_events() -> None:

@@ -326,15 +326,7 @@ class _BusTurn:
                         self._agent_id,
                         f"no live worker took the request within {config.bus_start_by_seconds:g} s",
                     ) from None
-                lost = await end_lost_request(
-                    self._js,
-                    self.envelope,
-                    stream=config.nats_stream,
-                    subject_prefix=config.nats_subject_prefix,
-                    type_prefix=config.cloudevents_type_prefix,
-                    source=config.cloudevents_source,
-                    noticed_by="gateway",
-                )
+                lost = await end_lost_request(self._js, self.envelope, config, noticed_by="gateway")
                 if lost is not None:
                     self._ended = True
                     yield lost

@@ -29,8 +29,9 @@ from nats.aio.client import Client as NatsClient
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 from e2a_grpc.broker.agent_records import AgentRecord, agent_keys, key_token, new_instance_id, now, route_records
-from e2a_grpc.broker.connection import broker_error_text, connect
+from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.kv_buckets import BROKER_ERRORS, REQUEST_TIMEOUT_SECONDS, expired, open_bucket
+from e2a_grpc.errors import error_text
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -74,16 +75,19 @@ class Registration:
             raise ValueError("registry_nats: no NATS URL of an agent registry")
         started = now()
         records = route_records(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
-        return tuple(
-            cls(
-                config.registry_nats,
-                record,
-                bucket=config.registry_bucket,
-                ttl=config.registry_ttl_seconds,
-                replicas=config.nats_replicas,
-                heartbeat=config.registry_heartbeat_seconds,
-            )
-            for record in records
+        return tuple(cls.for_record(config.registry_nats, record, config) for record in records)
+
+    @classmethod
+    def for_record(cls, url: str, record: AgentRecord, config: ServerSettings) -> Registration:
+        """``record``'s registration at the broker ``url``, in the bucket, with the TTL, replicas and
+        heartbeat ``config`` gives."""
+        return cls(
+            url,
+            record,
+            bucket=config.registry_bucket,
+            ttl=config.registry_ttl_seconds,
+            replicas=config.nats_replicas,
+            heartbeat=config.registry_heartbeat_seconds,
         )
 
     async def start(self) -> None:
@@ -130,7 +134,7 @@ class Registration:
                 log.warning(
                     "could not delete the registry entry of agent %r (%s): it expires within %g s",
                     self.record.agent_id,
-                    str(exc) or broker_error_text(exc),
+                    str(exc) or error_text(exc),
                     self._ttl,
                 )
             else:
@@ -174,7 +178,7 @@ class Registration:
                 await self._write()
             except BROKER_ERRORS as exc:
                 if self.failing is None:
-                    self.failing = broker_error_text(exc)
+                    self.failing = error_text(exc)
                     self._failing_since = loop.time()
                     log.warning(
                         "agent registry heartbeat failing (%s): the entry of agent %r expires %g s after its last "

@@ -109,6 +109,19 @@ class _BrokerOutput:
         await self._publisher.put(frame)
 
 
+def _request_consumer(config: AgentWorkerSettings, *, inactive_threshold: float | None = None) -> ConsumerConfig:
+    """A pull consumer of requests: each acked by its worker (redelivered after the ack wait if not),
+    delivered without limit (a redelivery is answered agent_unavailable, never dropped), and as many
+    unacked as the workers' turn slots allow (the workers bound them, not the broker)."""
+    return ConsumerConfig(
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=config.bus_ack_wait_seconds,
+        max_deliver=-1,
+        max_ack_pending=-1,
+        inactive_threshold=inactive_threshold,
+    )
+
+
 class AgentWorker:
     """Runs requests of ``config.agent_id`` from the bus with ``backend`` until ``stop``."""
 
@@ -122,14 +135,7 @@ class AgentWorker:
         self.instance_id = new_instance_id()
         started = now()
         record = server_record(config, instance_id=self.instance_id, started_at=started, heartbeat_at=started)
-        self.registration = Registration(
-            self._url,
-            record,
-            bucket=config.registry_bucket,
-            ttl=config.registry_ttl_seconds,
-            replicas=config.nats_replicas,
-            heartbeat=config.registry_heartbeat_seconds,
-        )
+        self.registration = Registration.for_record(self._url, record, config)
         self.publisher = FramePublisher.from_settings(config, self._url)
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
@@ -167,12 +173,7 @@ class AgentWorker:
                 any_worker_subject(config.bus_requests_subject_prefix, config.agent_id),
                 durable=shared_consumer(config.agent_id),
                 stream=config.bus_requests_stream,
-                config=ConsumerConfig(
-                    ack_policy=AckPolicy.EXPLICIT,
-                    ack_wait=config.bus_ack_wait_seconds,
-                    max_deliver=-1,
-                    max_ack_pending=-1,
-                ),
+                config=_request_consumer(config),
             )
             subscriptions = [subscription]
             if config.backend in SESSION_BACKENDS:
@@ -216,13 +217,7 @@ class AgentWorker:
             worker_subject(config.bus_requests_subject_prefix, config.agent_id, self.instance_id),
             durable=worker_consumer(config.agent_id, self.instance_id),
             stream=config.bus_requests_stream,
-            config=ConsumerConfig(
-                ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=config.bus_ack_wait_seconds,
-                max_deliver=-1,
-                max_ack_pending=-1,
-                inactive_threshold=config.registry_ttl_seconds,
-            ),
+            config=_request_consumer(config, inactive_threshold=config.registry_ttl_seconds),
         )
 
     async def stop(self, grace: float) -> None:
@@ -415,17 +410,8 @@ class AgentWorker:
     async def _answer_lost(self, request: BusRequest, message: Msg) -> None:
         """A request delivered again: its worker was lost. Never run; answered agent_unavailable."""
         assert self._js is not None
-        config = self._config
         try:
-            await end_lost_request(
-                self._js,
-                request.envelope,
-                stream=config.nats_stream,
-                subject_prefix=config.nats_subject_prefix,
-                type_prefix=config.cloudevents_type_prefix,
-                source=config.cloudevents_source,
-                noticed_by="worker",
-            )
+            await end_lost_request(self._js, request.envelope, self._config, noticed_by="worker")
         except nats.errors.Error as exc:
             # Left unacked: delivered again after the ack wait, and answered then.
             log.warning("request %s: cannot answer it agent_unavailable now (%r)", request.request_id, exc)

@@ -40,9 +40,3 @@ async def connect(
     )
     nc.options["max_reconnect_attempts"] = -1  # nats-py reads it on each reconnection
     return nc
-
-
-def broker_error_text(exc: BaseException) -> str:
-    """What a log line says of a broker error: its type, and its message when it has one (a timeout's
-    is empty)."""
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

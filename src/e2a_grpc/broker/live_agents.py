@@ -20,8 +20,9 @@ from nats.js.kv import KeyValue
 
 from e2a_grpc.broker.agent_records import AgentRecord
 from e2a_grpc.broker.agent_registry import LiveAgent, RegistryEntries, read_current
-from e2a_grpc.broker.connection import broker_error_text, connect
+from e2a_grpc.broker.connection import connect
 from e2a_grpc.broker.kv_buckets import BROKER_ERRORS, REQUEST_TIMEOUT_SECONDS, open_bucket
+from e2a_grpc.errors import error_text
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ class LiveAgents:
                         "agent registry view: cannot watch bucket %s yet (%s); retrying, and entries expire by "
                         "their heartbeats meanwhile",
                         self._bucket,
-                        broker_error_text(exc),
+                        error_text(exc),
                     )
                 await asyncio.sleep(_REWATCH_PAUSE_SECONDS)  # a retry's pace, not a wait for an event
                 probe_timeout = min(2 * probe_timeout, REQUEST_TIMEOUT_SECONDS)

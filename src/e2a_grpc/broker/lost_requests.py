@@ -20,6 +20,7 @@ from e2a_grpc.model import E2AEnvelope, E2AResponse
 from e2a_grpc.model.records import utc_now_iso
 from e2a_grpc.protocols import cloudevents
 from e2a_grpc.protocols.cloudevent_formats import from_http_binary
+from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -42,24 +43,27 @@ async def last_stored_frame(js: JetStreamContext, stream: str, subject: str) -> 
 async def end_lost_request(
     js: JetStreamContext,
     envelope: E2AEnvelope,
+    config: ServerSettings,
     *,
-    stream: str,
-    subject_prefix: str,
-    type_prefix: str,
-    source: str | None,
     noticed_by: str,
 ) -> E2AResponse | None:
-    """Store the lost request's final frame unless its frame subject has a final frame already;
-    return the frame written (None: the stream had ended)."""
+    """Store the lost request's final frame (on ``config``'s frame stream, in its CloudEvents
+    attributes) unless its frame subject has a final frame already; return the frame written (None:
+    the stream had ended)."""
     assert envelope.request_id is not None
-    subject = frame_subject(subject_prefix, envelope.session_id, envelope.request_id)
-    last = await last_stored_frame(js, stream, subject)
+    subject = frame_subject(config.nats_subject_prefix, envelope.session_id, envelope.request_id)
+    last = await last_stored_frame(js, config.nats_stream, subject)
     if last is not None and last.is_final:
         return None
     frame = lost_final_frame(envelope, last, noticed_by=noticed_by, timestamp=utc_now_iso())
-    message = frame_message(frame, subject_prefix=subject_prefix, type_prefix=type_prefix, source=source)
+    message = frame_message(
+        frame,
+        subject_prefix=config.nats_subject_prefix,
+        type_prefix=config.cloudevents_type_prefix,
+        source=config.cloudevents_source,
+    )
     headers = {**message.headers, MSG_ID_HEADER: lost_message_id(envelope.request_id)}
-    await js.publish(message.subject, message.payload, stream=stream, headers=headers)
+    await js.publish(message.subject, message.payload, stream=config.nats_stream, headers=headers)
     log.warning(
         "request %s: its worker was lost before the final frame; %s wrote its agent_unavailable final frame",
         envelope.request_id,

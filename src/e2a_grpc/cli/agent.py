@@ -11,6 +11,7 @@ from typing import Any
 from e2a_grpc.cli.exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_NO_SERVER, EXIT_OK
 from e2a_grpc.cli.options import add_setting_options, settings_from
 from e2a_grpc.cli.serve import server_logging
+from e2a_grpc.errors import error_text
 from e2a_grpc.settings import AgentWorkerSettings, BackendName
 
 #: The settings of ``serve`` a worker uses: its backend, turn limits, frame publishing, registry
@@ -107,6 +108,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(work())
     except (nats.errors.NoServersError, OSError) as exc:
-        print(f"error: cannot reach NATS at {config.bus_nats}: {exc or repr(exc)}", file=sys.stderr)
+        print(f"error: cannot reach NATS at {config.bus_nats}: {error_text(exc)}", file=sys.stderr)
         return EXIT_NO_SERVER
     return EXIT_OK

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from e2a_grpc.cli.exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_NO_SERVER, EXIT_OK
 from e2a_grpc.cli.options import add_setting_options, settings_from
+from e2a_grpc.errors import error_text
 from e2a_grpc.settings import AgentsSettings
 
 if TYPE_CHECKING:
@@ -56,10 +57,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         agents = asyncio.run(read())
     except (nats.errors.NoServersError, OSError) as exc:
-        print(f"error: cannot reach NATS at {settings.registry_nats}: {exc or repr(exc)}", file=sys.stderr)
+        print(f"error: cannot reach NATS at {settings.registry_nats}: {error_text(exc)}", file=sys.stderr)
         return EXIT_NO_SERVER
     except (nats.errors.Error, TimeoutError) as exc:
-        print(f"error: cannot read the agent registry {settings.registry_bucket}: {exc or repr(exc)}", file=sys.stderr)
+        print(f"error: cannot read the agent registry {settings.registry_bucket}: {error_text(exc)}", file=sys.stderr)
         return EXIT_FAILED
     sys.stdout.write(agents_json(agents) if args.json else agents_table(agents))
     return EXIT_OK

@@ -20,7 +20,7 @@ def option_name(field_name: str) -> str:
 
 
 def _shown_default(value: object) -> str:
-    if value is None or value == "":
+    if value is None or value == "" or value == []:
         return "unset"
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -29,7 +29,9 @@ def _shown_default(value: object) -> str:
 
 def _setting_help(settings_class: type[BaseSettings], name: str) -> str:
     field = settings_class.model_fields[name]
-    return f"{field.description} (default: {_shown_default(field.default)}) [{env_var(name)}]"
+    # A list setting's default comes from a factory (``field.default`` is pydantic's "undefined" marker).
+    default = field.get_default(call_default_factory=True)
+    return f"{field.description} (default: {_shown_default(default)}) [{env_var(name)}]"
 
 
 def add_setting_options(parser: argparse.ArgumentParser, settings_class: type[BaseSettings], *names: str) -> None:

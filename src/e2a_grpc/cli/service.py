@@ -15,7 +15,8 @@ from e2a_grpc.settings import ClientSettings
 
 
 class ServerUnreachable(Exception):
-    """No server answered at the address: the call failed with UNAVAILABLE."""
+    """No server answered at the address: the call failed with UNAVAILABLE and no ErrorInfo, as a
+    status the server sends of its own agent (``AGENT_UNAVAILABLE``) has one."""
 
     def __init__(self, error: ServiceError, address: ServerAddress) -> None:
         super().__init__(str(error))
@@ -32,6 +33,6 @@ def connect(args: argparse.Namespace) -> Iterator[ConversionClient]:
         try:
             yield client
         except ServiceError as error:
-            if error.code == grpc.StatusCode.UNAVAILABLE:
+            if error.code == grpc.StatusCode.UNAVAILABLE and error.reason is None:
                 raise ServerUnreachable(error, address) from None
             raise

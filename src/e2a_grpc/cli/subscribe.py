@@ -11,6 +11,7 @@ from typing import Any
 from e2a_grpc.cli.exits import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILED, EXIT_NO_SERVER, EXIT_OK, EXIT_TIMEOUT
 from e2a_grpc.cli.options import add_setting_options, settings_from
 from e2a_grpc.client.chat_text import ChatTextPrinter
+from e2a_grpc.errors import error_text
 from e2a_grpc.settings import SubscribeSettings
 
 
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_TIMEOUT
     except (nats.errors.NoServersError, OSError) as exc:
         printer.finish()
-        print(f"error: cannot reach NATS at {settings.nats_url}: {exc or repr(exc)}", file=sys.stderr)
+        print(f"error: cannot reach NATS at {settings.nats_url}: {error_text(exc)}", file=sys.stderr)
         return EXIT_NO_SERVER
     printer.finish()
     return EXIT_OK

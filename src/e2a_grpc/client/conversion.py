@@ -22,24 +22,32 @@ Reply = TypeVar("Reply")
 
 
 class ServiceError(Exception):
-    """A call failed; ``code`` is the gRPC status code, ``violations`` the BadRequest field paths."""
+    """A call failed; ``code`` is the gRPC status code, ``violations`` the BadRequest field paths,
+    ``reason`` the ErrorInfo reason when the server sent one (e.g. ``AGENT_UNAVAILABLE``)."""
 
-    def __init__(self, code: grpc.StatusCode, message: str, violations: list[tuple[str, str]]) -> None:
+    def __init__(
+        self, code: grpc.StatusCode, message: str, violations: list[tuple[str, str]], reason: str | None = None
+    ) -> None:
         super().__init__(f"{code.name}: {message}")
         self.code = code
         self.violations = violations
+        self.reason = reason
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> ServiceError:
         violations: list[tuple[str, str]] = []
+        reason: str | None = None
         # types-grpcio types RpcError without grpc.Call, but what a sync call raises is both (and
         # from_call only reads code(), details() and trailing_metadata()).
         status = rpc_status.from_call(error)  # type: ignore[arg-type]
         for detail in status.details if status else ():
             bad_request = error_details_pb2.BadRequest()
+            info = error_details_pb2.ErrorInfo()
             if detail.Unpack(bad_request):
                 violations.extend((v.field, v.description) for v in bad_request.field_violations)
-        return cls(error.code(), error.details() or "", violations)
+            elif detail.Unpack(info):
+                reason = info.reason
+        return cls(error.code(), error.details() or "", violations, reason)
 
 
 def _channel(address: str, tls: bool, tls_ca: Path | None, max_message_bytes: int) -> grpc.Channel:

@@ -26,6 +26,7 @@ from e2a.v1 import (
 )
 from e2a_grpc.address import unbracketed_host
 from e2a_grpc.backends import make_backend, make_routes
+from e2a_grpc.errors import error_text
 from e2a_grpc.grpc.auth import BearerTokenInterceptor
 from e2a_grpc.grpc.calls import InFlightCalls, RequestParsingInterceptor
 from e2a_grpc.grpc.chat_servicer import ChatServicer, add_chat_service
@@ -217,7 +218,7 @@ class E2AServer:
             try:  # before the port opens: no Chat frame is served that could not be published
                 await self.publisher.start()
             except Exception as exc:
-                raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {exc or repr(exc)}") from None
+                raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {error_text(exc)}") from None
         await self.readiness.update_health()  # before the port answers health checks
         await self.server.start()
         for started, registration in enumerate(self.registrations):
@@ -228,7 +229,7 @@ class E2AServer:
                     await registered.close()
                 await self.server.stop(None)
                 raise ListenError(
-                    f"cannot register in the agent registry at {self.config.registry_nats}: {exc or repr(exc)}"
+                    f"cannot register in the agent registry at {self.config.registry_nats}: {error_text(exc)}"
                 ) from None
         log.info(
             "e2a-grpc listening on %s:%d (tls=%s, auth=%s, max_message_bytes=%d, chat backend=%s, event loop=%s)",
