@@ -325,8 +325,7 @@ class _BusTurn:
             if missing_since is not None:
                 timeout = min(timeout, missing_since + config.bus_progress_seconds - loop.time())
             try:
-                async with asyncio.timeout(max(timeout, 0)):
-                    generation, message = await self._arrivals.get()
+                generation, message = await self._next_arrival(timeout)
             except TimeoutError:
                 if missing_since is not None and loop.time() - missing_since >= config.bus_progress_seconds:
                     missing_since = await self._missing(self._next_sequence)
@@ -372,6 +371,14 @@ class _BusTurn:
                 missing_since = None
             elif missing_since is None:
                 missing_since = loop.time()
+
+    async def _next_arrival(self, timeout: float) -> tuple[int | None, Msg]:
+        """The next notice or frame; TimeoutError when none comes within ``timeout`` seconds."""
+        if not self._arrivals.empty():
+            # No timer to arm and cancel for a message already here (most frames of a busy stream).
+            return self._arrivals.get_nowait()
+        async with asyncio.timeout(max(timeout, 0)):
+            return await self._arrivals.get()
 
     async def close(self) -> None:
         """Cancel the request if it has not ended, and drop the subscriptions."""
