@@ -360,8 +360,9 @@ class ServerSettings(BaseSettings):
         default=0.005,
         ge=0,
         le=1.0,
-        description="--publish-nats: how long frames may gather before they are sent together (one socket write "
-        "and one read of acks for them all); 0: send each at once",
+        description="--publish-nats: while frames await JetStream's ack, how long the next ones may gather (or "
+        "until those acks came) before they are sent together (one socket write and one read of acks for them "
+        "all); a frame with none in flight is sent at once; 0: send each at once",
     )
     agent_id: str = Field(
         default="default",

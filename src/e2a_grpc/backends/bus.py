@@ -13,7 +13,7 @@ gateway's frame sink does not publish them again (``publishes_frames``).
 - After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
   (``lost_requests``) and the turn ends with it.
-- The frames are read with an ordered consumer created before the request is published, from the
+- The frames are read with an ordered consumer, made while the request is published, from the
   request's first frame on: none is missed, and a NATS node lost meanwhile costs none. nats-py's
   ordered consumer does not make that so on its own: it checks its sequence only on idle heartbeats
   (nats.go checks every message), so frames pushed while the connection was away are skipped and the
@@ -229,10 +229,10 @@ class _BusTurn:
         self._ended = False
 
     async def open(self) -> None:
-        """Subscribe to the request's frames and notices, then publish it."""
+        """Subscribe to the request's notices, then publish it while its frames' consumer is made."""
         config = self._config
-        await self._subscribe_frames()
         inbox = self._nc.new_inbox()
+        # Sent on the connection ahead of the request, so the server has it before any worker can notify.
         self._notices = await self._nc.subscribe(inbox, cb=self._noticed)
         now = datetime.datetime.now(datetime.UTC)
         scope = self._scope
@@ -247,10 +247,20 @@ class _BusTurn:
         message = request_message(
             request, self._subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source
         )
-        await self._js.publish(
-            message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
-        )
-        self._published = True
+        # The consumer reads from the request's first frame on whenever it is made, so it is made while
+        # the request is published: the first frame waits for one JetStream round trip, not two.
+        subscribing = asyncio.create_task(self._subscribe_frames(), name="e2a-bus-frames-consumer")
+        try:
+            await self._js.publish(
+                message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
+            )
+            self._published = True
+        finally:
+            # Awaited even when the publish failed, so that ``close`` drops the subscription it makes.
+            await asyncio.wait((subscribing,))
+            if not self._published and not subscribing.cancelled():
+                subscribing.exception()  # the publish's error is the one to report
+        subscribing.result()  # published, but no consumer: ``close`` cancels the request
 
     async def _subscribe_frames(self) -> None:
         """An ordered consumer of the request's frames, from its first on, of the next generation."""
@@ -315,8 +325,7 @@ class _BusTurn:
             if missing_since is not None:
                 timeout = min(timeout, missing_since + config.bus_progress_seconds - loop.time())
             try:
-                async with asyncio.timeout(max(timeout, 0)):
-                    generation, message = await self._arrivals.get()
+                generation, message = await self._next_arrival(timeout)
             except TimeoutError:
                 if missing_since is not None and loop.time() - missing_since >= config.bus_progress_seconds:
                     missing_since = await self._missing(self._next_sequence)
@@ -354,6 +363,14 @@ class _BusTurn:
                 missing_since = None
             elif missing_since is None:
                 missing_since = loop.time()
+
+    async def _next_arrival(self, timeout: float) -> tuple[int | None, Msg]:
+        """The next notice or frame; TimeoutError when none comes within ``timeout`` seconds."""
+        if not self._arrivals.empty():
+            # No timer to arm and cancel for a message already here (most frames of a busy stream).
+            return self._arrivals.get_nowait()
+        async with asyncio.timeout(max(timeout, 0)):
+            return await self._arrivals.get()
 
     async def close(self) -> None:
         """Cancel the request if it has not ended, and drop the subscriptions."""

@@ -64,10 +64,12 @@ from e2a_grpc.settings import NATS_DUPLICATE_WINDOW_SECONDS, ServerSettings
 
 log = logging.getLogger(__name__)
 
-#: The publisher lets frames gather for its linger time (``nats_publish_linger_seconds``) before it
-#: sends them, unless this many are waiting already: the frames sent together cost the server one
-#: socket write, and their acks one read, instead of one each (most of the cost of publishing when
-#: frames come one at a time).
+#: While frames are in flight (sent, not acknowledged), the publisher lets the next ones gather for
+#: its linger time (``nats_publish_linger_seconds``), or until the broker has acknowledged every frame
+#: in flight, before it sends them, unless this many are waiting already: the frames sent together
+#: cost the server one socket write, and their acks one read, instead of one each (most of the cost of
+#: publishing when frames come one at a time). With nothing in flight a frame is sent at once (as
+#: Nagle's algorithm does), so that a lone frame, a stream's first, costs no wait.
 PUBLISH_BATCH = 64
 #: How long after the broker refused a frame (or the client could not send it) it is sent again.
 REFUSED_RETRY_SECONDS = 1.0
@@ -175,6 +177,9 @@ class FramePublisher:
         #: The frames sent and not acknowledged yet, by reply subject, oldest first.
         self._unacked: dict[str, _Publish] = {}
         self._window_open = asyncio.Event()
+        #: Set while no frame is in flight (``_unacked`` empty): what ends the linger early.
+        self._all_acked = asyncio.Event()
+        self._all_acked.set()
         #: Who waits to hear whether a frame was stored (``when_stored``), by the frame's bytes.
         self._stored_waiters: dict[bytes, asyncio.Future[bool]] = {}
         self._making_stream: asyncio.Task[None] | None = None
@@ -320,8 +325,8 @@ class FramePublisher:
         queue = self._queue
         while True:
             batch.append(await queue.get())
-            if queue.qsize() < PUBLISH_BATCH:
-                await asyncio.sleep(self._linger)
+            if self._unacked and queue.qsize() < PUBLISH_BATCH:
+                await self._linger_while_in_flight()
             while len(batch) < self._window and not queue.empty():
                 batch.append(queue.get_nowait())
             if self.backlogged and queue.qsize() <= queue.maxsize // 2:
@@ -331,6 +336,13 @@ class FramePublisher:
                     self._window_open.clear()
                     await self._window_open.wait()
                 await self._publish_first()
+
+    async def _linger_while_in_flight(self) -> None:
+        """Let frames gather for the linger time, or until no frame is in flight any more."""
+        self._all_acked.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._linger):
+                await self._all_acked.wait()
 
     async def _publish_first(self) -> None:
         """Publish the batch's first frame. It leaves the batch only for ``_unacked`` or to be given
@@ -492,6 +504,8 @@ class FramePublisher:
             return False
         self._queue.task_done()
         self._window_open.set()
+        if not self._unacked:
+            self._all_acked.set()
         return True
 
     def _drop(self, publish: _Publish) -> None:
