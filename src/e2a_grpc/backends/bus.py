@@ -32,7 +32,9 @@ import asyncio
 import contextlib
 import datetime
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -68,6 +70,8 @@ from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
 from e2a_grpc.protocols import cloudevents
 from e2a_grpc.protocols.cloudevent_formats import from_http_binary
 from e2a_grpc.settings import ServerSettings
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -251,8 +255,11 @@ class _BusTurn:
         # the request is published: the first frame waits for one JetStream round trip, not two.
         subscribing = asyncio.create_task(self._subscribe_frames(), name="e2a-bus-frames-consumer")
         try:
-            await self._js.publish(
-                message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
+            await _until_start_by(
+                config.bus_start_by_seconds,
+                lambda: self._js.publish(
+                    message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
+                ),
             )
             self._published = True
         finally:
@@ -381,6 +388,28 @@ class _BusTurn:
             if subscription is not None:
                 with contextlib.suppress(nats.errors.Error):
                     await subscription.unsubscribe()
+
+
+#: What a JetStream publish or request raises while the stream has no leader to answer now (a
+#: cluster electing one: a new stream, a node lost); tried again, it may work.
+_NOT_ANSWERED_NOW = (
+    nats.errors.TimeoutError,
+    nats.js.errors.NoStreamResponseError,
+    nats.js.errors.ServiceUnavailableError,
+)
+
+
+async def _until_start_by(start_by_seconds: float, attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()``, made again while JetStream does not answer, until the request's Start-By. Safe
+    for the request's publish: its ``Nats-Msg-Id`` stores a publish made twice once."""
+    give_up = time.monotonic() + start_by_seconds
+    while True:
+        try:
+            return await attempt()
+        except _NOT_ANSWERED_NOW:
+            if time.monotonic() >= give_up:
+                raise
+            log.debug("JetStream did not answer the request's publish; trying again until its Start-By")
 
 
 def _frame(message: Msg) -> E2AResponse | None:
