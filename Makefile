@@ -134,8 +134,8 @@ $(BENCH_PROTOSET): $(STAMP) Makefile $(wildcard proto/e2a/v1/*.proto) bench/prot
 	$(PY) -m grpc_tools.protoc -I proto -I bench/proto --include_imports --descriptor_set_out=$@ \
 	  bench/proto/e2a/bench/v1/bench.proto $(wildcard proto/e2a/v1/*.proto)
 
-## bench-tools: ghz, the Go bench commands and the protoset (make bench builds them first)
-bench-tools: $(GHZ) $(BENCH_PROTOSET)
+## bench-tools: ghz, the Go bench commands, the protoset and clients/ts's npm packages (make bench builds them first)
+bench-tools: $(GHZ) $(BENCH_PROTOSET) $(NODE_MODULES)
 	cd bench/go && go build -o ../../.bin/bench/ ./cmd/ceiling ./cmd/streamload
 
 clean:
