@@ -469,12 +469,14 @@ async def test_sigterm_drains_a_worker_process_its_turn_finishes_and_is_acked(br
 
 
 class ConcurrencyEcho(CountingEcho):
-    """The echo backend, recording the most turns it ran at once."""
+    """The echo backend, recording the most turns it ran at once; its turns answer only once
+    ``release`` is set, so that a test sees the worker full however slowly requests are published."""
 
     def __init__(self, delay_seconds: float) -> None:
         super().__init__(delay_seconds)
         self.now = 0
         self.most = 0
+        self.release = asyncio.Event()
 
     async def stream(
         self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True
@@ -482,6 +484,7 @@ class ConcurrencyEcho(CountingEcho):
         self.now += 1
         self.most = max(self.most, self.now)
         try:
+            await self.release.wait()
             async for event in super().stream(envelope, prompt, incremental=incremental):
                 yield event
         finally:
@@ -496,12 +499,14 @@ async def test_a_busy_worker_takes_no_more_than_its_turn_slots_and_the_rest_wait
     async with running_worker(config, backend) as worker, _gateway(config) as channel:
         calls = [asyncio.create_task(_frames(achat(channel, _request(10)))) for _ in range(6)]
 
-        async def queued() -> None:
-            while await requests_left(broker.url, config) < 4:
-                await asyncio.sleep(0.02)  # polling the broker's count: it has no event for it
+        async def full() -> None:
+            # Polled: the broker's count has no event to await.
+            while await requests_left(broker.url, config) < 6 or backend.now < 2:
+                await asyncio.sleep(0.02)
 
-        await within(queued())  # two running, four waiting in the stream, not in the worker
-        assert worker.running == 2
+        await within(full())  # all six stored: two running, four waiting in the stream, not in the worker
+        assert worker.running == 2 and backend.now == 2
+        backend.release.set()
         streams = await within(asyncio.gather(*calls), 60.0)
     assert all(stream[-1].response_kind == "e2a.complete" for stream in streams)
     assert backend.most == 2

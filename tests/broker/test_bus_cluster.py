@@ -206,13 +206,15 @@ async def test_a_busy_worker_takes_only_its_turn_slots_and_the_rest_wait_in_the_
     ):
         calls = [asyncio.create_task(_frames(achat((first, second)[n % 2], _request(10)))) for n in range(6)]
 
-        async def queued() -> None:
+        async def full() -> None:
             subjects = f"{config.bus_requests_subject_prefix}.>"
-            while await stored_messages(cluster.url, config.bus_requests_stream, subjects) < 4:
-                await asyncio.sleep(0.02)  # polling the broker's count: it has no event for it
+            # Polled: the broker's count has no event to await.
+            while await stored_messages(cluster.url, config.bus_requests_stream, subjects) < 6 or backend.now < 2:
+                await asyncio.sleep(0.02)
 
-        await within(queued(), FAILOVER_TIMEOUT_SECONDS)  # two running, four waiting in the stream
-        assert worker.running == 2
+        await within(full(), FAILOVER_TIMEOUT_SECONDS)  # all six stored: two running, four waiting in the stream
+        assert worker.running == 2 and backend.now == 2
+        backend.release.set()
         streams = await within(asyncio.gather(*calls), FAILOVER_TIMEOUT_SECONDS)
     assert all(stream[-1].response_kind == "e2a.complete" for stream in streams)
     assert backend.most == 2 and backend.turns == 6
