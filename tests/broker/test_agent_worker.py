@@ -242,6 +242,27 @@ async def test_a_request_taken_after_its_start_by_is_dropped_unrun(broker: NatsS
     assert backend.turns == 0
 
 
+async def test_a_message_that_is_no_request_is_terminated_unrun_and_the_worker_goes_on(broker: NatsServer) -> None:
+    """Foreign messages on the agent's subject (no CloudEvent; a header whose percent-encoding is not
+    UTF-8) are terminated, not left to be delivered again for ever; the request after them runs."""
+    config = _settings(broker, _agent())
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+        await ensure_requests_stream(js, config)
+        subject = any_worker_subject(config.bus_requests_subject_prefix, config.agent_id)
+        await js.publish(subject, b"not an event")
+        await js.publish(subject, b"{}", headers={"ce-specversion": "1.0", "ce-id": "%ff"})
+    finally:
+        await nc.close()
+    await _publish(broker, config, _request(3), start_by=30.0)
+    backend = CountingEcho()
+    async with running_worker(config, backend) as worker:
+        await within(until_no_requests_left(broker.url, config))
+        assert worker.lost_answered == 0
+    assert backend.turns == 1
+
+
 async def test_a_request_whose_worker_was_lost_is_answered_agent_unavailable_and_never_run(broker: NatsServer) -> None:
     """A worker took the request and died (took it from the shared consumer, never acked): the next
     worker is delivered it again, does not run it, and writes its agent_unavailable final frame."""

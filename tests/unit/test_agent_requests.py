@@ -108,6 +108,14 @@ def test_a_message_without_the_bus_headers_is_no_request(changes: dict[str, str 
     assert raised.value.field == field
 
 
+def test_a_header_whose_percent_encoding_is_not_utf8_is_no_request() -> None:
+    headers, payload = _message()
+    headers["ce-id"] = "%ff"
+    with pytest.raises(E2AFieldError) as raised:
+        read_request(headers, payload)
+    assert raised.value.field == "ce-id"
+
+
 def test_a_response_event_is_no_request() -> None:
     headers, payload = _message()
     headers["ce-mcptype"] = "response"

@@ -223,7 +223,11 @@ def from_http_binary(headers: Mapping[str, str], body: bytes) -> CloudEvent:
         if lowered == CONTENT_TYPE_HEADER:
             content_type = value
         elif lowered.startswith(_HTTP_PREFIX):
-            attributes[lowered[len(_HTTP_PREFIX) :]] = unquote(value, errors="strict")
+            try:
+                attributes[lowered[len(_HTTP_PREFIX) :]] = unquote(value, errors="strict")
+            except UnicodeDecodeError as exc:
+                # A peer's malformed header is a field error like any other, not a codec's raw one.
+                raise E2AValueError(lowered, f"percent-encoded bytes are not UTF-8: {exc.reason}") from None
     return event_from_headers(attributes, content_type, body)
 
 
