@@ -93,19 +93,17 @@ class _Running:
 class _BrokerOutput:
     """Where a worker's turn writes its frames: the publisher; the final frame is watched until stored."""
 
-    __slots__ = ("_publisher", "final_stored")
+    __slots__ = ("_frames", "_publisher", "final_stored")
 
-    def __init__(self, publisher: FramePublisher) -> None:
+    def __init__(self, publisher: FramePublisher, frames: FrameBuilder) -> None:
         self._publisher = publisher
+        self._frames = frames
         self.final_stored: asyncio.Future[bool] | None = None
 
     async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
-        await self.put(frame)
-
-    async def put(self, frame: bytes) -> None:
-        # Every frame is watched, as run_turn says only after the write which one was final; the
-        # publisher forgets a watch once the frame is stored.
-        self.final_stored = self._publisher.when_stored(frame)
+        # The builder marks the final frame finished as it builds it, so only that one is watched.
+        if self._frames.finished:
+            self.final_stored = self._publisher.when_stored(frame)
         await self._publisher.put(frame)
 
 
@@ -323,11 +321,12 @@ class AgentWorker:
         request = running.request
         envelope = request.envelope
         frames = FrameBuilder(envelope, self._backend.info, self._clock, log_frames=self._config.log_frames)
-        output = _BrokerOutput(self.publisher)
+        output = _BrokerOutput(self.publisher, frames)
         try:
             prompt = checked_prompt(envelope, DEFAULT_CHAT_METHODS)
         except E2AFieldError as exc:
-            await output.put(frames.error(ErrorCode.INVALID_REQUEST, str(exc), {"field": exc.field}))
+            invalid = frames.error(ErrorCode.INVALID_REQUEST, str(exc), {"field": exc.field})
+            await output.write(invalid, frames.last_kind, None)
             assert output.final_stored is not None
             return await output.final_stored
         task = asyncio.current_task()
