@@ -25,7 +25,8 @@ from e2a_grpc.broker.agent_requests import (
     read_notice,
     request_message,
 )
-from e2a_grpc.broker.stream_reader import frame_of, streams_filter
+from e2a_grpc.broker.frame_messages import read_frame
+from e2a_grpc.broker.stream_reader import streams_filter
 from e2a_grpc.chat.invariants import StreamChecker
 from e2a_grpc.model import E2AEnvelope, E2AResponse
 from e2a_grpc.settings import ServerSettings
@@ -82,7 +83,7 @@ class Exchange:
         """The next frame stored for the request."""
         assert self._frames_sub is not None
         msg = await self._frames_sub.next_msg(timeout=10)
-        frame = frame_of(msg)
+        frame = read_frame(msg.headers or {}, msg.data)
         self.frames.append((frame, msg))
         return frame, msg
 

@@ -56,7 +56,7 @@ from e2a_grpc.broker.agent_requests import (
     worker_subject,
 )
 from e2a_grpc.broker.connection import connect
-from e2a_grpc.broker.frame_messages import frame_subject
+from e2a_grpc.broker.frame_messages import frame_subject, read_frame
 from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
@@ -67,8 +67,6 @@ from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import relay_frames
 from e2a_grpc.errors import AgentUnavailableError, E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
-from e2a_grpc.protocols import cloudevents
-from e2a_grpc.protocols.cloudevent_formats import from_http_binary
 from e2a_grpc.settings import ServerSettings
 
 T = TypeVar("T")
@@ -415,11 +413,10 @@ async def _until_start_by(start_by_seconds: float, attempt: Callable[[], Awaitab
 def _frame(message: Msg) -> E2AResponse | None:
     """A frame message's record (None, logged: a message on the subject that is no frame)."""
     try:
-        record = cloudevents.event_to_record(from_http_binary(message.headers or {}, message.data))
+        return read_frame(message.headers or {}, message.data)
     except E2AFieldError as exc:
         log.warning("a message on %s is no E2A frame (%s): skipped", message.subject, exc)
         return None
-    return record if isinstance(record, E2AResponse) else None
 
 
 def make_bus_backend(agent_id: str, settings: ServerSettings) -> AgentBackend:

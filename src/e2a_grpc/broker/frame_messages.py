@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
@@ -28,10 +29,16 @@ import orjson
 from e2a.v1 import agent_service_pb2, e2a_pb2
 from e2a_grpc import jsontext
 from e2a_grpc.chat.frames import frame_record
-from e2a_grpc.errors import E2AFieldError
+from e2a_grpc.errors import E2AFieldError, E2AValueError
 from e2a_grpc.model import DeltaKind, E2AResponse, ErrorCode, ResponseKind, ResponseStatus
 from e2a_grpc.protocols import cloudevents
-from e2a_grpc.protocols.cloudevent_formats import CONTENT_TYPE_HEADER, http_header_value, is_http_safe, to_http_binary
+from e2a_grpc.protocols.cloudevent_formats import (
+    CONTENT_TYPE_HEADER,
+    from_http_binary,
+    http_header_value,
+    is_http_safe,
+    to_http_binary,
+)
 
 #: JetStream's de-duplication header.
 MSG_ID_HEADER: Final = "Nats-Msg-Id"
@@ -84,6 +91,15 @@ def frame_message(frame: E2AResponse, *, subject_prefix: str, type_prefix: str, 
     return BrokerMessage(
         frame_subject(subject_prefix, frame.session_id, frame.request_id or event.id), headers, binary.body
     )
+
+
+def read_frame(headers: Mapping[str, str], payload: bytes) -> E2AResponse:
+    """The frame a message carries (``frame_message`` read back); a message that carries none (no
+    CloudEvent, a request's) is an ``E2AFieldError`` naming what is wrong."""
+    record = cloudevents.event_to_record(from_http_binary(headers, payload))
+    if not isinstance(record, E2AResponse):
+        raise E2AValueError("mcptype", "a Chat stream carries response frames, got a request")
+    return record
 
 
 #: The custom delta that stands in for a frame in progress the broker could not take (``stand_in_frame``).

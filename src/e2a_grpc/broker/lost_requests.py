@@ -15,11 +15,10 @@ import nats.js.errors
 from nats.js import JetStreamContext
 
 from e2a_grpc.broker.agent_requests import lost_final_frame, lost_message_id
-from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message, frame_subject
+from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message, frame_subject, read_frame
+from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AEnvelope, E2AResponse
 from e2a_grpc.model.records import utc_now_iso
-from e2a_grpc.protocols import cloudevents
-from e2a_grpc.protocols.cloudevent_formats import from_http_binary
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -33,11 +32,10 @@ async def last_stored_frame(js: JetStreamContext, stream: str, subject: str) -> 
     except nats.js.errors.NotFoundError:
         return None
     try:
-        record = cloudevents.event_to_record(from_http_binary(message.headers or {}, message.data or b""))
-    except (ValueError, TypeError) as exc:
+        return read_frame(message.headers or {}, message.data or b"")
+    except E2AFieldError as exc:
         log.warning("the last message on %s is no E2A frame (%s)", subject, exc)
         return None
-    return record if isinstance(record, E2AResponse) else None
 
 
 async def end_lost_request(

@@ -28,10 +28,9 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from e2a_grpc.broker.assembly import StreamAssembler
 from e2a_grpc.broker.connection import connect
-from e2a_grpc.broker.frame_messages import subject_token
-from e2a_grpc.errors import E2AFieldError, E2AValueError
+from e2a_grpc.broker.frame_messages import read_frame, subject_token
+from e2a_grpc.errors import E2AFieldError
 from e2a_grpc.model import E2AResponse
-from e2a_grpc.protocols import cloudevent_formats, cloudevents
 
 log = logging.getLogger(__name__)
 
@@ -52,19 +51,10 @@ def streams_filter(prefix: str, *, session_id: str | None = None, request_id: st
     return f"{prefix}.{session}.{request}"
 
 
-def frame_of(msg: Msg) -> E2AResponse:
-    """The frame a message carries; an event that is not a frame is an error naming the attribute."""
-    event = cloudevent_formats.from_http_binary(msg.headers or {}, msg.data)
-    record = cloudevents.event_to_record(event)
-    if not isinstance(record, E2AResponse):
-        raise E2AValueError("mcptype", "a Chat stream carries response frames, got a request")
-    return record
-
-
 def _stream_frame(msg: Msg) -> E2AResponse | None:
     """The frame of a Chat stream a message carries, or None (logged) for a message that is none."""
     try:
-        frame = frame_of(msg)
+        frame = read_frame(msg.headers or {}, msg.data)
     except E2AFieldError as exc:
         problem = str(exc)
     else:
