@@ -44,6 +44,7 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
+from e2a_grpc.broker.agent_records import AgentRecord
 from e2a_grpc.broker.agent_requests import (
     MISSED_NOTICES,
     TRACEPARENT_HEADER,
@@ -60,7 +61,7 @@ from e2a_grpc.broker.frame_messages import frame_subject, read_frame
 from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
-from e2a_grpc.broker.session_owners import SessionOwners
+from e2a_grpc.broker.session_owners import SessionOwners, owning_worker
 from e2a_grpc.chat.call_scope import CallScope, current_call
 from e2a_grpc.chat.events import AgentBackend, BackendError, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
@@ -158,7 +159,7 @@ class BusBackend:
         workers = live.workers(self.agent_id)
         if not workers:
             raise AgentUnavailableError(self.agent_id, "no live worker in the agent registry")
-        subject = await self._subject(envelope, owners, {worker.instance_id for worker in workers})
+        subject = await self._subject(envelope, owners, workers)
         turn = _BusTurn(self.agent_id, self._config, nc, js, envelope, subject, scope)
         try:
             try:
@@ -170,7 +171,7 @@ class BusBackend:
         finally:
             await turn.close()
 
-    async def _subject(self, envelope: E2AEnvelope, owners: SessionOwners, live: set[str]) -> str:
+    async def _subject(self, envelope: E2AEnvelope, owners: SessionOwners, workers: list[AgentRecord]) -> str:
         """Where the request goes: the worker that holds its session when that worker is live, else
         any worker (which starts the session anew and says so)."""
         prefix = self._config.bus_requests_subject_prefix
@@ -181,8 +182,9 @@ class BusBackend:
                 owner = None  # a session id no claim can have (too long for a key): no worker holds it
             except (nats.errors.Error, TimeoutError) as exc:
                 raise AgentUnavailableError(self.agent_id, f"session ownership cannot be read ({exc!r})") from None
-            if owner is not None and owner.instance_id in live:
-                return worker_subject(prefix, self.agent_id, owner.instance_id)
+            holder = owning_worker(owner, workers)
+            if holder is not None:
+                return worker_subject(prefix, self.agent_id, holder.instance_id)
         return any_worker_subject(prefix, self.agent_id)
 
     async def cancel_task(self, task_id: str) -> None:
