@@ -43,6 +43,8 @@ from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
 from e2a_grpc.chat.events import Event
 from e2a_grpc.chat.prompt import Prompt
+from e2a_grpc.cli import main
+from e2a_grpc.cli.exits import EXIT_BAD_INPUT
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
@@ -543,6 +545,18 @@ async def test_a_request_whose_deadline_passes_ends_with_deadline_exceeded_on_th
         assert await requests_left(broker.url, config) == 0
     assert stored[-1].is_final and stored[-1].body["code"] == ErrorCode.DEADLINE_EXCEEDED
     assert len(stored) < 400
+
+
+async def test_a_worker_asking_for_more_replicas_than_the_broker_has_servers_is_one_error_line(
+    broker: NatsServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``e2a-grpc agent --nats-replicas 3`` on a single server: exit 2 and the broker's refusal, no traceback."""
+    argv = ["agent", "--nats", broker.url, "--agent-id", _agent(), "--nats-replicas", "3"]
+    argv += ["--bus-requests-stream", f"REQUESTS_{uuid.uuid4().hex[:8]}"]  # a stream no other test made
+    assert await asyncio.to_thread(main, argv) == EXIT_BAD_INPUT  # main runs its own event loop
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 1, errors
+    assert "refused to create the requests' stream" in errors[0] and "with 3 replicas (--nats-replicas)" in errors[0]
 
 
 async def test_a_gateway_that_cannot_reach_the_bus_answers_unavailable(broker: NatsServer) -> None:

@@ -8,7 +8,7 @@ import signal
 import sys
 from typing import Any
 
-from e2a_grpc.cli.exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_NO_SERVER, EXIT_OK
+from e2a_grpc.cli.exits import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILED, EXIT_NO_SERVER, EXIT_OK
 from e2a_grpc.cli.options import add_setting_options, settings_from
 from e2a_grpc.cli.serve import server_logging
 from e2a_grpc.errors import error_text
@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
         from e2a_grpc.backends import make_backend
         from e2a_grpc.broker.agent_worker import AgentWorker
+        from e2a_grpc.broker.jetstream_setup import JetStreamSetupError
         from e2a_grpc.grpc.worker_health import WorkerHealth
     except ImportError as exc:
         print(f"error: {exc} (pip install 'e2a-grpc[nats]')", file=sys.stderr)
@@ -110,4 +111,8 @@ def run(args: argparse.Namespace) -> int:
     except (nats.errors.NoServersError, OSError) as exc:
         print(f"error: cannot reach NATS at {config.bus_nats}: {error_text(exc)}", file=sys.stderr)
         return EXIT_NO_SERVER
+    except JetStreamSetupError as exc:
+        # The broker refused a stream or bucket as configured (--nats-replicas beyond its servers).
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return EXIT_OK
