@@ -44,7 +44,7 @@ from e2a_grpc.broker.session_owners import SessionOwners
 from e2a_grpc.chat.events import Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.cli import main
-from e2a_grpc.cli.exits import EXIT_BAD_INPUT
+from e2a_grpc.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
@@ -557,6 +557,21 @@ async def test_a_worker_asking_for_more_replicas_than_the_broker_has_servers_is_
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 1, errors
     assert "refused to create the requests' stream" in errors[0] and "with 3 replicas (--nats-replicas)" in errors[0]
+
+
+async def test_a_worker_on_a_server_without_jetstream_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # NatsServer passes extra options last: "-js=false" turns off the JetStream its command enables.
+    server = NatsServer(tmp_path, cluster_options=["-js=false"])
+    server.start()
+    try:
+        assert await asyncio.to_thread(main, ["agent", "--nats", server.url, "--agent-id", _agent()]) == EXIT_FAILED
+    finally:
+        server.stop()
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 1, errors
+    assert f"cannot start on NATS at {server.url}" in errors[0]
 
 
 async def test_a_gateway_that_cannot_reach_the_bus_answers_unavailable(broker: NatsServer) -> None:

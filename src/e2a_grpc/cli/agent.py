@@ -111,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
     except (nats.errors.NoServersError, OSError) as exc:
         print(f"error: cannot reach NATS at {config.bus_nats}: {error_text(exc)}", file=sys.stderr)
         return EXIT_NO_SERVER
+    except (nats.errors.Error, TimeoutError) as exc:
+        # Only the start raises these (the drain logs its own): the server answers, JetStream does not.
+        print(f"error: the agent worker cannot start on NATS at {config.bus_nats}: {error_text(exc)}", file=sys.stderr)
+        return EXIT_FAILED
     except JetStreamSetupError as exc:
         # The broker refused a stream or bucket as configured (--nats-replicas beyond its servers).
         print(f"error: {exc}", file=sys.stderr)
