@@ -114,7 +114,7 @@ async def test_a_node_killed_mid_turn_costs_no_frame_and_the_request_runs_once(
         call = asyncio.create_task(chat())
         backend.go[0].set()
         await within(backend.phase_done[0].wait())
-        connection = worker._nc if whose == "worker" else route._bus.nc
+        connection = worker._nc if whose == "worker" else route.bus.nc
         await asyncio.to_thread(_connected_node(cluster, connection).kill)
         backend.go[1].set()
         await within(backend.phase_done[1].wait())

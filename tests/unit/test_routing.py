@@ -95,6 +95,16 @@ def test_a_nats_target_routes_to_the_agents_workers_on_the_bus() -> None:
     assert isinstance(backend, BusBackend) and backend.agent_id == "n"
 
 
+def test_the_nats_routes_of_a_server_share_one_bus() -> None:
+    """One connection and one watch of the registry for every agent routed to the bus."""
+    settings = ServerSettings(agent=["n=nats", "e=local:echo", "m=nats"], bus_nats="nats://127.0.0.1:4222")
+    routes = make_routes(settings)
+    assert routes is not None and routes.agent_ids == ("n", "e", "m")
+    first, second = routes.backend_for("n"), routes.backend_for("m")
+    assert isinstance(first, BusBackend) and isinstance(second, BusBackend)
+    assert first.bus is second.bus
+
+
 def test_without_a_table_the_server_is_as_before() -> None:
     settings = ServerSettings()
     assert settings.routing is None and not settings.runs_acp

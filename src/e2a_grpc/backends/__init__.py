@@ -65,11 +65,22 @@ def make_routes(config: ServerSettings) -> AgentRoutes | None:
     table = config.routing
     if table is None:
         return None
-    return AgentRoutes({route.agent_id: _route_backend(route, config) for route in table.routes}, table.default_agent)
+    backends = {
+        route.agent_id: _route_backend(route, config)
+        for route in table.routes
+        if route.target.kind is not RouteKind.NATS
+    }
+    on_the_bus = [route.agent_id for route in table.routes if route.target.kind is RouteKind.NATS]
+    if on_the_bus:  # routing_table refuses a nats target without --bus-nats
+        from e2a_grpc.backends.bus import make_bus_backends
+
+        backends.update(make_bus_backends(on_the_bus, config))  # one bus for all of them
+    return AgentRoutes({route.agent_id: backends[route.agent_id] for route in table.routes}, table.default_agent)
 
 
 def _route_backend(route: AgentRoute, config: ServerSettings) -> AgentBackend:
-    """A route's backend: a local one with the server's options for its kind, or an upstream."""
+    """A route's backend: a local one with the server's options for its kind, or an upstream (a nats
+    route's: ``make_bus_backends``, in ``make_routes``)."""
     target = route.target
     if target.kind is RouteKind.ECHO:
         return _echo(config)
@@ -84,8 +95,4 @@ def _route_backend(route: AgentRoute, config: ServerSettings) -> AgentBackend:
         return UpstreamBackend(
             route.agent_id, target.upstream, token=route.upstream_token(), max_message_bytes=config.max_message_bytes
         )
-    if target.kind is RouteKind.NATS:  # routing_table refuses one without --bus-nats
-        from e2a_grpc.backends.bus import make_bus_backend
-
-        return make_bus_backend(route.agent_id, config)
     raise AssertionError(f"no backend for target {target}")

@@ -33,7 +33,7 @@ import contextlib
 import datetime
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import TypeVar
 
 import nats.errors
@@ -82,9 +82,11 @@ REQUEST_TIMEOUT_SECONDS = 5.0
 BUS_BACKEND_NAME = "nats"
 
 
-class _Bus:
+class AgentBus:
     """The gateway's connection to the bus and its live view of the registry, made on the first turn
-    and shared by the turns of one route."""
+    and shared by the turns of every ``nats`` route of the server (``make_bus_backends``): one
+    connection and one watch of the registry, however many agents are routed to the bus. Closing it
+    again does nothing; a turn after the close opens it again."""
 
     def __init__(self, config: ServerSettings) -> None:
         self._config = config
@@ -136,13 +138,14 @@ class BusBackend:
     #: The frames of its turns are on the broker already: the gateway's frame sink skips them.
     publishes_frames = True
 
-    def __init__(self, agent_id: str, config: ServerSettings) -> None:
+    def __init__(self, agent_id: str, config: ServerSettings, bus: AgentBus | None = None) -> None:
         if not config.bus_nats:
             raise ValueError(f"agent {agent_id!r} is routed to nats: the gateway needs --bus-nats")
         self.agent_id = agent_id
         self.info = BackendInfo(BUS_BACKEND_NAME, SourceProtocol.E2A, {"agent_id": agent_id})
         self._config = config
-        self._bus = _Bus(config)
+        #: The bus this route's turns use: ``bus``, shared with the server's other nats routes, or its own.
+        self.bus = bus or AgentBus(config)
         self._origin = f"nats agent {agent_id!r}"
 
     async def stream(
@@ -153,7 +156,7 @@ class BusBackend:
         scope = current_call()
         envelope = with_request_id(envelope, None if scope is None else scope.request_id)
         try:
-            nc, js, live, owners = await self._bus.ready()
+            nc, js, live, owners = await self.bus.ready()
         except (nats.errors.Error, OSError, TimeoutError) as exc:
             raise AgentUnavailableError(self.agent_id, f"the agent bus cannot be reached ({exc!r})") from None
         workers = live.workers(self.agent_id)
@@ -196,7 +199,7 @@ class BusBackend:
         )
 
     async def aclose(self) -> None:
-        await self._bus.close()
+        await self.bus.close()  # a shared bus: the server closes every route at once
 
 
 class _BusTurn:
@@ -421,6 +424,8 @@ def _frame(message: Msg) -> E2AResponse | None:
         return None
 
 
-def make_bus_backend(agent_id: str, settings: ServerSettings) -> AgentBackend:
-    """The route of ``agent_id`` to its workers on the bus (the routing table's ``nats`` target)."""
-    return BusBackend(agent_id, settings)
+def make_bus_backends(agent_ids: Iterable[str], settings: ServerSettings) -> dict[str, AgentBackend]:
+    """The routes of ``agent_ids`` to their workers on the bus (the routing table's ``nats`` targets),
+    sharing one ``AgentBus``."""
+    bus = AgentBus(settings)
+    return {agent_id: BusBackend(agent_id, settings, bus) for agent_id in agent_ids}
