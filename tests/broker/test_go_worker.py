@@ -30,7 +30,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
 from e2a_grpc.a2a_server.server import A2AServer
-from e2a_grpc.backends.bus import make_bus_backend
+from e2a_grpc.backends.bus import make_bus_backends
 from e2a_grpc.backends.echo import EchoBackend
 from e2a_grpc.broker.agent_records import AgentRecord, entry_key, key_token
 from e2a_grpc.broker.agent_requests import Notice, shared_consumer
@@ -392,7 +392,7 @@ async def test_chat_and_a2a_calls_through_the_python_gateway(broker: NatsServer,
         expected = [frame async for frame in achat(channel, request)]
 
     settings = server_config(bus_nats=broker.url, a2a_port=0)
-    backend = make_bus_backend(agent_id, settings)  # what the routing table's nats target calls
+    backend = make_bus_backends([agent_id], settings)[agent_id]  # what the routing table's nats targets get
     async with go_worker(worker_binary, broker.url, agent_id):
         async with (
             in_process_server(backend=backend, bus_nats=broker.url) as gateway,
