@@ -188,7 +188,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 if self._metrics is not None:
                     self._metrics.chat_streams_in_flight.dec()
                     if turn.backend_error is not None:
-                        self._metrics.chat_backend_errors.labels(str(turn.backend_error)).inc()
+                        self._metrics.chat_backend_error(turn.backend_error)
                     if turn.limit_hit is not None:
                         self._metrics.chat_limits_hit.labels(turn.limit_hit).inc()
                 turn.cancel_timers()
