@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
@@ -94,11 +95,15 @@ def parse_target(text: str) -> RouteTarget:
                 raise ValueError(
                     f"{kind} needs {'a command line' if kind is RouteKind.ACP else 'a URL'} after {prefix}"
                 )
-            return (
-                RouteTarget(kind, acp_command=argument)
-                if kind is RouteKind.ACP
-                else RouteTarget(kind, a2a_url=argument)
-            )
+            if kind is RouteKind.A2A:
+                return RouteTarget(kind, a2a_url=argument)
+            # Checked here as --acp-command is: the route's backend is made from a copy of the settings
+            # (model_copy), which validates nothing, and the split at its start would end in a traceback.
+            try:
+                shlex.split(argument)
+            except ValueError as exc:  # e.g. "No closing quotation"
+                raise ValueError(f"{prefix} command line {argument!r}: {exc}") from None
+            return RouteTarget(kind, acp_command=argument)
     scheme, separator, rest = text.partition("://")
     if separator and scheme.lower() in _UPSTREAM_SCHEMES:
         if not _ENDS_WITH_PORT.search(rest):

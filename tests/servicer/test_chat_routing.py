@@ -29,7 +29,7 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.chat.events import BackendInfo, Complete, Delta, InputRequired, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.client.chat import achat
-from e2a_grpc.grpc.chat_servicer import BACKEND_TURN_SPAN
+from e2a_grpc.grpc.chat_servicer import BACKEND_TURN_SPAN, ChatServicer, add_chat_service
 from e2a_grpc.grpc.server import E2AServer
 from e2a_grpc.grpc.status import AGENT_UNAVAILABLE_REASON, UNKNOWN_AGENT_REASON
 from e2a_grpc.model import DeltaKind, ErrorCode, WaitReason
@@ -401,3 +401,44 @@ async def test_with_tracing_the_upstream_continues_the_gateways_backend_turn_spa
     assert trace_id == TRACEPARENT.split("-")[1] == format(turn.context.trace_id, "032x")
     assert parent_id == format(turn.context.span_id, "016x")  # the gateway's turn, not the caller's span
     assert dict(turn.attributes or {})["e2a.backend"] == "upstream"
+
+
+# --- a backend whose frames are on the broker already ---------------------------------------------------
+
+
+class _RecordingSink:
+    """A frame sink (``serve --publish-nats``'s place) that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+
+    async def put(self, frame: bytes) -> None:
+        self.frames.append(frame)
+
+
+class _SelfPublishingBackend(ControlledBackend):
+    """As a bus route's backend: its workers published the turn's frames already."""
+
+    publishes_frames = True
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("backend_class", [ControlledBackend, _SelfPublishingBackend])
+async def test_the_frame_sink_takes_no_frame_of_a_backend_that_publishes_its_own(
+    backend_class: type[ControlledBackend],
+) -> None:
+    backend = backend_class(before=(), after=("answer",))
+    backend.release.set()
+    sink = _RecordingSink()
+    servicer = ChatServicer(backend, server_config(), frame_sink=sink)
+    server = grpc.aio.server()
+    add_chat_service(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        frames = await _frames(f"127.0.0.1:{port}", _envelope())
+    finally:
+        await server.stop(None)
+    assert frames[-1].body == {"result": {"content": "answer"}}
+    published = [E2AResponse.from_proto(pb.ChatResponse.FromString(frame).response) for frame in sink.frames]
+    assert published == ([] if backend_class is _SelfPublishingBackend else frames)

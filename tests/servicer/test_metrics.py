@@ -20,7 +20,7 @@ from e2a.v1 import codec_service_pb2_grpc as codec_grpc
 from e2a.v1 import conversion_service_pb2 as conversion_pb
 from e2a.v1 import conversion_service_pb2_grpc as conversion_grpc
 from e2a_grpc import E2AEnvelope
-from e2a_grpc.chat.events import BackendError
+from e2a_grpc.chat.events import BackendError, Passthrough
 from e2a_grpc.model import ErrorCode
 from tests.conftest import InProcessServer, in_process_server
 from tests.support.fakes import ControlledBackend
@@ -122,6 +122,29 @@ async def test_backend_errors_and_limits_are_counted() -> None:
     assert samples[("e2a_chat_backend_errors_total", backend_errors)] == 1
     assert samples[("e2a_chat_limits_hit_total", frozenset({("limit", "prompt_too_large")}))] == 1
     assert samples[("e2a_chat_frames_sent_total", frozenset({("response_kind", "e2a.error")}))] == 2
+
+
+@pytest.mark.asyncio
+async def test_kinds_and_codes_this_version_does_not_know_are_counted_as_other() -> None:
+    """What a relayed upstream may write (``chat.relay``): each new value must not become a series."""
+    newer = [Passthrough(f"x.newer_kind_{n}", {}) for n in range(3)]
+    backend = ControlledBackend(before=(), after=newer, error=BackendError("a_newer_code", "upstream said so"))
+    backend.release.set()
+    async with (
+        in_process_server(backend, metrics_port=0) as server,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
+        chat = chat_grpc.AgentServiceStub(channel)
+        frames = [frame async for frame in chat.Chat(_chat_request("hi"), timeout=10)]
+        samples = await _scrape(server)
+    assert [frame.response.response_kind for frame in frames] == [
+        *(event.response_kind for event in newer),
+        "e2a.error",
+    ]
+    sent = {labels: value for (name, labels), value in samples.items() if name == "e2a_chat_frames_sent_total"}
+    assert sent == {frozenset({("response_kind", "other")}): 3, frozenset({("response_kind", "e2a.error")}): 1}
+    errors = {labels: value for (name, labels), value in samples.items() if name == "e2a_chat_backend_errors_total"}
+    assert errors == {frozenset({("code", "other")}): 1}
 
 
 @pytest.mark.asyncio

@@ -126,7 +126,16 @@ def _problems(**fields: object) -> list[str]:
 
 def test_each_bad_option_gets_its_own_line() -> None:
     problems = _problems(
-        agent=["loose", "y=bogus", "z=grpc://h", "q=local:acp:", "w=local:a2a:", "n=nats", "p=grpc://u:p@h:0"]
+        agent=[
+            "loose",
+            "y=bogus",
+            "z=grpc://h",
+            "q=local:acp:",
+            "w=local:a2a:",
+            "n=nats",
+            "p=grpc://u:p@h:0",
+            'u=local:acp:python "agent.py',
+        ]
     )
     assert problems[0] == "--agent 'loose': write ID=TARGET, e.g. writer=local:echo"
     assert problems[1].startswith("--agent 'y': target: unknown target 'bogus'; a target is one of local:echo")
@@ -134,10 +143,11 @@ def test_each_bad_option_gets_its_own_line() -> None:
     assert problems[3] == "--agent 'q': target: local:acp needs a command line after local:acp:"
     assert problems[4] == "--agent 'w': target: local:a2a needs a URL after local:a2a:"
     assert problems[5] == "--agent 'p': target: 'grpc://u:p@h:0' is not an upstream address: write grpc://host:port"
-    assert problems[6] == (
+    assert problems[6] == """--agent 'u': target: local:acp: command line 'python "agent.py': No closing quotation"""
+    assert problems[7] == (
         "agent 'n': target nats needs --bus-nats, the NATS server of the agent bus its workers take requests from"
     )
-    assert len(problems) == 7
+    assert len(problems) == 8
 
 
 @pytest.mark.parametrize(

@@ -244,7 +244,8 @@ class BackendExecutor(AgentExecutor):
         assert message is not None and task_id and context_id  # the SDK's request handler sets them
         self.slots.claim(message.message_id)
         try:
-            backend = self.backend_for(context.metadata)  # the handler refused an unknown agent
+            metadata = context.metadata  # the SDK converts the request's Struct on every read
+            backend = self.backend_for(metadata)  # the handler refused an unknown agent
             if self.record_owner is not None:
                 await self.record_owner(task_id)
             configuration = context.configuration
@@ -254,7 +255,7 @@ class BackendExecutor(AgentExecutor):
                 task_id,
                 context_id,
                 list(configuration.accepted_output_modes) if configuration else [],
-                context.metadata or None,
+                metadata or None,
                 agent_task_id=self._agent_task_waiting(task_id, backend),
                 blocks=None if prompt is None else prompt.blocks or [],  # a new list, not NO_PROMPT's
             )

@@ -95,14 +95,15 @@ class FrontDoorRequestHandler(DefaultRequestHandlerV2):
                 accepted_output_modes=accepted,
                 output_modes=self._output_modes,
             )
-        try:
-            self._executor.backend_for(json_format.MessageToDict(params.metadata))
-        except UnknownAgentError as exc:
-            raise a2a_error(
-                FrontDoorError.UNKNOWN_AGENT, str(exc), agent_id=exc.agent_id, known_agent_ids=list(exc.known)
-            ) from None
-        except E2AFieldError as exc:
-            raise a2a_error(ErrorCode.INVALID_REQUEST, str(exc), field=exc.field) from None
+        if self._executor.routes is not None:  # without a table no metadata names an agent: not converted
+            try:
+                self._executor.backend_for(json_format.MessageToDict(params.metadata))
+            except UnknownAgentError as exc:
+                raise a2a_error(
+                    FrontDoorError.UNKNOWN_AGENT, str(exc), agent_id=exc.agent_id, known_agent_ids=list(exc.known)
+                ) from None
+            except E2AFieldError as exc:
+                raise a2a_error(ErrorCode.INVALID_REQUEST, str(exc), field=exc.field) from None
         message = params.message
         try:
             context.state[PROMPT] = self._executor.check_prompt(message)

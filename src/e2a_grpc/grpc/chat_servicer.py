@@ -45,7 +45,7 @@ import grpc
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
 from e2a_grpc.backends.routes import AgentRoutes
 from e2a_grpc.chat.call_scope import CURRENT_CALL, TRACE_METADATA_KEYS, CallScope
-from e2a_grpc.chat.events import AgentBackend, Event, PublishesItsFrames
+from e2a_grpc.chat.events import AgentBackend, Event, publishes_its_frames
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
@@ -170,7 +170,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
         turn.limit_time(self._limits, STALLED_WRITE_GRACE_SECONDS)
         # A backend whose frames are on the broker already (a worker on the bus wrote them): the sink
         # would store them twice.
-        sink = None if isinstance(backend, PublishesItsFrames) and backend.publishes_frames else self._frame_sink
+        sink = None if publishes_its_frames(backend) else self._frame_sink
         output = _CallOutput(context, self._metrics, sink, frames.request_id)
         # Not started yet: the backend runs no code before the first event is asked for.
         events = backend.stream(envelope, prompt)
@@ -188,7 +188,7 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 if self._metrics is not None:
                     self._metrics.chat_streams_in_flight.dec()
                     if turn.backend_error is not None:
-                        self._metrics.chat_backend_errors.labels(str(turn.backend_error)).inc()
+                        self._metrics.chat_backend_error(turn.backend_error)
                     if turn.limit_hit is not None:
                         self._metrics.chat_limits_hit.labels(turn.limit_hit).inc()
                 turn.cancel_timers()

@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector
 from e2a_grpc.address import unbracketed_host
 from e2a_grpc.grpc.handlers import Context, Handler, WrappedHandlers, behavior_of, handler_like
 from e2a_grpc.grpc.readiness import Readiness
+from e2a_grpc.model import ErrorCode, ResponseKind
 
 _CALL_LABELS = ("grpc_service", "grpc_method", "grpc_type")
 _GRPC_TYPES = {
@@ -96,6 +97,23 @@ class _ReadinessCollector(Collector):
         yield dependencies
 
 
+#: The label of a response kind or error code this version does not know. Both are open: frames relayed
+#: from another E2A service (``chat.relay``) carry whatever that service wrote, and a label per value of
+#: another service's text would add a series, kept for the process's life, per value.
+OTHER_LABEL = "other"
+_KNOWN_RESPONSE_KINDS = frozenset(ResponseKind)
+_KNOWN_ERROR_CODES = frozenset(ErrorCode)
+
+
+def response_kind_label(response_kind: str) -> str:
+    return response_kind if response_kind in _KNOWN_RESPONSE_KINDS else OTHER_LABEL
+
+
+def error_code_label(code: ErrorCode | str | int) -> str:
+    """Our codes, and an A2A agent's integer JSON-RPC codes, as they are; any other string ``other``."""
+    return str(code) if isinstance(code, int) or code in _KNOWN_ERROR_CODES else OTHER_LABEL
+
+
 class ServerMetrics:
     """The metrics of one server, in their own registry."""
 
@@ -155,10 +173,14 @@ class ServerMetrics:
         self.registry.register(_ReadinessCollector(readiness))
 
     def chat_frame_sent(self, response_kind: str) -> None:
-        counter = self._chat_frames_sent_by_kind.get(response_kind)
+        label = response_kind_label(response_kind)
+        counter = self._chat_frames_sent_by_kind.get(label)
         if counter is None:
-            counter = self._chat_frames_sent_by_kind[response_kind] = self.chat_frames_sent.labels(response_kind)
+            counter = self._chat_frames_sent_by_kind[label] = self.chat_frames_sent.labels(label)
         counter.inc()
+
+    def chat_backend_error(self, code: ErrorCode | str | int) -> None:
+        self.chat_backend_errors.labels(error_code_label(code)).inc()
 
 
 class MetricsHttpServer:
