@@ -290,15 +290,26 @@ def _sdk_error(exc: A2AError, turn: _Turn) -> BackendError:
 class A2ABackend:
     """Streams each request to the A2A agent at ``url`` (its base URL, where the agent card is served).
 
-    ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests.
+    ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests over
+    HTTP (the card, JSON-RPC); a gRPC call has no read timeout. ``max_message_bytes`` is the largest
+    message the agent may send over gRPC.
     """
 
     def __init__(
-        self, url: str, *, timeout_seconds: float, answer_timeout_seconds: float, transports: Sequence[str]
+        self,
+        url: str,
+        *,
+        timeout_seconds: float,
+        answer_timeout_seconds: float,
+        transports: Sequence[str],
+        max_message_bytes: int,
     ) -> None:
         self.info = BackendInfo(name=BackendName.A2A, source_protocol=SourceProtocol.A2A)
         self._url = url
         self._transports = list(transports)
+        # grpc's channels take 4 MiB at most by default, where JSON-RPC's reads have no bound: an event the
+        # server may pass on (its own --max-message-bytes) must not fail the call over gRPC alone.
+        self._channel_options = [("grpc.max_receive_message_length", max_message_bytes)]
         #: The gRPC channels by target: both SDK clients (streaming, blocking) share the agent's one.
         self._channels: dict[str, grpc.aio.Channel] = {}
         # One connection pool for the card and all streams. The SDK does not close an httpx client
@@ -349,7 +360,7 @@ class A2ABackend:
         # and an agent back at the same target is reached on it again.
         channel = self._channels.get(target)
         if channel is None:
-            channel = self._channels[target] = grpc.aio.insecure_channel(target)
+            channel = self._channels[target] = grpc.aio.insecure_channel(target, options=self._channel_options)
         return channel
 
     async def stream(

@@ -16,6 +16,8 @@ gRPC transport (the SDK's ``GrpcHandler`` on the same request handler), offered 
 * ``parts`` - a task with metadata on its events, whose artifacts hold every part kind (text with a
   media type, raw bytes with a media type and file name, a URL, structured data) and a text
   artifact sent in three chunks (``append``, ``lastChunk`` on the last);
+* ``large`` - a task whose one artifact is ``LARGE_ARTIFACT_CHARS`` characters, more than grpc's 4 MiB
+  default bound on a message received;
 * anything else: a task with a working status carrying an agent message, two artifact updates
   (the second appended to the first) and a completed status carrying an agent message.
 
@@ -99,6 +101,10 @@ class EventLog:
             out.write(json.dumps({**record, "at": time.time()}) + "\n")
 
 
+#: The artifact of the ``large`` script: over grpc's default 4 MiB per message received.
+LARGE_ARTIFACT_CHARS = 5 * 1024 * 1024
+
+
 class ScriptedExecutor(AgentExecutor):
     def __init__(self, log: EventLog) -> None:
         self._log = log
@@ -180,6 +186,12 @@ class ScriptedExecutor(AgentExecutor):
                 return
             if "parts" in words:
                 await self._parts(event_queue, context)
+                return
+            if "large" in words:
+                await self._emit(
+                    event_queue, context, self._chunk(context, "x" * LARGE_ARTIFACT_CHARS, append=False, last=True)
+                )
+                await self._emit(event_queue, context, self._status(context, TaskState.TASK_STATE_COMPLETED))
                 return
             if "slow" in text:
                 for index in range(600):
