@@ -32,7 +32,14 @@ def test_the_worker_takes_serves_backend_and_limit_options_and_the_bus_ones() ->
         "chat_max_frames",
         "agent_id",
     } <= options
-    assert {"bus_nats", "bus_max_turns", "bus_progress_seconds", "health_port", "grace_seconds"} <= options
+    assert {
+        "bus_nats",
+        "bus_max_turns",
+        "bus_progress_seconds",
+        "health_port",
+        "grace_seconds",
+        "sessions_bucket",
+    } <= options
     assert not {"port", "a2a_port", "workers", "registry_nats", "publish_nats", "token"} & options
 
 

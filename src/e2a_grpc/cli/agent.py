@@ -24,6 +24,7 @@ _WORKER_SETTINGS = (
     "a2a_url",
     "a2a_timeout_seconds",
     "a2a_transports",
+    "sessions_bucket",
     "agent_id",
     "grace_seconds",
     "log_frames",
