@@ -14,7 +14,7 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format, struct_pb2
 
 from e2a_grpc.backends.a2a import A2ABackend
-from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS
+from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS, A2A_GRPC_BINDING
 from tests.a2a_server.conftest import (
     a2a_client,
     a2a_server,
@@ -240,7 +240,12 @@ async def test_a_blocking_send_reaches_the_agent_as_a_blocking_send(agent: Agent
     """The caller waits for the end, so the agent is asked for the end: its task as it ended, the same
     task a blocking client of the agent gets, and no stream of its progress is paid for."""
     context_id = str(uuid.uuid4())
-    streams_before = len(agent.records("sse_opened"))
+
+    def calls(method: str) -> int:
+        return sum(call["method"].rpartition("/")[2] == method for call in agent.records("grpc_call"))
+
+    streams_before = len(agent.records("sse_opened")) + calls("SendStreamingMessage")
+    blocking_before = calls("SendMessage")
     async with (
         a2a_server(_backend(agent)) as server,
         a2a_client(server, transport, streaming=False) as client,
@@ -248,7 +253,9 @@ async def test_a_blocking_send_reaches_the_agent_as_a_blocking_send(agent: Agent
     ):
         proxied = task_of(await stream_events(client, send_request(user_message("parts", context_id))))
         direct = task_of(await stream_events(straight, send_request(user_message("parts"))))
-    assert len(agent.records("sse_opened")) == streams_before
+    assert len(agent.records("sse_opened")) + calls("SendStreamingMessage") == streams_before
+    if agent.transport == A2A_GRPC_BINDING:  # the proxied send, over gRPC (the direct one is JSON-RPC's)
+        assert calls("SendMessage") == blocking_before + 1
     assert proxied.status.state == direct.status.state == TaskState.TASK_STATE_COMPLETED
     assert list(proxied.artifacts) == list(direct.artifacts)
     assert proxied.metadata == direct.metadata

@@ -28,7 +28,8 @@ compare what reached the client with what the agent sent. It also logs each requ
 times, when a running ``execute`` is cancelled, when ``cancel`` is called (A2A CancelTask), when an SSE
 response starts (with the client's port: a connection reused or a new one) and when it ends (the client
 went away or the stream finished). Every HTTP response sets a cookie, as an agent's session cookie would,
-and the log has the ``Cookie`` header of each HTTP request (``"kind": "http_request"``).
+and the log has the ``Cookie`` header of each HTTP request (``"kind": "http_request"``), and the method of each gRPC call
+(``"kind": "grpc_call"``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +259,21 @@ class ScriptedExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+class GrpcCallRecorder(grpc.aio.ServerInterceptor):
+    """Logs the method of each gRPC call (``"kind": "grpc_call"``): a streaming send or a blocking one."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        self._log.write({"kind": "grpc_call", "method": handler_call_details.method})
+        return await continuation(handler_call_details)
+
+
 class SseCloseRecorder:
     """ASGI middleware: logs when each SSE response ends, which is when the agent sees the stream closed,
     each fetch of the agent card, and the cookie each HTTP request carries; sets a cookie on each response."""
@@ -314,7 +331,7 @@ async def serve(port: int, grpc_port: int | None, log: EventLog) -> None:
     app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
     grpc_server = None
     if grpc_port is not None:
-        grpc_server = grpc.aio.server()
+        grpc_server = grpc.aio.server(interceptors=[GrpcCallRecorder(log)])
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)  # type: ignore[no-untyped-call]
         grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
         await grpc_server.start()
