@@ -14,7 +14,7 @@ from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format, struct_pb2
 
 from e2a_grpc.backends.a2a import A2ABackend
-from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS
+from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS, A2A_GRPC_BINDING
 from tests.a2a_server.conftest import (
     a2a_client,
     a2a_server,
@@ -26,10 +26,21 @@ from tests.a2a_server.conftest import (
     task_of,
     user_message,
 )
-from tests.servicer.test_chat_a2a import AGENT_TRANSPORTS, Agent, running_agent
+from tests.servicer.test_chat_a2a import AGENT_TRANSPORTS, DEFAULT_MAX_MESSAGE_BYTES, Agent, running_agent
 from tests.support.processes import free_port
 
 pytestmark = pytest.mark.subprocess  # the a2a-sdk test agent is a real subprocess
+
+
+def _backend(agent: Agent) -> A2ABackend:
+    """The a2a backend on ``agent`` as ``serve --backend a2a`` makes it by default."""
+    return A2ABackend(
+        agent.url,
+        timeout_seconds=30,
+        answer_timeout_seconds=30,
+        transports=A2A_DEFAULT_TRANSPORTS,
+        max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+    )
 
 
 @pytest.fixture(scope="module", params=AGENT_TRANSPORTS)
@@ -42,9 +53,7 @@ def agent(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
 async def test_the_agents_events_become_events_of_this_servers_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-        ) as server,
+        a2a_server(_backend(agent)) as server,
         a2a_client(server, transport) as client,
     ):
         events = await stream_events(client, send_request(user_message("hello", context_id)))
@@ -64,9 +73,7 @@ async def test_the_agents_events_become_events_of_this_servers_task(agent: Agent
 async def test_cancel_reaches_the_agent_as_cancel_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-        ) as server,
+        a2a_server(_backend(agent)) as server,
         a2a_client(server, transport) as client,
     ):
         received: list[StreamResponse] = []
@@ -111,9 +118,7 @@ async def test_a_streamed_task_reaches_the_client_as_the_agent_sent_it(
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-        ) as server,
+        a2a_server(_backend(agent)) as server,
         a2a_client(server, transport) as client,
     ):
         events = await stream_events(client, send_request(user_message(script, context_id)))
@@ -128,9 +133,7 @@ async def test_a_streamed_task_reaches_the_client_as_the_agent_sent_it(
 @pytest.mark.asyncio
 async def test_a_message_reply_stays_a_message(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
-    async with a2a_server(
-        A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-    ) as server:
+    async with a2a_server(_backend(agent)) as server:
         async with a2a_client(server, transport) as client:
             streamed = await stream_events(client, send_request(user_message("reply", context_id)))
         async with a2a_client(server, transport, streaming=False) as client:
@@ -150,9 +153,7 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-        ) as server,
+        a2a_server(_backend(agent)) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message(script, context_id))))
@@ -176,9 +177,7 @@ async def test_a_waiting_task_stays_open_and_a_message_on_it_continues_the_agent
 async def test_cancel_of_a_waiting_task_reaches_the_agents_task(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-        ) as server,
+        a2a_server(_backend(agent)) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
@@ -202,7 +201,7 @@ async def test_every_part_kind_reaches_the_agent_as_sent(agent: Agent, transport
     )
     async with (
         a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS),
+            _backend(agent),
             a2a_input_modes="text/plain,application/json,image/png,application/octet-stream",
         ) as server,
         a2a_client(server, transport) as client,
@@ -218,9 +217,7 @@ async def test_every_message_of_a_task_that_waits_more_than_once_is_in_its_histo
 ) -> None:
     context_id = str(uuid.uuid4())
     async with (
-        a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-        ) as server,
+        a2a_server(_backend(agent)) as server,
         a2a_client(server, transport, streaming=False) as client,
     ):
         waiting = task_of(await stream_events(client, send_request(user_message("ask", context_id))))
@@ -243,17 +240,22 @@ async def test_a_blocking_send_reaches_the_agent_as_a_blocking_send(agent: Agent
     """The caller waits for the end, so the agent is asked for the end: its task as it ended, the same
     task a blocking client of the agent gets, and no stream of its progress is paid for."""
     context_id = str(uuid.uuid4())
-    streams_before = len(agent.records("sse_opened"))
+
+    def calls(method: str) -> int:
+        return sum(call["method"].rpartition("/")[2] == method for call in agent.records("grpc_call"))
+
+    streams_before = len(agent.records("sse_opened")) + calls("SendStreamingMessage")
+    blocking_before = calls("SendMessage")
     async with (
-        a2a_server(
-            A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
-        ) as server,
+        a2a_server(_backend(agent)) as server,
         a2a_client(server, transport, streaming=False) as client,
         a2a_client(agent.url, TransportProtocol.JSONRPC, streaming=False) as straight,
     ):
         proxied = task_of(await stream_events(client, send_request(user_message("parts", context_id))))
         direct = task_of(await stream_events(straight, send_request(user_message("parts"))))
-    assert len(agent.records("sse_opened")) == streams_before
+    assert len(agent.records("sse_opened")) + calls("SendStreamingMessage") == streams_before
+    if agent.transport == A2A_GRPC_BINDING:  # the proxied send, over gRPC (the direct one is JSON-RPC's)
+        assert calls("SendMessage") == blocking_before + 1
     assert proxied.status.state == direct.status.state == TaskState.TASK_STATE_COMPLETED
     assert list(proxied.artifacts) == list(direct.artifacts)
     assert proxied.metadata == direct.metadata

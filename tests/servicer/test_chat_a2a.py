@@ -29,7 +29,7 @@ from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.backends.a2a import A2ABackend
-from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Delta
+from e2a_grpc.chat.events import AgentIds, BackendError, BackendInfo, Complete, Delta, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.invariants import StreamChecker, StreamInvariantError
 from e2a_grpc.chat.prompt import read_prompt
@@ -38,7 +38,8 @@ from e2a_grpc.client.conversion import ConversionClient
 from e2a_grpc.conversion import to_a2a_stream
 from e2a_grpc.model import DeltaKind, ErrorCode
 from e2a_grpc.model.constants import E2A_A2A_STREAM_BRANCHES
-from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS, A2A_GRPC_BINDING, A2A_JSONRPC_BINDING
+from e2a_grpc.settings import A2A_DEFAULT_TRANSPORTS, A2A_GRPC_BINDING, A2A_JSONRPC_BINDING, ServerSettings
+from tests.support.agents.a2a_agent import LARGE_ARTIFACT_CHARS
 from tests.support.processes import (
     connections_to,
     free_port,
@@ -122,6 +123,9 @@ def running_agent(port: int, log: Path, transport: str = A2A_JSONRPC_BINDING) ->
         assert wait_until(card_served, 30), "the test agent did not serve its card within 30 s"
         yield Agent(url, log, transport)
 
+
+#: The largest message the a2a backend takes from an agent over gRPC, as ``serve`` sets it by default.
+DEFAULT_MAX_MESSAGE_BYTES: int = ServerSettings.model_fields["max_message_bytes"].default
 
 #: The transports the a2a backend is tested on: each agent fixture runs once per transport.
 AGENT_TRANSPORTS = (A2A_GRPC_BINDING, A2A_JSONRPC_BINDING)
@@ -427,7 +431,13 @@ def test_the_backend_leaves_no_task_or_connection_behind(agent: Agent) -> None:
     """In process, where asyncio tasks can be counted: cancel mid-stream, then close the backend."""
 
     def new_backend() -> A2ABackend:
-        return A2ABackend(agent.url, timeout_seconds=30, answer_timeout_seconds=30, transports=A2A_DEFAULT_TRANSPORTS)
+        return A2ABackend(
+            agent.url,
+            timeout_seconds=30,
+            answer_timeout_seconds=30,
+            transports=A2A_DEFAULT_TRANSPORTS,
+            max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+        )
 
     async def run() -> None:
         # A whole backend's life first: grpc's C core opens its process-wide files (poller, wake-up) on
@@ -499,7 +509,11 @@ async def _turn(backend: A2ABackend, text: str) -> list[Any]:
 async def test_the_card_is_fetched_once_and_again_after_a_transport_failure(tmp_path: Path, transport: str) -> None:
     port = free_port()
     backend = A2ABackend(
-        f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS
+        f"http://127.0.0.1:{port}",
+        timeout_seconds=10,
+        answer_timeout_seconds=10,
+        transports=A2A_DEFAULT_TRANSPORTS,
+        max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
     )
     try:
         with running_agent(port, tmp_path / "first.jsonl", transport) as first:
@@ -525,7 +539,11 @@ async def test_the_agents_cookies_reach_no_later_request(tmp_path: Path) -> None
     # of the test agent sets one) must not go out with the next.
     port = free_port()
     backend = A2ABackend(
-        f"http://127.0.0.1:{port}", timeout_seconds=10, answer_timeout_seconds=10, transports=A2A_DEFAULT_TRANSPORTS
+        f"http://127.0.0.1:{port}",
+        timeout_seconds=10,
+        answer_timeout_seconds=10,
+        transports=A2A_DEFAULT_TRANSPORTS,
+        max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
     )
     try:
         with running_agent(port, tmp_path / "agent.jsonl") as agent:
@@ -586,7 +604,13 @@ async def test_the_first_preferred_transport_the_card_offers_carries_the_turn(
     tmp_path: Path, transports: tuple[str, ...], over_http: bool
 ) -> None:
     with running_agent(free_port(), tmp_path / "agent.jsonl", A2A_GRPC_BINDING) as agent:
-        backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=10, transports=transports)
+        backend = A2ABackend(
+            agent.url,
+            timeout_seconds=10,
+            answer_timeout_seconds=10,
+            transports=transports,
+            max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+        )
         try:
             for incremental in (True, False):
                 envelope = _envelope("hello")
@@ -603,9 +627,39 @@ async def test_the_first_preferred_transport_the_card_offers_carries_the_turn(
 
 
 @pytest.mark.asyncio
+async def test_an_answer_over_grpcs_default_message_bound_arrives_within_max_message_bytes(tmp_path: Path) -> None:
+    # JSON-RPC reads an answer of any size; over gRPC the channel's bound is the server's, not grpc's 4 MiB.
+    with running_agent(free_port(), tmp_path / "agent.jsonl", A2A_GRPC_BINDING) as agent:
+        backend = A2ABackend(
+            agent.url,
+            timeout_seconds=10,
+            answer_timeout_seconds=10,
+            transports=(A2A_GRPC_BINDING,),
+            max_message_bytes=2 * LARGE_ARTIFACT_CHARS,
+        )
+        try:
+            events = await _turn(backend, "large")
+        finally:
+            await backend.aclose()
+    assert isinstance(events[-1], Complete)
+    artifacts = [
+        event.body["payload"]["artifact"]
+        for event in events
+        if isinstance(event, Passthrough) and event.body["branch"] == "artifact_update"
+    ]
+    assert [len(artifact["parts"][0]["text"]) for artifact in artifacts] == [LARGE_ARTIFACT_CHARS]
+
+
+@pytest.mark.asyncio
 async def test_an_agent_offering_none_of_the_transports_is_unsupported(tmp_path: Path) -> None:
     with running_agent(free_port(), tmp_path / "agent.jsonl", A2A_JSONRPC_BINDING) as agent:
-        backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=10, transports=(A2A_GRPC_BINDING,))
+        backend = A2ABackend(
+            agent.url,
+            timeout_seconds=10,
+            answer_timeout_seconds=10,
+            transports=(A2A_GRPC_BINDING,),
+            max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+        )
         try:
             with pytest.raises(BackendError) as refused:
                 await _turn(backend, "hello")
@@ -617,7 +671,13 @@ async def test_an_agent_offering_none_of_the_transports_is_unsupported(tmp_path:
 
 @pytest.mark.asyncio
 async def test_a_blocking_send_past_its_time_is_an_a2a_timeout(agent: Agent) -> None:
-    backend = A2ABackend(agent.url, timeout_seconds=10, answer_timeout_seconds=0.5, transports=A2A_DEFAULT_TRANSPORTS)
+    backend = A2ABackend(
+        agent.url,
+        timeout_seconds=10,
+        answer_timeout_seconds=0.5,
+        transports=A2A_DEFAULT_TRANSPORTS,
+        max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+    )
     envelope = _envelope("slow, longer than the answer may take")
     try:
         with pytest.raises(BackendError) as late:

@@ -23,8 +23,23 @@ def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_worker_takes_serves_backend_and_limit_options_and_the_bus_ones() -> None:
     options = set(worker_options())
-    assert {"backend", "acp_command", "a2a_url", "echo_delay_seconds", "chat_max_frames", "agent_id"} <= options
-    assert {"bus_nats", "bus_max_turns", "bus_progress_seconds", "health_port", "grace_seconds"} <= options
+    assert {
+        "backend",
+        "acp_command",
+        "a2a_url",
+        "a2a_transports",
+        "echo_delay_seconds",
+        "chat_max_frames",
+        "agent_id",
+    } <= options
+    assert {
+        "bus_nats",
+        "bus_max_turns",
+        "bus_progress_seconds",
+        "health_port",
+        "grace_seconds",
+        "sessions_bucket",
+    } <= options
     assert not {"port", "a2a_port", "workers", "registry_nats", "publish_nats", "token"} & options
 
 

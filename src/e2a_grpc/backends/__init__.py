@@ -45,6 +45,7 @@ def _a2a(config: ServerSettings) -> AgentBackend:
         # A blocking send's answer comes when the agent's task ends or waits: a turn's whole time.
         answer_timeout_seconds=config.chat_max_stream_seconds,
         transports=config.a2a_transport_preference,
+        max_message_bytes=config.max_message_bytes,
     )
 
 

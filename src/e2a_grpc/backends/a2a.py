@@ -34,10 +34,12 @@ import asyncio
 import contextlib
 import http.cookiejar
 import logging
+import urllib.parse
 import uuid
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any, cast
 
+from e2a_grpc.address import ServerAddress, parse_server_address
 from e2a_grpc.chat.events import (
     AgentIds,
     BackendError,
@@ -254,6 +256,29 @@ def _no_cookies() -> http.cookiejar.CookieJar:
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
+#: The port of an ``http(s)://`` gRPC interface URL that names none.
+_URL_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def grpc_interface_address(url: str) -> ServerAddress:
+    """Where to dial an agent card's gRPC interface, and whether with TLS.
+
+    ``host:port``, as the SDK's own agents write it, is dialled in plaintext. A2A 1.0 asks production
+    cards for an absolute ``https://`` URL on every interface, gRPC's included: TLS with the system's root
+    certificates, port 443 unless it names one. A path is left out: a gRPC call's path is its method's.
+    Raises ValueError naming what is wrong.
+    """
+    scheme, separator, _ = url.partition("://")
+    if not separator:
+        return parse_server_address(url)
+    parts = urllib.parse.urlsplit(url)
+    default_port = _URL_DEFAULT_PORTS.get(scheme.lower())
+    if default_port is None or not parts.netloc:
+        raise ValueError(f"gRPC interface URL {url!r}: give host:port, http://host[:port] or https://host[:port]")
+    netloc = parts.netloc if parts.port else f"{parts.netloc}:{default_port}"
+    return parse_server_address(f"{scheme}://{netloc}")
+
+
 def _agent_failure(exc: A2AError) -> A2AError:
     """The SDK's error, or the A2A InternalError the agent meant when its gRPC server said UNKNOWN.
 
@@ -290,16 +315,27 @@ def _sdk_error(exc: A2AError, turn: _Turn) -> BackendError:
 class A2ABackend:
     """Streams each request to the A2A agent at ``url`` (its base URL, where the agent card is served).
 
-    ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests.
+    ``timeout_seconds`` bounds the silence on the agent's stream, connecting, and plain requests over
+    HTTP (the card, JSON-RPC); a gRPC call has no read timeout. ``max_message_bytes`` is the largest
+    message the agent may send over gRPC.
     """
 
     def __init__(
-        self, url: str, *, timeout_seconds: float, answer_timeout_seconds: float, transports: Sequence[str]
+        self,
+        url: str,
+        *,
+        timeout_seconds: float,
+        answer_timeout_seconds: float,
+        transports: Sequence[str],
+        max_message_bytes: int,
     ) -> None:
         self.info = BackendInfo(name=BackendName.A2A, source_protocol=SourceProtocol.A2A)
         self._url = url
         self._transports = list(transports)
-        #: The gRPC channels by target: both SDK clients (streaming, blocking) share the agent's one.
+        # grpc's channels take 4 MiB at most by default, where JSON-RPC's reads have no bound: an event the
+        # server may pass on (its own --max-message-bytes) must not fail the call over gRPC alone.
+        self._channel_options = [("grpc.max_receive_message_length", max_message_bytes)]
+        #: The gRPC channels by interface URL: both SDK clients (streaming, blocking) share the agent's one.
         self._channels: dict[str, grpc.aio.Channel] = {}
         # One connection pool for the card and all streams. The SDK does not close an httpx client
         # it is given, so aclose() does. It keeps no cookie: httpx's client stores every Set-Cookie of
@@ -344,12 +380,18 @@ class A2ABackend:
         )
         return ClientFactory(config).create(card)
 
-    def _channel(self, target: str) -> grpc.aio.Channel:
+    def _channel(self, url: str) -> grpc.aio.Channel:
         # Kept until aclose(), also when a failure drops the clients: a stream of theirs may still use it,
-        # and an agent back at the same target is reached on it again.
-        channel = self._channels.get(target)
+        # and an agent back at the same URL is reached on it again.
+        channel = self._channels.get(url)
         if channel is None:
-            channel = self._channels[target] = grpc.aio.insecure_channel(target)
+            address = grpc_interface_address(url)  # its ValueError: the card offers nothing this client can dial
+            if address.tls:
+                credentials = grpc.ssl_channel_credentials()
+                channel = grpc.aio.secure_channel(address.target, credentials, options=self._channel_options)
+            else:
+                channel = grpc.aio.insecure_channel(address.target, options=self._channel_options)
+            self._channels[url] = channel
         return channel
 
     async def stream(

@@ -23,6 +23,8 @@ _WORKER_SETTINGS = (
     "health_port",
     "a2a_url",
     "a2a_timeout_seconds",
+    "a2a_transports",
+    "sessions_bucket",
     "agent_id",
     "grace_seconds",
     "log_frames",

@@ -16,6 +16,8 @@ gRPC transport (the SDK's ``GrpcHandler`` on the same request handler), offered 
 * ``parts`` - a task with metadata on its events, whose artifacts hold every part kind (text with a
   media type, raw bytes with a media type and file name, a URL, structured data) and a text
   artifact sent in three chunks (``append``, ``lastChunk`` on the last);
+* ``large`` - a task whose one artifact is ``LARGE_ARTIFACT_CHARS`` characters, more than grpc's 4 MiB
+  default bound on a message received;
 * anything else: a task with a working status carrying an agent message, two artifact updates
   (the second appended to the first) and a completed status carrying an agent message.
 
@@ -26,7 +28,8 @@ compare what reached the client with what the agent sent. It also logs each requ
 times, when a running ``execute`` is cancelled, when ``cancel`` is called (A2A CancelTask), when an SSE
 response starts (with the client's port: a connection reused or a new one) and when it ends (the client
 went away or the stream finished). Every HTTP response sets a cookie, as an agent's session cookie would,
-and the log has the ``Cookie`` header of each HTTP request (``"kind": "http_request"``).
+and the log has the ``Cookie`` header of each HTTP request (``"kind": "http_request"``), and the method of each gRPC call
+(``"kind": "grpc_call"``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +101,10 @@ class EventLog:
     def write(self, record: dict[str, Any]) -> None:
         with self._path.open("a", encoding="utf-8") as out:
             out.write(json.dumps({**record, "at": time.time()}) + "\n")
+
+
+#: The artifact of the ``large`` script: over grpc's default 4 MiB per message received.
+LARGE_ARTIFACT_CHARS = 5 * 1024 * 1024
 
 
 class ScriptedExecutor(AgentExecutor):
@@ -181,6 +189,12 @@ class ScriptedExecutor(AgentExecutor):
             if "parts" in words:
                 await self._parts(event_queue, context)
                 return
+            if "large" in words:
+                await self._emit(
+                    event_queue, context, self._chunk(context, "x" * LARGE_ARTIFACT_CHARS, append=False, last=True)
+                )
+                await self._emit(event_queue, context, self._status(context, TaskState.TASK_STATE_COMPLETED))
+                return
             if "slow" in text:
                 for index in range(600):
                     await self._emit(
@@ -245,6 +259,21 @@ class ScriptedExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+class GrpcCallRecorder(grpc.aio.ServerInterceptor):
+    """Logs the method of each gRPC call (``"kind": "grpc_call"``): a streaming send or a blocking one."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        self._log.write({"kind": "grpc_call", "method": handler_call_details.method})
+        return await continuation(handler_call_details)
+
+
 class SseCloseRecorder:
     """ASGI middleware: logs when each SSE response ends, which is when the agent sees the stream closed,
     each fetch of the agent card, and the cookie each HTTP request carries; sets a cookie on each response."""
@@ -302,7 +331,7 @@ async def serve(port: int, grpc_port: int | None, log: EventLog) -> None:
     app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
     grpc_server = None
     if grpc_port is not None:
-        grpc_server = grpc.aio.server()
+        grpc_server = grpc.aio.server(interceptors=[GrpcCallRecorder(log)])
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)  # type: ignore[no-untyped-call]
         grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
         await grpc_server.start()
