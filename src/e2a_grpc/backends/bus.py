@@ -13,15 +13,19 @@ gateway's frame sink does not publish them again (``publishes_frames``).
 - After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
   (``lost_requests``) and the turn ends with it.
-- The frames are read with an ordered consumer, made while the request is published, from the
-  request's first frame on: none is missed, and a NATS node lost meanwhile costs none. nats-py's
-  ordered consumer does not make that so on its own: it checks its sequence only on idle heartbeats
-  (nats.go checks every message), so frames pushed while the connection was away are skipped and the
-  next one handed on. The turn hands frames on by ``sequence``: one that comes early waits for those
-  before it (the worker's publisher stores a frame it sends again after those sent since, so the
-  stream's order is not always the frames'); when the next one is still missing a progress interval
-  later, the turn reads the request's frames again from the first on a new consumer and drops those
-  it has (``_read_frames_again``).
+- The frames are read as the worker publishes them, on a plain NATS subscription to the request's
+  frame subject made before the request is published: no consumer to create, and no JetStream
+  delivery hop, on the way to the first frame. The turn hands frames on by ``sequence``, each once:
+  one that comes early waits for those before it, one that comes again (the worker's publisher
+  sends a frame again when its ack is late) is dropped.
+- A plain subscription misses what is published while its connection is away, or what it drops as
+  a slow consumer. So on any sign of a loss (a frame ahead of the next one, the connection back after
+  a loss of it, a slow-consumer drop, or silence while the request's final frame is stored) the turn
+  reads the request's frames from JetStream instead: an ordered consumer from the request's first
+  frame on, dropping those it has. nats-py's ordered consumer checks its sequence only on idle
+  heartbeats (nats.go checks every message), so frames pushed while the connection was away are
+  skipped and the next one handed on; when the next one is still missing a progress interval later,
+  the turn reads the frames again on a new consumer (``_read_frames_again``).
 - A turn closed before its final frame (the client cancelled, a limit) cancels the request on
   ``e2a.cancel.<request token>``; the worker ends it with its own final frame on the broker.
 """
@@ -31,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import enum
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
@@ -95,13 +100,15 @@ class AgentBus:
         self.js: JetStreamContext | None = None
         self.live: LiveAgents | None = None
         self.owners: SessionOwners | None = None
+        #: The turns reading frames now: told when their connection may have lost some.
+        self.turns: set[_BusTurn] = set()
 
     async def ready(self) -> tuple[NatsClient, JetStreamContext, LiveAgents, SessionOwners]:
         async with self._lock:
             if self.nc is None or self.js is None or self.live is None or self.owners is None:
                 config = self._config
                 assert config.bus_nats is not None  # BusBackend checks it
-                nc = await connect(config.bus_nats)
+                nc = await connect(config.bus_nats, reconnected_cb=self._reconnected, error_cb=self._connection_error)
                 try:
                     js = nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS)
                     await ensure_requests_stream(js, config)
@@ -122,6 +129,17 @@ class AgentBus:
                     raise
                 self.nc, self.js, self.live, self.owners = nc, js, live, owners
             return self.nc, self.js, self.live, self.owners
+
+    async def _reconnected(self) -> None:
+        # What was published while the connection was away never reaches a plain subscription.
+        for turn in self.turns:
+            turn.frames_may_be_lost()
+
+    async def _connection_error(self, error: Exception) -> None:
+        if isinstance(error, nats.errors.SlowConsumerError):
+            for turn in self.turns:
+                if turn.reads(error.sub):
+                    turn.frames_may_be_lost()
 
     async def close(self) -> None:
         if self.live is not None:
@@ -163,7 +181,7 @@ class BusBackend:
         if not workers:
             raise AgentUnavailableError(self.agent_id, "no live worker in the agent registry")
         subject = await self._subject(envelope, owners, workers)
-        turn = _BusTurn(self.agent_id, self._config, nc, js, envelope, subject, scope)
+        turn = _BusTurn(self.agent_id, self._config, self.bus, nc, js, envelope, subject, scope)
         try:
             try:
                 await turn.open()
@@ -209,6 +227,7 @@ class _BusTurn:
         self,
         agent_id: str,
         config: ServerSettings,
+        bus: AgentBus,
         nc: NatsClient,
         js: JetStreamContext,
         envelope: E2AEnvelope,
@@ -219,28 +238,46 @@ class _BusTurn:
         self._subject = subject
         self._scope = scope
         self._config = config
+        self._bus = bus
         self._nc = nc
         self._js = js
         self.envelope = envelope
         assert envelope.request_id is not None
         self.request_id = envelope.request_id
-        #: Notices (generation None) and frames, each frame with the generation of the consumer it came from.
-        self._arrivals: asyncio.Queue[tuple[int | None, Msg]] = asyncio.Queue()
-        self._frame_subscription: JetStreamContext.PushSubscription | None = None
-        #: The frame consumer's generation: one more each time the frames are read again after a gap.
-        self._generation = 0
+        #: Notices and frames as they come; ``_MAY_BE_LOST`` when the plain subscription may have missed some.
+        self._arrivals: asyncio.Queue[Msg | _Signal] = asyncio.Queue()
+        #: The plain subscription to the request's frames, until the turn reads them from JetStream.
+        self._live_frames: Subscription | None = None
+        #: The JetStream consumer of the request's frames, once the turn reads them from there.
+        self._stored_frames: JetStreamContext.PushSubscription | None = None
+        #: Reading the frames from JetStream (``_read_frames_again``), and whether the last reading started.
+        self._reading_again: asyncio.Task[None] | None = None
+        self._read_again = False
         #: The sequence of the next frame to hand on.
         self._next_sequence = 0
         self._notices: Subscription | None = None
         self._published = False
         self._ended = False
 
+    def reads(self, subscription: Subscription) -> bool:
+        """Whether ``subscription`` is one this turn reads its frames from."""
+        return subscription is self._live_frames or subscription is self._stored_frames
+
+    def frames_may_be_lost(self) -> None:
+        """The connection may have missed frames of this request: read them from JetStream."""
+        self._arrivals.put_nowait(_MAY_BE_LOST)
+
     async def open(self) -> None:
-        """Subscribe to the request's notices, then publish it while its frames' consumer is made."""
+        """Subscribe to the request's notices and frames, then publish it."""
         config = self._config
         inbox = self._nc.new_inbox()
-        # Sent on the connection ahead of the request, so the server has it before any worker can notify.
-        self._notices = await self._nc.subscribe(inbox, cb=self._noticed)
+        # Both sent on the connection ahead of the request, so the server has them before any worker
+        # can notify or publish a frame.
+        self._notices = await self._nc.subscribe(inbox, cb=self._arrived)
+        self._live_frames = await self._nc.subscribe(
+            frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id), cb=self._arrived
+        )
+        self._bus.turns.add(self)
         now = datetime.datetime.now(datetime.UTC)
         scope = self._scope
         remaining = None if scope is None else scope.time_remaining()
@@ -254,71 +291,64 @@ class _BusTurn:
         message = request_message(
             request, self._subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source
         )
-        # The consumer reads from the request's first frame on whenever it is made, so it is made while
-        # the request is published: the first frame waits for one JetStream round trip, not two.
-        subscribing = asyncio.create_task(self._subscribe_frames(), name="e2a-bus-frames-consumer")
-        try:
-            await _until_start_by(
-                config.bus_start_by_seconds,
-                lambda: self._js.publish(
-                    message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
-                ),
-            )
-            self._published = True
-        finally:
-            # Awaited even when the publish failed, so that ``close`` drops the subscription it makes.
-            await asyncio.wait((subscribing,))
-            if not self._published and not subscribing.cancelled():
-                subscribing.exception()  # the publish's error is the one to report
-        subscribing.result()  # published, but no consumer: ``close`` cancels the request
-
-    async def _subscribe_frames(self) -> None:
-        """An ordered consumer of the request's frames, from its first on, of the next generation."""
-        self._generation += 1
-        generation = self._generation
-
-        async def arrived(message: Msg) -> None:
-            self._arrivals.put_nowait((generation, message))
-
-        config = self._config
-        self._frame_subscription = await self._js.subscribe(
-            frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id),
-            stream=config.nats_stream,
-            ordered_consumer=True,
-            deliver_policy=DeliverPolicy.ALL,
-            # nats-py replaces an ordered consumer after two missed heartbeats (5 s each by default): one
-            # on a NATS node that is gone must be replaced well within the silence that means a lost
-            # worker (MISSED_NOTICES progress intervals), or a node's loss reads as the worker's.
-            idle_heartbeat=config.bus_progress_seconds / 2,
-            cb=arrived,
+        await _until_start_by(
+            config.bus_start_by_seconds,
+            lambda: self._js.publish(
+                message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
+            ),
         )
+        self._published = True
 
-    async def _missing(self, sequence: int) -> float:
-        """Frame ``sequence`` is still missing a progress interval after a later one came: read the
-        frames again; returns when that was."""
-        log.debug(
-            "request %s: frame %d still missing %g s after a later one came; reading its frames again",
-            self.request_id,
-            sequence,
-            self._config.bus_progress_seconds,
-        )
-        await self._read_frames_again()
+    async def _arrived(self, message: Msg) -> None:
+        self._arrivals.put_nowait(message)
+
+    def _suspect_loss(self) -> float:
+        """Read the request's frames from JetStream, in the background unless that is under way;
+        returns when, to look again a progress interval later."""
+        if self._reading_again is None or self._reading_again.done():
+            self._reading_again = asyncio.create_task(self._read_frames_again(), name="e2a-bus-frames-again")
         return asyncio.get_running_loop().time()
 
     async def _read_frames_again(self) -> None:
-        """A new consumer from the request's first frame (see the module docstring); what the old one
-        still delivers is dropped by its generation."""
-        old = self._frame_subscription
-        await self._subscribe_frames()
-        if old is not None:
-            with contextlib.suppress(nats.errors.Error):
-                await old.unsubscribe()
+        """A new ordered consumer of the request's frames from its first on (see the module docstring),
+        then the subscriptions it replaces dropped; the frames the turn has are dropped as they come
+        again. JetStream may not answer now (a cluster electing leaders): the subscriptions stay, and
+        the turn tries again a progress interval later."""
+        log.debug("request %s: a frame may be missing; reading its frames from JetStream", self.request_id)
+        self._read_again = False
+        config = self._config
+        try:
+            stored = await self._js.subscribe(
+                frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id),
+                stream=config.nats_stream,
+                ordered_consumer=True,
+                deliver_policy=DeliverPolicy.ALL,
+                # nats-py replaces an ordered consumer after two missed heartbeats (5 s each by default):
+                # one on a NATS node that is gone must be replaced well within the silence that means a
+                # lost worker (MISSED_NOTICES progress intervals), or a node's loss reads as the worker's.
+                idle_heartbeat=config.bus_progress_seconds / 2,
+                cb=self._arrived,
+            )
+        except (nats.errors.Error, TimeoutError) as exc:
+            log.debug("request %s: its frames cannot be read from JetStream now (%r)", self.request_id, exc)
+            return
+        replaced = (self._stored_frames, self._live_frames)
+        self._stored_frames, self._live_frames = stored, None
+        self._read_again = True
+        for subscription in replaced:
+            if subscription is not None:
+                with contextlib.suppress(nats.errors.Error):
+                    await subscription.unsubscribe()
 
-    async def _noticed(self, message: Msg) -> None:
-        self._arrivals.put_nowait((None, message))
+    def _look_again(self, ahead: dict[int, E2AResponse]) -> float | None:
+        """A progress interval after a frame seemed missing: read the frames again while one still is
+        (or the last reading could not start); else stop looking."""
+        if ahead or not self._read_again:
+            return self._suspect_loss()
+        return None
 
     async def frames(self) -> AsyncIterator[E2AResponse]:
-        """The request's frames as the worker stores them, up to its final frame; raises
+        """The request's frames as the worker publishes them, up to its final frame; raises
         ``AgentUnavailableError`` when no worker takes it, and ends with the lost-request frame when
         its worker goes silent."""
         config = self._config
@@ -326,7 +356,7 @@ class _BusTurn:
         take_by = loop.time() + config.bus_start_by_seconds + TAKEN_GRACE_SECONDS
         silence = MISSED_NOTICES * config.bus_progress_seconds
         taken = False
-        #: Frames ahead of the next one, by sequence, and since when the next one is missing.
+        #: Frames ahead of the next one, by sequence, and since when a frame may be missing.
         ahead: dict[int, E2AResponse] = {}
         missing_since: float | None = None
         heard_at = loop.time()  # the last notice or frame (any message of the request)
@@ -335,10 +365,10 @@ class _BusTurn:
             if missing_since is not None:
                 timeout = min(timeout, missing_since + config.bus_progress_seconds - loop.time())
             try:
-                generation, message = await self._next_arrival(timeout)
+                arrival = await self._next_arrival(timeout)
             except TimeoutError:
                 if missing_since is not None and loop.time() - missing_since >= config.bus_progress_seconds:
-                    missing_since = await self._missing(self._next_sequence)
+                    missing_since = self._look_again(ahead)
                     continue
                 if not taken:
                     raise AgentUnavailableError(
@@ -350,17 +380,24 @@ class _BusTurn:
                     self._ended = True
                     yield lost
                     return
+                # The final frame is stored: on its way here, or missed by the plain subscription.
                 heard_at = loop.time()
-                continue  # the final frame is stored: it is on its way here
+                if self._stored_frames is None:
+                    missing_since = self._suspect_loss()
+                continue
+            if arrival is _MAY_BE_LOST:
+                missing_since = self._suspect_loss()
+                continue
+            assert isinstance(arrival, Msg)
             taken = True
             heard_at = loop.time()
             if missing_since is not None and loop.time() - missing_since >= config.bus_progress_seconds:
-                missing_since = await self._missing(self._next_sequence)
-            if read_notice(message.headers) is not None or generation != self._generation:
-                continue  # a notice, or a message of a consumer replaced since
-            frame = _frame(message)
+                missing_since = self._look_again(ahead)
+            if read_notice(arrival.headers) is not None:
+                continue
+            frame = _frame(arrival)
             if frame is None or frame.sequence < self._next_sequence:
-                continue  # no frame, or one handed on already (the frames read again)
+                continue  # no frame, or one handed on already (sent again, or read again)
             ahead[frame.sequence] = frame
             while (ready := ahead.pop(self._next_sequence, None)) is not None:
                 self._next_sequence += 1
@@ -372,9 +409,11 @@ class _BusTurn:
             if not ahead:
                 missing_since = None
             elif missing_since is None:
-                missing_since = loop.time()
+                # On the plain subscription the next frame was lost (or is late, sent again after a late
+                # ack): the stream's copy is read at once. An ordered consumer's is waited for first.
+                missing_since = self._suspect_loss() if self._stored_frames is None else loop.time()
 
-    async def _next_arrival(self, timeout: float) -> tuple[int | None, Msg]:
+    async def _next_arrival(self, timeout: float) -> Msg | _Signal:
         """The next notice or frame; TimeoutError when none comes within ``timeout`` seconds."""
         if not self._arrivals.empty():
             # No timer to arm and cancel for a message already here (most frames of a busy stream).
@@ -384,13 +423,26 @@ class _BusTurn:
 
     async def close(self) -> None:
         """Cancel the request if it has not ended, and drop the subscriptions."""
+        self._bus.turns.discard(self)
+        if self._reading_again is not None:
+            self._reading_again.cancel()
+            await asyncio.wait((self._reading_again,))
         if self._published and not self._ended:
             with contextlib.suppress(nats.errors.Error):
                 await self._nc.publish(cancel_subject(self._config.bus_cancel_subject_prefix, self.request_id))
-        for subscription in (self._frame_subscription, self._notices):
+        for subscription in (self._live_frames, self._stored_frames, self._notices):
             if subscription is not None:
                 with contextlib.suppress(nats.errors.Error):
                     await subscription.unsubscribe()
+
+
+class _Signal(enum.Enum):
+    """What a turn's arrivals carry besides messages."""
+
+    MAY_BE_LOST = "frames may be lost"
+
+
+_MAY_BE_LOST = _Signal.MAY_BE_LOST
 
 
 #: What a JetStream publish or request raises while the stream has no leader to answer now (a

@@ -19,14 +19,24 @@ async def _log_error(error: Exception) -> None:
     log.debug("nats: %r", error)  # connection troubles: the retries above say what matters
 
 
+def _errors_to(error_cb: Callable[[Exception], Awaitable[None]]) -> Callable[[Exception], Awaitable[None]]:
+    async def logged_then_handled(error: Exception) -> None:
+        await _log_error(error)
+        await error_cb(error)
+
+    return logged_then_handled
+
+
 async def connect(
     url: str,
     *,
     disconnected_cb: Callable[[], Awaitable[None]] | None = None,
     reconnected_cb: Callable[[], Awaitable[None]] | None = None,
+    error_cb: Callable[[Exception], Awaitable[None]] | None = None,
 ) -> NatsClient:
     """A connection to ``url`` (or to any of comma-separated URLs, a cluster's nodes) that reconnects
-    for as long as it is open; raises NoServersError (or OSError) when no broker can be reached now."""
+    for as long as it is open; raises NoServersError (or OSError) when no broker can be reached now.
+    ``error_cb`` hears the errors nats-py reports asynchronously (a slow consumer's dropped messages)."""
     nc = await nats.connect(
         [server.strip() for server in url.split(",") if server.strip()],
         connect_timeout=2,
@@ -34,7 +44,7 @@ async def connect(
         max_reconnect_attempts=FIRST_CONNECT_ATTEMPTS,
         reconnect_time_wait=0.25,
         name="e2a-grpc",
-        error_cb=_log_error,
+        error_cb=_log_error if error_cb is None else _errors_to(error_cb),
         disconnected_cb=disconnected_cb,
         reconnected_cb=reconnected_cb,
     )
