@@ -62,7 +62,8 @@ from e2a_grpc.broker.agent_requests import (
     worker_subject,
 )
 from e2a_grpc.broker.connection import connect
-from e2a_grpc.broker.frame_messages import frame_subject, read_frame
+from e2a_grpc.broker.frame_messages import frame_subject
+from e2a_grpc.broker.frame_reader import FrameReader
 from e2a_grpc.broker.live_agents import LiveAgents
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
@@ -253,6 +254,7 @@ class _BusTurn:
         #: Reading the frames from JetStream (``_read_frames_again``), and whether the last reading started.
         self._reading_again: asyncio.Task[None] | None = None
         self._read_again = False
+        self._reader = FrameReader()
         #: The sequence of the next frame to hand on.
         self._next_sequence = 0
         self._notices: Subscription | None = None
@@ -395,7 +397,7 @@ class _BusTurn:
                 missing_since = self._look_again(ahead)
             if read_notice(arrival.headers) is not None:
                 continue
-            frame = _frame(arrival)
+            frame = _frame(self._reader, arrival)
             if frame is None or frame.sequence < self._next_sequence:
                 continue  # no frame, or one handed on already (sent again, or read again)
             ahead[frame.sequence] = frame
@@ -467,10 +469,10 @@ async def _until_start_by(start_by_seconds: float, attempt: Callable[[], Awaitab
             log.debug("JetStream did not answer the request's publish; trying again until its Start-By")
 
 
-def _frame(message: Msg) -> E2AResponse | None:
+def _frame(reader: FrameReader, message: Msg) -> E2AResponse | None:
     """A frame message's record (None, logged: a message on the subject that is no frame)."""
     try:
-        return read_frame(message.headers or {}, message.data)
+        return reader.read(message.headers or {}, message.data)
     except E2AFieldError as exc:
         log.warning("a message on %s is no E2A frame (%s): skipped", message.subject, exc)
         return None
