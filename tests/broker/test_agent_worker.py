@@ -22,6 +22,8 @@ from typing import Any
 import grpc
 import nats
 import pytest
+from a2a.types.a2a_pb2 import CancelTaskRequest, TaskState
+from a2a.utils.constants import TransportProtocol
 from grpc_health.v1.health_pb2 import HealthCheckResponse
 from nats.js.api import AckPolicy, ConsumerConfig
 
@@ -49,6 +51,7 @@ from e2a_grpc.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
+from tests.a2a_server.conftest import a2a_client, a2a_server, send_request, stream_events, task_of, user_message
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
 from tests.support.agent_bus import (
@@ -659,6 +662,26 @@ async def test_a_waiting_tasks_cancel_reaches_the_acp_agent_of_the_worker_that_h
     assert [record["outcome"] for record in records if record["event"] == "permission"] == [{"outcome": "cancelled"}]
     assert {"cancel", "turn_end"} <= {record["event"] for record in records}
     assert not (tmp_path / "notes.txt").exists()
+
+
+async def test_the_a2a_front_doors_cancel_of_a_task_waiting_in_a_worker_reaches_its_acp_agent(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    events = tmp_path / "events.jsonl"
+    acp = f"{sys.executable} {ACP_AGENT} --events {events}"
+    config = _settings(broker, _agent(), backend="acp", acp_command=acp, acp_cwd=str(tmp_path))
+    async with (
+        running_worker(config, make_backend(config)),
+        a2a_server(BusBackend(config.agent_id, config)) as front_door,
+        a2a_client(front_door, TransportProtocol.JSONRPC, streaming=False) as client,
+    ):
+        waiting = task_of(await stream_events(client, send_request(user_message("write"))))
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        cancelled = await within(client.cancel_task(CancelTaskRequest(id=waiting.id)))
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    records = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    assert [record["outcome"] for record in records if record["event"] == "permission"] == [{"outcome": "cancelled"}]
+    assert {"cancel", "turn_end"} <= {record["event"] for record in records}
 
 
 async def test_a_task_cancel_with_no_worker_listening_is_answered_at_once(broker: NatsServer) -> None:
