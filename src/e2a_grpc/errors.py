@@ -81,6 +81,11 @@ class UnknownAgentError(LookupError):
         self.known = known
 
 
+#: ``google.rpc.ErrorInfo.reason`` of the NOT_FOUND a cancel of a task that does not wait gets: how a
+#: caller (the ``grpc://`` route) tells it from an unknown agent's NOT_FOUND.
+NO_WAITING_TASK_REASON = "NO_WAITING_TASK"
+
+
 class NoWaitingTaskError(LookupError):
     """A cancel names a task of an agent that does not wait there (gRPC NOT_FOUND): it was answered,
     timed out, ended, or never was."""

@@ -23,7 +23,8 @@ from e2a_grpc import E2AEnvelope, E2AResponse
 from e2a_grpc.backends.acp import AcpBackend
 from e2a_grpc.chat.events import BackendError, InputRequired
 from e2a_grpc.client.chat import achat
-from e2a_grpc.grpc.status import AGENT_ERROR_REASON, NO_WAITING_TASK_REASON, UNKNOWN_AGENT_REASON
+from e2a_grpc.errors import NO_WAITING_TASK_REASON
+from e2a_grpc.grpc.status import AGENT_ERROR_REASON, UNKNOWN_AGENT_REASON
 from e2a_grpc.model import ErrorCode, WaitReason
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT

@@ -45,7 +45,7 @@ from e2a_grpc.chat.call_scope import current_call
 from e2a_grpc.chat.events import BackendError, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import UPSTREAM_DETAIL, relay_frames
-from e2a_grpc.errors import AgentUnavailableError
+from e2a_grpc.errors import NO_WAITING_TASK_REASON, AgentUnavailableError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
 
 #: Keepalive pings on a channel with calls in flight: 5 min is the least interval gRPC servers accept
@@ -56,8 +56,6 @@ KEEPALIVE_TIMEOUT_SECONDS = 20
 #: How long a cancel of a waiting task may take upstream (it runs outside any Chat call, with no
 #: caller's deadline to pass on): the upstream's agent gets a second or so to stop, over a network.
 CANCEL_TASK_TIMEOUT_SECONDS = 10.0
-#: ``ErrorInfo.reason`` of the upstream's NOT_FOUND for a task that does not wait (``grpc.status``'s).
-NO_WAITING_TASK_REASON = "NO_WAITING_TASK"
 
 
 class UpstreamBackend:
@@ -158,7 +156,10 @@ class UpstreamBackend:
 
 def _reason(error: grpc.aio.AioRpcError) -> str | None:
     """The ``google.rpc.ErrorInfo`` reason of a failed call's rich status, if it has one."""
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]  # an AioRpcError has what it reads
+    try:
+        status = rpc_status.from_call(error)  # type: ignore[arg-type]  # an AioRpcError has what it reads
+    except ValueError:  # a rich status that contradicts the call's code or message: none to trust
+        return None
     for detail in () if status is None else status.details:
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):

@@ -14,7 +14,14 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from e2a_grpc.chat.events import BackendError
-from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, E2AValueError, NoWaitingTaskError, UnknownAgentError
+from e2a_grpc.errors import (
+    NO_WAITING_TASK_REASON,
+    AgentUnavailableError,
+    E2AFieldError,
+    E2AValueError,
+    NoWaitingTaskError,
+    UnknownAgentError,
+)
 from e2a_grpc.model import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -30,8 +37,6 @@ ERROR_DOMAIN = "e2a-grpc"
 UNKNOWN_AGENT_REASON = "UNKNOWN_AGENT"
 #: ``google.rpc.ErrorInfo.reason`` of a request whose agent cannot take it now.
 AGENT_UNAVAILABLE_REASON = "AGENT_UNAVAILABLE"
-#: ``google.rpc.ErrorInfo.reason`` of a cancel of a task that does not wait (``NoWaitingTaskError``).
-NO_WAITING_TASK_REASON = "NO_WAITING_TASK"
 #: ``google.rpc.ErrorInfo.reason`` of an agent that failed to do what was asked (a ``BackendError``
 #: outside a Chat stream, whose final frame says it there); its metadata's ``code`` is the E2A error code.
 AGENT_ERROR_REASON = "AGENT_ERROR"
