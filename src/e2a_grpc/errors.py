@@ -81,6 +81,25 @@ class UnknownAgentError(LookupError):
         self.known = known
 
 
+#: ``google.rpc.ErrorInfo.reason`` of the NOT_FOUND a cancel of a task that does not wait gets: how a
+#: caller (the ``grpc://`` route) tells it from an unknown agent's NOT_FOUND.
+NO_WAITING_TASK_REASON = "NO_WAITING_TASK"
+
+
+class NoWaitingTaskError(LookupError):
+    """A cancel names a task of an agent that does not wait there (gRPC NOT_FOUND): it was answered,
+    timed out, ended, or never was."""
+
+    def __init__(self, agent_id: str | None, task_id: str) -> None:
+        #: ``""``: the server's default agent (a cancel that named none).
+        self.agent_id = "" if agent_id is None else shortened(agent_id, MAX_FIELD_CHARS)
+        self.task_id = shortened(task_id, MAX_FIELD_CHARS)
+        agent = f"agent {self.agent_id!r}" if agent_id is not None else "the default agent"
+        super().__init__(
+            f"no task {self.task_id!r} of {agent} waits for its client (answered, timed out, ended, or never was)"
+        )
+
+
 class AgentUnavailableError(Exception):
     """The agent a request routes to cannot take it now (gRPC UNAVAILABLE: the same request may succeed
     later). Raised before the turn's first frame it ends the call with that status; after one, the turn's

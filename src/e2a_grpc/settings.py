@@ -429,7 +429,14 @@ class ServerSettings(BaseSettings):
     bus_cancel_subject_prefix: str = Field(
         default="e2a.cancel",
         pattern=_NATS_SUBJECT_PREFIX.pattern,
-        description="agent bus: a gateway cancels a request on <prefix>.<request token> (core NATS)",
+        description="agent bus: a gateway cancels a request on <prefix>.<request token>, and a task waiting for its "
+        "client on <prefix>.task.<agent token>.<task token> (core NATS)",
+    )
+    bus_task_cancel_seconds: float = Field(
+        default=3.0,
+        gt=0,
+        description="agent bus: how long a gateway waits for the worker holding a waiting task to say it cancelled "
+        "it (an ACP agent gets 1 s to answer session/cancel); no reply by then: no worker holds the task",
     )
     bus_requests_max_age_seconds: float = Field(
         default=600.0,

@@ -188,6 +188,19 @@ async def test_cancel_of_a_waiting_task_reaches_the_agents_task(agent: Agent, tr
 
 
 @pytest.mark.asyncio
+async def test_cancel_task_says_whether_the_agents_task_waited(agent: Agent) -> None:
+    context_id = str(uuid.uuid4())
+    backend = _backend(agent)  # closed with the server
+    async with a2a_server(backend) as server, a2a_client(server, TransportProtocol.JSONRPC) as client:
+        await stream_events(client, send_request(user_message("ask", context_id)))
+        agent_task = agent.events(context_id)[0]["task"]["id"]
+        assert await backend.cancel_task(agent_task) is True
+        # Over now (the agent says not cancelable), or never the agent's: nothing waits there.
+        assert await backend.cancel_task(agent_task) is False
+        assert await backend.cancel_task(str(uuid.uuid4())) is False
+
+
+@pytest.mark.asyncio
 async def test_every_part_kind_reaches_the_agent_as_sent(agent: Agent, transport: str) -> None:
     context_id = str(uuid.uuid4())
     message = user_message("see these", context_id)

@@ -44,8 +44,9 @@ class AskingBackend:
         self.task_ids: list[str | None] = []
         self.cancelled: list[str] = []
 
-    async def cancel_task(self, task_id: str) -> None:
+    async def cancel_task(self, task_id: str) -> bool:
         self.cancelled.append(task_id)
+        return True
 
     async def stream(
         self, envelope: E2AEnvelope, prompt: Prompt, *, incremental: bool = True

@@ -1,7 +1,8 @@
 """Agent workers on the bus against a real nats-server: a gateway (in-process ``E2AServer`` whose Chat
 backend is a ``BusBackend``) and workers (``AgentWorker``) in this process; the frames a request
 gets through the bus, load sharing, ack after the final frame, UNAVAILABLE without a worker, cancel,
-Start-By, at most once for a request delivered again, and the drain."""
+Start-By, at most once for a request delivered again, the drain, and the cancel of a task that waits
+in a worker (an ACP agent's question)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from typing import Any
 import grpc
 import nats
 import pytest
+from a2a.types.a2a_pb2 import CancelTaskRequest, TaskState
+from a2a.utils.constants import TransportProtocol
 from grpc_health.v1.health_pb2 import HealthCheckResponse
 from nats.js.api import AckPolicy, ConsumerConfig
 
@@ -41,13 +44,14 @@ from e2a_grpc.broker.agent_worker import AgentWorker
 from e2a_grpc.broker.held_sessions import HeldSessions
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
-from e2a_grpc.chat.events import Event
+from e2a_grpc.chat.events import BackendError, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.cli import main
 from e2a_grpc.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from e2a_grpc.client import achat
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
+from tests.a2a_server.conftest import a2a_client, a2a_server, send_request, stream_events, task_of, user_message
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
 from tests.support.agent_bus import (
@@ -625,3 +629,100 @@ async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is
     async with running_worker(config, backend):
         await within(until_no_requests_left(broker.url, config))
     assert backend.turns == 0
+
+
+# --- cancelling a task that waits in a worker ----------------------------------------------------------
+
+
+async def test_a_waiting_tasks_cancel_reaches_the_acp_agent_of_the_worker_that_holds_it(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    events = tmp_path / "events.jsonl"
+    acp = f"{sys.executable} {ACP_AGENT} --events {events}"
+    config = _settings(
+        broker, _agent(), backend="acp", acp_command=acp, acp_cwd=str(tmp_path), bus_task_cancel_seconds=1.0
+    )
+    bus = BusBackend(config.agent_id, config)
+    asking = E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), session_id="s-ask", params={"text": "write"})
+    async with (
+        # Two workers: the one that does not hold the task stays silent.
+        running_worker(config, make_backend(config)),
+        running_worker(config, make_backend(config)),
+        in_process_server(backend=bus) as gateway,
+        grpc.aio.insecure_channel(gateway.address) as channel,
+    ):
+        frames = [frame async for frame in achat(channel, asking, timeout=READ_TIMEOUT)]
+        final = frames[-1]
+        assert final.response_kind == "e2a.input_required" and final.task_id, final.body
+        assert await within(bus.cancel_task(final.task_id)) is True
+        # Nothing waits there any more: no worker replies, and the gateway says so after its timeout.
+        assert await within(bus.cancel_task(final.task_id)) is False
+    records = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    # The agent's question was answered "cancelled", it got session/cancel, and its turn ended.
+    assert [record["outcome"] for record in records if record["event"] == "permission"] == [{"outcome": "cancelled"}]
+    assert {"cancel", "turn_end"} <= {record["event"] for record in records}
+    assert not (tmp_path / "notes.txt").exists()
+
+
+async def test_the_a2a_front_doors_cancel_of_a_task_waiting_in_a_worker_reaches_its_acp_agent(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    events = tmp_path / "events.jsonl"
+    acp = f"{sys.executable} {ACP_AGENT} --events {events}"
+    config = _settings(broker, _agent(), backend="acp", acp_command=acp, acp_cwd=str(tmp_path))
+    async with (
+        running_worker(config, make_backend(config)),
+        a2a_server(BusBackend(config.agent_id, config)) as front_door,
+        a2a_client(front_door, TransportProtocol.JSONRPC, streaming=False) as client,
+    ):
+        waiting = task_of(await stream_events(client, send_request(user_message("write"))))
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        cancelled = await within(client.cancel_task(CancelTaskRequest(id=waiting.id)))
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    records = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    assert [record["outcome"] for record in records if record["event"] == "permission"] == [{"outcome": "cancelled"}]
+    assert {"cancel", "turn_end"} <= {record["event"] for record in records}
+
+
+async def test_a_task_cancel_with_no_worker_listening_is_answered_at_once(broker: NatsServer) -> None:
+    # A timeout far beyond the test's wait: only the server's "no responders" can answer in time.
+    config = _settings(broker, _agent(), bus_task_cancel_seconds=600.0)
+    bus = BusBackend(config.agent_id, config)
+    try:
+        assert await within(bus.cancel_task("task-1")) is False
+    finally:
+        await bus.aclose()
+
+
+class _CancellingEcho(EchoBackend):
+    """The echo backend, as if a task waited in it: its cancel succeeds, or fails with ``failure``."""
+
+    def __init__(self, failure: ErrorCode | None = None) -> None:
+        super().__init__()
+        self.failure = failure
+        self.cancelled: list[str] = []
+
+    async def cancel_task(self, task_id: str) -> bool:
+        if self.failure is not None:
+            raise BackendError(self.failure, "the agent refused")
+        self.cancelled.append(task_id)
+        return True
+
+
+async def test_a_workers_failure_to_cancel_is_the_gateways_error_unless_another_worker_cancelled(
+    broker: NatsServer,
+) -> None:
+    config = _settings(broker, _agent(), bus_task_cancel_seconds=1.0)
+    bus = BusBackend(config.agent_id, config)
+    try:
+        async with running_worker(config, _CancellingEcho(ErrorCode.A2A_AGENT_ERROR)) as failing:
+            with pytest.raises(BackendError) as raised:
+                await within(bus.cancel_task("task-1"))
+            assert raised.value.code == ErrorCode.A2A_AGENT_ERROR
+            assert failing.instance_id in raised.value.message and "the agent refused" in raised.value.message
+            cancelling = _CancellingEcho()
+            async with running_worker(config, cancelling):
+                assert await within(bus.cancel_task("task-2")) is True
+            assert cancelling.cancelled == ["task-2"]
+    finally:
+        await bus.aclose()

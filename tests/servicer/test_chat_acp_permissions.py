@@ -368,7 +368,7 @@ async def test_cancel_task_cancels_the_waiting_turn(tmp_path: Path) -> None:
         events, _ = await within(_until_question(backend, session, "write"))
         ids = events[-2]
         assert isinstance(ids, AgentIds) and ids.task_id
-        await within(backend.cancel_task(ids.task_id))
+        assert await within(backend.cancel_task(ids.task_id)) is True
         # The agent got "cancelled" and session/cancel, and ended its turn: nothing waits any more.
         records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
         assert [record["outcome"] for record in records if record["event"] == "permission"] == [CANCELLED]
@@ -378,7 +378,7 @@ async def test_cancel_task_cancels_the_waiting_turn(tmp_path: Path) -> None:
             async for _ in backend.stream(answer, read_prompt(answer)):
                 pass
         assert refused.value.code == ErrorCode.NO_QUESTION_PENDING
-        await within(backend.cancel_task(ids.task_id))  # a task that no longer waits: nothing to do
+        assert await within(backend.cancel_task(ids.task_id)) is False  # no longer waits: nothing to do
     finally:
         await within(backend.aclose())
     assert not (tmp_path / "notes.txt").exists()
@@ -388,7 +388,7 @@ async def test_cancel_task_cancels_the_waiting_turn(tmp_path: Path) -> None:
 async def test_cancel_task_of_a_turn_that_does_not_wait_is_a_no_op(tmp_path: Path) -> None:
     backend = AcpBackend([sys.executable, str(AGENT)], default_cwd=tmp_path)
     try:
-        await within(backend.cancel_task(str(uuid.uuid4())))
+        assert await within(backend.cancel_task(str(uuid.uuid4()))) is False
     finally:
         await within(backend.aclose())
 

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -26,12 +26,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AEnvelope, E2AResponse
-from e2a_grpc.chat.events import BackendInfo, Complete, Delta, InputRequired, Passthrough
+from e2a_grpc.backends.upstream import CANCEL_TASK_TIMEOUT_SECONDS
+from e2a_grpc.chat.events import AgentBackend, BackendError, BackendInfo, Complete, Delta, InputRequired, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.client.chat import achat
+from e2a_grpc.errors import NoWaitingTaskError, UnknownAgentError
 from e2a_grpc.grpc.chat_servicer import BACKEND_TURN_SPAN, ChatServicer, add_chat_service
 from e2a_grpc.grpc.server import E2AServer
-from e2a_grpc.grpc.status import AGENT_UNAVAILABLE_REASON, UNKNOWN_AGENT_REASON
+from e2a_grpc.grpc.status import AGENT_UNAVAILABLE_REASON, UNKNOWN_AGENT_REASON, no_waiting_task, unknown_agent
 from e2a_grpc.model import DeltaKind, ErrorCode, WaitReason
 from tests.conftest import InProcessServer, in_process_server, server_config
 from tests.support.fakes import ControlledBackend
@@ -156,13 +158,27 @@ FrameScript = Callable[[E2AEnvelope], Sequence[E2AResponse]]
 
 
 class _FakeUpstream(pb_grpc.AgentServiceServicer):
-    """Writes ``script(envelope)``'s frames; with ``hold``, then waits until the call is cancelled."""
+    """Writes ``script(envelope)``'s frames; with ``hold``, then waits until the call is cancelled.
+    CancelTask is recorded with its metadata and deadline, and answered OK or ``cancel_status``."""
 
-    def __init__(self, script: FrameScript, *, hold: bool = False) -> None:
+    def __init__(self, script: FrameScript, *, hold: bool = False, cancel_status: grpc.Status | None = None) -> None:
         self.script = script
         self.hold = hold
+        self.cancel_status = cancel_status
         self.calls: list[_UpstreamCall] = []
         self.called = asyncio.Event()
+        self.cancels: list[tuple[pb.CancelTaskRequest, dict[str, str], float | None]] = []
+
+    async def CancelTask(
+        self,
+        request: pb.CancelTaskRequest,
+        context: grpc.aio.ServicerContext[pb.CancelTaskRequest, pb.CancelTaskResponse],
+    ) -> pb.CancelTaskResponse:
+        metadata = {key: str(value) for key, value in context.invocation_metadata() or ()}
+        self.cancels.append((request, metadata, context.time_remaining()))
+        if self.cancel_status is not None:
+            await context.abort_with_status(self.cancel_status)
+        return pb.CancelTaskResponse()
 
     async def Chat(
         self, request: pb.ChatRequest, context: grpc.aio.ServicerContext[pb.ChatRequest, pb.ChatResponse]
@@ -442,3 +458,61 @@ async def test_the_frame_sink_takes_no_frame_of_a_backend_that_publishes_its_own
     assert frames[-1].body == {"result": {"content": "answer"}}
     published = [E2AResponse.from_proto(pb.ChatResponse.FromString(frame).response) for frame in sink.frames]
     assert published == ([] if backend_class is _SelfPublishingBackend else frames)
+
+
+# --- CancelTask through the grpc:// route --------------------------------------------------------------
+
+
+def _upstream_route(gateway: InProcessServer) -> AgentBackend:
+    routes = gateway.server.chat.routes
+    assert routes is not None
+    return routes.backend_for("up")
+
+
+@pytest.mark.asyncio
+async def test_the_upstream_route_cancels_a_waiting_task_with_its_token_and_a_deadline(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setenv("E2A_TEST_UPSTREAM_TOKEN", UPSTREAM_TOKEN)
+    upstream = _FakeUpstream(lambda envelope: [])
+    async with _fake_upstream(upstream) as target:
+        table = tmp_path / "agents.toml"
+        table.write_text(f'[agents.up]\ntarget = "{target}"\ntoken_env = "E2A_TEST_UPSTREAM_TOKEN"\n')
+        async with in_process_server(agents=table) as gateway:
+            assert await within(_upstream_route(gateway).cancel_task("task-7")) is True
+    ((request, metadata, time_remaining),) = upstream.cancels
+    assert (request.agent_id, request.task_id) == ("up", "task-7")  # the route's agent, as the upstream knows it
+    assert metadata["authorization"] == f"Bearer {UPSTREAM_TOKEN}"
+    # A deadline was sent: the route's own (gRPC rounds a timeout up as it sends it, by up to some 0.1 s).
+    assert time_remaining is not None and 0 < time_remaining <= CANCEL_TASK_TIMEOUT_SECONDS + 1
+
+
+@pytest.mark.asyncio
+async def test_the_upstreams_no_waiting_task_means_nothing_was_cancelled() -> None:
+    upstream = _FakeUpstream(lambda envelope: [], cancel_status=no_waiting_task(NoWaitingTaskError("up", "t-1")))
+    async with _fake_upstream(upstream) as target, _gateway_to(target) as gateway:
+        assert await within(_upstream_route(gateway).cancel_task("t-1")) is False
+
+
+def _plain_status(code: int, message: str) -> grpc.Status:
+    return rpc_status.to_status(status_pb2.Status(code=code, message=message))
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        # The upstream has no such agent: a misrouted cancel, not a task that ended.
+        (unknown_agent(UnknownAgentError("up", ("other",))), ErrorCode.UPSTREAM_ERROR),
+        # An upstream of a version without CancelTask.
+        (_plain_status(code_pb2.UNIMPLEMENTED, "Method not found!"), ErrorCode.UPSTREAM_ERROR),
+        (_plain_status(code_pb2.UNAVAILABLE, "restarting"), ErrorCode.AGENT_UNAVAILABLE),
+    ],
+)
+@pytest.mark.asyncio
+async def test_an_upstream_that_cannot_cancel_is_an_error_naming_it(status: grpc.Status, code: ErrorCode) -> None:
+    upstream = _FakeUpstream(lambda envelope: [], cancel_status=status)
+    async with _fake_upstream(upstream) as target, _gateway_to(target) as gateway:
+        with pytest.raises(BackendError) as raised:
+            await within(_upstream_route(gateway).cancel_task("t-1"))
+    assert raised.value.code == code
+    assert target.removeprefix("grpc://") in raised.value.message and "t-1" in raised.value.message

@@ -204,6 +204,14 @@ RPCS = [
         ).SerializeToString(),
     ),
     Rpc("/e2a.v1.AgentService/Chat", agent_service_pb2.ChatRequest, True, _chat_request),
+    Rpc(
+        "/e2a.v1.AgentService/CancelTask",
+        agent_service_pb2.CancelTaskRequest,
+        False,
+        lambda rng: agent_service_pb2.CancelTaskRequest(
+            agent_id=rng.choice(("", "writer", "ü")), task_id=rng.choice(("task-1", "🚀", "t" * 300))
+        ).SerializeToString(),
+    ),
 ]
 #: ConvertRequest case -> the unary RPC whose valid requests it takes.
 _CONVERSION_RPCS = {

@@ -302,10 +302,12 @@ class AskingBackend:
             raise BackendError(ErrorCode.INVALID_ANSWER, "the answer names none of the options")
         return answer.option_id or CANCEL_WORD
 
-    async def cancel_task(self, task_id: str) -> None:
+    async def cancel_task(self, task_id: str) -> bool:
         self.cancelled_tasks.append(task_id)
-        for key in [key for key in self._waiting if key[1] == task_id]:
+        waiting = [key for key in self._waiting if key[1] == task_id]
+        for key in waiting:
             del self._waiting[key]
+        return bool(waiting)
 
     async def aclose(self) -> None:
         return None

@@ -1,6 +1,6 @@
 """The agent bus's wire contract (broker/agent_requests.py): request messages read back as written,
-subjects that one token per id keeps apart, notices, and the final frame of a lost request, which
-keeps the stream's invariants after any stored frame."""
+subjects that one token per id keeps apart, notices, task cancels and their replies, and the final
+frame of a lost request, which keeps the stream's invariants after any stored frame."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ from e2a_grpc.broker.agent_requests import (
     DEADLINE_HEADER,
     REPLY_TO_HEADER,
     START_BY_HEADER,
+    TASK_CANCEL,
+    TASK_ID_HEADER,
     BusRequest,
     Notice,
+    TaskCancelOutcome,
+    TaskCancelReply,
     any_worker_subject,
     cancel_subject,
     lost_final_frame,
@@ -25,8 +29,14 @@ from e2a_grpc.broker.agent_requests import (
     notice_headers,
     read_notice,
     read_request,
+    read_task_cancel,
+    read_task_cancel_reply,
     request_message,
     shared_consumer,
+    task_cancel_filter,
+    task_cancel_headers,
+    task_cancel_reply_headers,
+    task_cancel_subject,
     with_request_id,
     worker_consumer,
     worker_subject,
@@ -139,6 +149,58 @@ def test_each_agent_and_request_is_one_subject_token_of_its_own(ids: list[str]) 
             assert not set(name) & set(" *>\t\r\n")
     assert any_worker_subject(PREFIX, first).count(".") == 3
     assert cancel_subject("e2a.cancel", first).count(".") == 2
+
+
+def _nats_matches(subscription: str, subject: str) -> bool:
+    """Whether a core NATS subscription (``*``: one token, ``>``: the rest) gets ``subject``."""
+    wanted, tokens = subscription.split("."), subject.split(".")
+    if wanted[-1] == ">":
+        return len(tokens) >= len(wanted) and all(w in ("*", t) for w, t in zip(wanted[:-1], tokens, strict=False))
+    return len(wanted) == len(tokens) and all(w in ("*", t) for w, t in zip(wanted, tokens, strict=True))
+
+
+CANCEL_PREFIX = "e2a.cancel"
+
+
+@given(_IDS, _IDS, _IDS)
+def test_a_task_cancel_reaches_its_agents_workers_alone_and_never_a_request_cancel(
+    agent_id: str, task_id: str, other: str
+) -> None:
+    subject = task_cancel_subject(CANCEL_PREFIX, agent_id, task_id)
+    assert _nats_matches(task_cancel_filter(CANCEL_PREFIX, agent_id), subject)
+    assert _nats_matches(task_cancel_filter(CANCEL_PREFIX, other), subject) == (other == agent_id)
+    # The workers' request-cancel subscription never gets a task cancel, nor a task filter a request's
+    # cancel: not even a request whose id is the task token's word.
+    assert not _nats_matches(f"{CANCEL_PREFIX}.*", subject)
+    for request_id in (task_id, TASK_CANCEL):
+        assert not _nats_matches(task_cancel_filter(CANCEL_PREFIX, agent_id), cancel_subject(CANCEL_PREFIX, request_id))
+    assert read_task_cancel(subject, task_cancel_headers(task_id)) == task_id
+
+
+def test_a_task_cancel_without_its_task_id_or_with_another_is_no_task_cancel() -> None:
+    subject = task_cancel_subject(CANCEL_PREFIX, "writer", "task.1")
+    assert subject == f"{CANCEL_PREFIX}.task.writer.~dGFzay4x"  # the id's dot cannot split the subject
+    with pytest.raises(E2AFieldError, match=TASK_ID_HEADER):
+        read_task_cancel(subject, None)
+    with pytest.raises(E2AFieldError, match="not the one subject"):
+        read_task_cancel(subject, task_cancel_headers("task-2"))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        TaskCancelReply(TaskCancelOutcome.CANCELLED, _INSTANCE),
+        TaskCancelReply(TaskCancelOutcome.FAILED, _INSTANCE, ErrorCode.A2A_AGENT_ERROR, "the agent said no: é"),
+    ],
+)
+def test_task_cancel_replies_read_back(reply: TaskCancelReply) -> None:
+    assert read_task_cancel_reply(task_cancel_reply_headers(reply), reply.message.encode()) == reply
+
+
+def test_a_message_without_a_known_task_cancel_reply_is_none() -> None:
+    assert read_task_cancel_reply(None, b"") is None
+    assert read_task_cancel_reply({"E2A-Task-Cancel": "maybe"}, b"") is None
+    assert read_task_cancel_reply({"Status": "503"}, b"") is None  # the server's "no responders"
 
 
 @given(st.sampled_from(list(Notice)))

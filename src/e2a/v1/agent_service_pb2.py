@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from e2a.v1 import e2a_pb2 as e2a_dot_v1_dot_e2a__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x65\x32\x61/v1/agent_service.proto\x12\x06\x65\x32\x61.v1\x1a\x10\x65\x32\x61/v1/e2a.proto\">\n\x0b\x43hatRequest\x12/\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeR\x08\x65nvelope\"?\n\x0c\x43hatResponse\x12/\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponseR\x08response2C\n\x0c\x41gentService\x12\x33\n\x04\x43hat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01\x42\x65\n\tio.e2a.v1B\x11\x41gentServiceProtoP\x01Z\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1\xa2\x02\x03\x45\x32\x41\xaa\x02\x06\x45\x32\x41.V1\xba\x02\x03\x45\x32\x41\xca\x02\x06\x45\x32\x41\\V1\xea\x02\x07\x45\x32\x41::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x65\x32\x61/v1/agent_service.proto\x12\x06\x65\x32\x61.v1\x1a\x10\x65\x32\x61/v1/e2a.proto\">\n\x0b\x43hatRequest\x12/\n\x08\x65nvelope\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AEnvelopeR\x08\x65nvelope\"?\n\x0c\x43hatResponse\x12/\n\x08response\x18\x01 \x01(\x0b\x32\x13.e2a.v1.E2AResponseR\x08response\"I\n\x11\x43\x61ncelTaskRequest\x12\x1a\n\x08\x61gent_id\x18\x01 \x01(\tR\x08\x61gent_id\x12\x18\n\x07task_id\x18\x02 \x01(\tR\x07task_id\"\x14\n\x12\x43\x61ncelTaskResponse2\x88\x01\n\x0c\x41gentService\x12\x33\n\x04\x43hat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01\x12\x43\n\nCancelTask\x12\x19.e2a.v1.CancelTaskRequest\x1a\x1a.e2a.v1.CancelTaskResponseBe\n\tio.e2a.v1B\x11\x41gentServiceProtoP\x01Z\x1b\x65\x32\x61grpc/gen/go/e2a/v1;e2av1\xa2\x02\x03\x45\x32\x41\xaa\x02\x06\x45\x32\x41.V1\xba\x02\x03\x45\x32\x41\xca\x02\x06\x45\x32\x41\\V1\xea\x02\x07\x45\x32\x41::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,6 +37,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHATREQUEST']._serialized_end=118
   _globals['_CHATRESPONSE']._serialized_start=120
   _globals['_CHATRESPONSE']._serialized_end=183
-  _globals['_AGENTSERVICE']._serialized_start=185
-  _globals['_AGENTSERVICE']._serialized_end=252
+  _globals['_CANCELTASKREQUEST']._serialized_start=185
+  _globals['_CANCELTASKREQUEST']._serialized_end=258
+  _globals['_CANCELTASKRESPONSE']._serialized_start=260
+  _globals['_CANCELTASKRESPONSE']._serialized_end=280
+  _globals['_AGENTSERVICE']._serialized_start=283
+  _globals['_AGENTSERVICE']._serialized_end=419
 # @@protoc_insertion_point(module_scope)

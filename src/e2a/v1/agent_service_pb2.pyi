@@ -17,3 +17,15 @@ class ChatResponse(_message.Message):
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
     response: _e2a_pb2.E2AResponse
     def __init__(self, response: _Optional[_Union[_e2a_pb2.E2AResponse, _Mapping]] = ...) -> None: ...
+
+class CancelTaskRequest(_message.Message):
+    __slots__ = ("agent_id", "task_id")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    task_id: str
+    def __init__(self, agent_id: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class CancelTaskResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

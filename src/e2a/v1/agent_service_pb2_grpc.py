@@ -40,6 +40,11 @@ class AgentServiceStub:
                 request_serializer=e2a_dot_v1_dot_agent__service__pb2.ChatRequest.SerializeToString,
                 response_deserializer=e2a_dot_v1_dot_agent__service__pb2.ChatResponse.FromString,
                 _registered_method=True)
+        self.CancelTask = channel.unary_unary(
+                '/e2a.v1.AgentService/CancelTask',
+                request_serializer=e2a_dot_v1_dot_agent__service__pb2.CancelTaskRequest.SerializeToString,
+                response_deserializer=e2a_dot_v1_dot_agent__service__pb2.CancelTaskResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -54,6 +59,17 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelTask(self, request, context):
+        """Cancels a task of an agent that waits for its client: a Chat turn that ended with a final
+        e2a.input_required frame (a question), named by that frame's task_id. The agent is told (an ACP
+        agent gets session/cancel, its question the answer "cancelled"). NOT_FOUND (ErrorInfo reason
+        NO_WAITING_TASK) when no task of the agent waits under that id: it was answered, timed out,
+        ended, or never was; NOT_FOUND (reason UNKNOWN_AGENT) for an agent the server does not have.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -61,6 +77,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.Chat,
                     request_deserializer=e2a_dot_v1_dot_agent__service__pb2.ChatRequest.FromString,
                     response_serializer=e2a_dot_v1_dot_agent__service__pb2.ChatResponse.SerializeToString,
+            ),
+            'CancelTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelTask,
+                    request_deserializer=e2a_dot_v1_dot_agent__service__pb2.CancelTaskRequest.FromString,
+                    response_serializer=e2a_dot_v1_dot_agent__service__pb2.CancelTaskResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -91,6 +112,33 @@ class AgentService:
             '/e2a.v1.AgentService/Chat',
             e2a_dot_v1_dot_agent__service__pb2.ChatRequest.SerializeToString,
             e2a_dot_v1_dot_agent__service__pb2.ChatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/e2a.v1.AgentService/CancelTask',
+            e2a_dot_v1_dot_agent__service__pb2.CancelTaskRequest.SerializeToString,
+            e2a_dot_v1_dot_agent__service__pb2.CancelTaskResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -37,6 +37,13 @@ class AgentServiceStub:
     """Streams the answer to one request as E2AResponse frames obeying the protocol's section 12:
     request_id echoed, sequence 0, 1, 2, ..., exactly one final frame and it is the last.
     """
+    CancelTask: _grpc.UnaryUnaryMultiCallable[_agent_service_pb2.CancelTaskRequest, _agent_service_pb2.CancelTaskResponse]
+    """Cancels a task of an agent that waits for its client: a Chat turn that ended with a final
+    e2a.input_required frame (a question), named by that frame's task_id. The agent is told (an ACP
+    agent gets session/cancel, its question the answer "cancelled"). NOT_FOUND (ErrorInfo reason
+    NO_WAITING_TASK) when no task of the agent waits under that id: it was answered, timed out,
+    ended, or never was; NOT_FOUND (reason UNKNOWN_AGENT) for an agent the server does not have.
+    """
 
 @_typing.type_check_only
 class AgentServiceAsyncStub(AgentServiceStub):
@@ -46,6 +53,13 @@ class AgentServiceAsyncStub(AgentServiceStub):
     Chat: _aio.UnaryStreamMultiCallable[_agent_service_pb2.ChatRequest, _agent_service_pb2.ChatResponse]  # type: ignore[assignment]
     """Streams the answer to one request as E2AResponse frames obeying the protocol's section 12:
     request_id echoed, sequence 0, 1, 2, ..., exactly one final frame and it is the last.
+    """
+    CancelTask: _aio.UnaryUnaryMultiCallable[_agent_service_pb2.CancelTaskRequest, _agent_service_pb2.CancelTaskResponse]  # type: ignore[assignment]
+    """Cancels a task of an agent that waits for its client: a Chat turn that ended with a final
+    e2a.input_required frame (a question), named by that frame's task_id. The agent is told (an ACP
+    agent gets session/cancel, its question the answer "cancelled"). NOT_FOUND (ErrorInfo reason
+    NO_WAITING_TASK) when no task of the agent waits under that id: it was answered, timed out,
+    ended, or never was; NOT_FOUND (reason UNKNOWN_AGENT) for an agent the server does not have.
     """
 
 class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -59,6 +73,19 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_agent_service_pb2.ChatResponse], _abc.AsyncIterator[_agent_service_pb2.ChatResponse]]:
         """Streams the answer to one request as E2AResponse frames obeying the protocol's section 12:
         request_id echoed, sequence 0, 1, 2, ..., exactly one final frame and it is the last.
+        """
+
+    @_abc_1.abstractmethod
+    def CancelTask(
+        self,
+        request: _agent_service_pb2.CancelTaskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_service_pb2.CancelTaskResponse, _abc.Awaitable[_agent_service_pb2.CancelTaskResponse]]:
+        """Cancels a task of an agent that waits for its client: a Chat turn that ended with a final
+        e2a.input_required frame (a question), named by that frame's task_id. The agent is told (an ACP
+        agent gets session/cancel, its question the answer "cancelled"). NOT_FOUND (ErrorInfo reason
+        NO_WAITING_TASK) when no task of the agent waits under that id: it was answered, timed out,
+        ended, or never was; NOT_FOUND (reason UNKNOWN_AGENT) for an agent the server does not have.
         """
 
 def add_AgentServiceServicer_to_server(servicer: AgentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

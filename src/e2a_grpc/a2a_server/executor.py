@@ -307,9 +307,17 @@ class BackendExecutor(AgentExecutor):
         elif (waiting := self._waiting.pop(task_id, None)) is not None and (agent_task_id := waiting[1]) is not None:
             backend = waiting[0]
             try:
-                await backend.cancel_task(agent_task_id)
+                cancelled = await backend.cancel_task(agent_task_id)
             except BackendError as exc:  # the task is canceled here all the same
                 log.warning("could not cancel the agent's task %s of task %s: %s", agent_task_id, task_id, exc.message)
+            else:
+                if not cancelled:
+                    log.info(
+                        "the agent's task %s of task %s no longer waited (answered, timed out or ended): "
+                        "nothing to cancel there",
+                        agent_task_id,
+                        task_id,
+                    )
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
     async def _turn(

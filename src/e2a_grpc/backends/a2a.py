@@ -84,7 +84,7 @@ try:
         TaskState,
         TaskStatus,
     )
-    from a2a.utils.errors import A2AError, InternalError
+    from a2a.utils.errors import A2AError, InternalError, TaskNotCancelableError, TaskNotFoundError
     from google.protobuf import json_format
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"the a2a backend needs the a2a-sdk package: pip install 'e2a-grpc[a2a]' ({exc})") from exc
@@ -472,13 +472,16 @@ class A2ABackend:
             code, message, details=turn.summary, external={"protocol": "a2a", "type": state, "payload": turn.last}
         )
 
-    async def cancel_task(self, task_id: str) -> None:
+    async def cancel_task(self, task_id: str) -> bool:
         """Cancel a task of the agent that waits for the client (no stream of ours is open on it)."""
         client = await self._connect()
         try:
             await client.cancel_task(CancelTaskRequest(id=task_id))
+        except (TaskNotFoundError, TaskNotCancelableError):
+            return False  # unknown to the agent, or over already: nothing waits there
         except A2AError as exc:
             raise _sdk_error(_agent_failure(exc), _Turn()) from exc
+        return True
 
     async def _cancel_remote(self, client: Client, task_id: str) -> None:
         """Ask the agent to stop a task this request no longer wants; best effort, bounded in time."""

@@ -348,7 +348,7 @@ class AcpBackend:
         for question in turn.questions():
             question.answer(CANCELLED)
 
-    async def cancel_task(self, task_id: str) -> None:
+    async def cancel_task(self, task_id: str) -> bool:
         """Cancel the turn that waits on a question (``task_id``: its frames'): the question is answered
         ``cancelled`` and the prompt turn cancelled, as for a cancelled call."""
         for session in list(self._sessions.values()):
@@ -359,8 +359,8 @@ class AcpBackend:
                 if session.turn is turn and session.agent is not None:
                     session.turn = None
                     await self._end_turn(session.agent, turn)
-            return
-        log.info("no turn of the ACP agent waits as task %s: nothing to cancel", task_id)
+                    return True
+        return False
 
     async def _start_agent(self, cwd: str) -> tuple[AgentProcess, str]:
         """A new agent process, initialized, with a new ACP session in ``cwd``."""

@@ -28,6 +28,10 @@ gateway's frame sink does not publish them again (``publishes_frames``).
   the turn reads the frames again on a new consumer (``_read_frames_again``).
 - A turn closed before its final frame (the client cancelled, a limit) cancels the request on
   ``e2a.cancel.<request token>``; the worker ends it with its own final frame on the broker.
+- A task that waits for its client (a turn that ended ``e2a.input_required``) waits in the worker
+  that ran it: ``cancel_task`` asks every worker of the agent on ``e2a.cancel.task.<agent>.<task>``;
+  the one whose backend holds the task cancels it and replies. No reply within
+  ``bus_task_cancel_seconds`` (or no worker listening at all): no worker holds it.
 """
 
 from __future__ import annotations
@@ -43,21 +47,27 @@ from typing import TypeVar
 
 import nats.errors
 import nats.js.errors
+from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
-from nats.js.api import DeliverPolicy
+from nats.js.api import DeliverPolicy, Header
 
 from e2a_grpc.broker.agent_records import AgentRecord
 from e2a_grpc.broker.agent_requests import (
     MISSED_NOTICES,
     TRACEPARENT_HEADER,
     BusRequest,
+    TaskCancelOutcome,
+    TaskCancelReply,
     any_worker_subject,
     cancel_subject,
     read_notice,
+    read_task_cancel_reply,
     request_message,
+    task_cancel_headers,
+    task_cancel_subject,
     with_request_id,
     worker_subject,
 )
@@ -209,13 +219,58 @@ class BusBackend:
                 return worker_subject(prefix, self.agent_id, holder.instance_id)
         return any_worker_subject(prefix, self.agent_id)
 
-    async def cancel_task(self, task_id: str) -> None:
-        # A task waiting for its client lives in the worker that ran its turn; the bus has no request
-        # that cancels it yet (docs/agent-bus.md, "Not yet"): the caller's task ends all the same.
-        raise BackendError(
-            ErrorCode.AGENT_UNSUPPORTED,
-            f"task {task_id} of agent {self.agent_id!r} waits in its bus worker, which cannot cancel it yet",
-        )
+    async def cancel_task(self, task_id: str) -> bool:
+        """Ask the agent's workers to cancel ``task_id``: true once the one holding it says so. A
+        failure a worker reports is raised only when no other worker cancelled the task by the timeout."""
+        try:
+            nc, _, _, _ = await self.bus.ready()
+        except (nats.errors.Error, OSError, TimeoutError) as exc:
+            raise BackendError(
+                ErrorCode.AGENT_UNAVAILABLE, f"the agent bus cannot be reached to cancel task {task_id} ({exc!r})"
+            ) from None
+        replies: asyncio.Queue[Msg] = asyncio.Queue()
+
+        async def replied(message: Msg) -> None:
+            replies.put_nowait(message)
+
+        inbox = nc.new_inbox()
+        subject = task_cancel_subject(self._config.bus_cancel_subject_prefix, self.agent_id, task_id)
+        failures: list[TaskCancelReply] = []
+        try:
+            subscription = await nc.subscribe(inbox, cb=replied)
+            try:
+                await nc.publish(subject, b"", reply=inbox, headers=task_cancel_headers(task_id))
+                async with asyncio.timeout(self._config.bus_task_cancel_seconds):
+                    while True:
+                        message = await replies.get()
+                        if (message.headers or {}).get(Header.STATUS) == NO_RESPONDERS_STATUS:
+                            return False  # no worker of the agent listens: none holds the task
+                        reply = read_task_cancel_reply(message.headers, message.data)
+                        if reply is None:
+                            continue
+                        if reply.outcome is TaskCancelOutcome.CANCELLED:
+                            log.debug(
+                                "task %s of agent %r cancelled by worker %s", task_id, self.agent_id, reply.worker
+                            )
+                            return True
+                        failures.append(reply)
+            finally:
+                with contextlib.suppress(nats.errors.Error):
+                    await subscription.unsubscribe()
+        except TimeoutError:
+            pass  # the workers that hold no such task do not reply
+        except nats.errors.Error as exc:
+            raise BackendError(
+                ErrorCode.AGENT_UNAVAILABLE, f"the cancel of task {task_id} cannot be sent on the bus ({exc!r})"
+            ) from None
+        if failures:
+            failed = failures[0]
+            raise BackendError(
+                failed.code or ErrorCode.INTERNAL,
+                f"worker {failed.worker} of agent {self.agent_id!r} could not cancel task {task_id}: {failed.message}",
+                {"worker": failed.worker},
+            )
+        return False
 
     async def aclose(self) -> None:
         await self.bus.close()  # a shared bus: the server closes every route at once

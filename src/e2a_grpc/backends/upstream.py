@@ -20,6 +20,11 @@ However the upstream call ends, the caller's stream ends with one final frame, n
 A turn that ends early (client cancel, deadline, limit, shutdown) closes the event generator, which
 cancels the upstream call: the upstream's backend is stopped as the gateway's would be.
 
+A task of the upstream that waits for its client (a turn that ended ``e2a.input_required``) is
+cancelled with the upstream's ``AgentService.CancelTask``, naming this route's agent id, with the
+route's bearer token, within ``CANCEL_TASK_TIMEOUT_SECONDS``; its NOT_FOUND ``NO_WAITING_TASK`` means
+nothing waits there.
+
 One channel per upstream, made on the first request and reused by every later one.
 """
 
@@ -30,6 +35,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
@@ -38,7 +45,7 @@ from e2a_grpc.chat.call_scope import current_call
 from e2a_grpc.chat.events import BackendError, BackendInfo, Event
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import UPSTREAM_DETAIL, relay_frames
-from e2a_grpc.errors import AgentUnavailableError
+from e2a_grpc.errors import NO_WAITING_TASK_REASON, AgentUnavailableError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
 
 #: Keepalive pings on a channel with calls in flight: 5 min is the least interval gRPC servers accept
@@ -46,6 +53,9 @@ from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
 #: ENHANCE_YOUR_CALM and its calls fail. A dead connection is found when a ping goes unanswered.
 KEEPALIVE_SECONDS = 300
 KEEPALIVE_TIMEOUT_SECONDS = 20
+#: How long a cancel of a waiting task may take upstream (it runs outside any Chat call, with no
+#: caller's deadline to pass on): the upstream's agent gets a second or so to stop, over a network.
+CANCEL_TASK_TIMEOUT_SECONDS = 10.0
 
 
 class UpstreamBackend:
@@ -119,14 +129,39 @@ class UpstreamBackend:
         failure = ErrorCode.AGENT_UNAVAILABLE if code is grpc.StatusCode.UNAVAILABLE else ErrorCode.UPSTREAM_ERROR
         return BackendError(failure, message, details)
 
-    async def cancel_task(self, task_id: str) -> None:
-        # AgentService has no cancel: a waiting task of the upstream's ends when the upstream gives up on it.
-        raise BackendError(
-            ErrorCode.INVALID_REQUEST,
-            f"the upstream {self.origin} has no call to cancel task {task_id}; it ends with the upstream's own timeout",
-        )
+    async def cancel_task(self, task_id: str) -> bool:
+        scope = current_call()
+        metadata = self._metadata if scope is None else (*self._metadata, *scope.trace_metadata)
+        request = pb.CancelTaskRequest(agent_id=self.agent_id, task_id=task_id)
+        try:
+            await self._stub().CancelTask(request, timeout=CANCEL_TASK_TIMEOUT_SECONDS, metadata=metadata)
+        except grpc.aio.AioRpcError as error:
+            if error.code() is grpc.StatusCode.NOT_FOUND and _reason(error) == NO_WAITING_TASK_REASON:
+                return False
+            code = error.code()
+            said = error.details() or code.name
+            failure = ErrorCode.AGENT_UNAVAILABLE if code is grpc.StatusCode.UNAVAILABLE else ErrorCode.UPSTREAM_ERROR
+            raise BackendError(
+                failure,
+                f"the upstream {self.origin} did not cancel task {task_id}: {code.name}: {said}",
+                {UPSTREAM_DETAIL: self.origin, "grpc_status": code.name, "grpc_message": said},
+            ) from None
+        return True
 
     async def aclose(self) -> None:
         if self._channel is not None:
             channel, self._channel = self._channel, None
             await channel.close()
+
+
+def _reason(error: grpc.aio.AioRpcError) -> str | None:
+    """The ``google.rpc.ErrorInfo`` reason of a failed call's rich status, if it has one."""
+    try:
+        status = rpc_status.from_call(error)  # type: ignore[arg-type]  # an AioRpcError has what it reads
+    except ValueError:  # a rich status that contradicts the call's code or message: none to trust
+        return None
+    for detail in () if status is None else status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return str(info.reason)
+    return None

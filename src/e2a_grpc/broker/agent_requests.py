@@ -4,8 +4,9 @@ A gateway publishes a request envelope to the agent's workers on JetStream; a wo
 Chat turn and publishes its frames on the broker path's frame subjects (``frame_messages``). This
 module is the one home of everything both sides must agree on: the request subjects and consumer
 names, the request message (the envelope's CloudEvent in binary mode plus the bus headers) read and
-written, the notices a worker sends the gateway, the cancel subject, and the final frame written for
-a request whose worker was lost. The gateway (``backends.bus``), the worker (``agent_worker``) and
+written, the notices a worker sends the gateway, the cancel subjects (of a running request, of a
+task waiting for its client) and the task cancel's replies, and the final frame written for a
+request whose worker was lost. The gateway (``backends.bus``), the worker (``agent_worker``) and
 the Go example worker follow it.
 """
 
@@ -48,6 +49,36 @@ CONSUMER_PREFIX: Final = "e2a-agent-"
 LOST_SUFFIX: Final = ":lost"
 #: How often a gateway may miss a worker's progress notice before it takes the worker for lost.
 MISSED_NOTICES: Final = 3
+#: The subject token after the cancel prefix of a waiting task's cancel: ``<prefix>.task.<agent>.<task>``
+#: has two tokens more than a request's ``<prefix>.<request token>``, so no request token can clash.
+TASK_CANCEL: Final = "task"
+#: The task id a task cancel names (its subject has the id's token, which is not always the id).
+TASK_ID_HEADER: Final = "E2A-Task-Id"
+#: A worker's reply to a task cancel (``TaskCancelOutcome``), and for a failure its ``ErrorCode`` (the
+#: payload is the error's message, UTF-8).
+TASK_CANCEL_HEADER: Final = "E2A-Task-Cancel"
+ERROR_CODE_HEADER: Final = "E2A-Error-Code"
+
+
+class TaskCancelOutcome(StrEnum):
+    """What the worker whose backend holds a waiting task replies to its cancel (a worker that holds
+    no such task does not reply)."""
+
+    #: The task waited there and is cancelled (its agent was told, e.g. ACP ``session/cancel``).
+    CANCELLED = "cancelled"
+    #: The backend could not cancel it (``E2A-Error-Code`` and the payload say why).
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class TaskCancelReply:
+    """A worker's reply to a task cancel, read back."""
+
+    outcome: TaskCancelOutcome
+    worker: str
+    #: A failure's ``ErrorCode`` (or the backend's own code) and message; empty when cancelled.
+    code: str = ""
+    message: str = ""
 
 
 class Notice(StrEnum):
@@ -82,6 +113,57 @@ def worker_consumer(agent_id: str, instance_id: str) -> str:
 def cancel_subject(prefix: str, request_id: str) -> str:
     """Where a gateway cancels a running request (core NATS)."""
     return f"{prefix}.{subject_token(request_id)}"
+
+
+def task_cancel_subject(prefix: str, agent_id: str, task_id: str) -> str:
+    """Where a gateway cancels a task of ``agent_id`` that waits for its client (core NATS request;
+    every worker of the agent listens)."""
+    return f"{prefix}.{TASK_CANCEL}.{key_token(agent_id)}.{subject_token(task_id)}"
+
+
+def task_cancel_filter(prefix: str, agent_id: str) -> str:
+    """The subscription of a worker of ``agent_id`` to its agent's task cancels."""
+    return f"{prefix}.{TASK_CANCEL}.{key_token(agent_id)}.*"
+
+
+def task_cancel_headers(task_id: str) -> dict[str, str]:
+    return {TASK_ID_HEADER: task_id}
+
+
+def read_task_cancel(subject: str, headers: Mapping[str, str] | None) -> str:
+    """The task id a task cancel names; an ``E2AFieldError`` when its header is missing or does not
+    match the subject's task token (a message no gateway of this contract sends)."""
+    task_id = (headers or {}).get(TASK_ID_HEADER, "")
+    if not task_id:
+        raise E2AValueError(TASK_ID_HEADER, "a task cancel names its task id")
+    if subject_token(task_id) != subject.rsplit(".", 1)[-1]:
+        raise E2AValueError(TASK_ID_HEADER, f"task id {task_id!r} is not the one subject {subject!r} names")
+    return task_id
+
+
+def task_cancel_reply_headers(reply: TaskCancelReply) -> dict[str, str]:
+    headers = {TASK_CANCEL_HEADER: reply.outcome.value, WORKER_HEADER: reply.worker}
+    if reply.outcome is TaskCancelOutcome.FAILED:
+        headers[ERROR_CODE_HEADER] = reply.code
+    return headers
+
+
+def read_task_cancel_reply(headers: Mapping[str, str] | None, payload: bytes) -> TaskCancelReply | None:
+    """A worker's reply to a task cancel, or None when the message is no reply this version knows."""
+    if not headers:
+        return None
+    try:
+        outcome = TaskCancelOutcome(headers.get(TASK_CANCEL_HEADER, ""))
+    except ValueError:
+        return None
+    if outcome is TaskCancelOutcome.CANCELLED:
+        return TaskCancelReply(outcome, headers.get(WORKER_HEADER, ""))
+    return TaskCancelReply(
+        outcome,
+        headers.get(WORKER_HEADER, ""),
+        headers.get(ERROR_CODE_HEADER, ""),
+        payload.decode("utf-8", errors="replace"),
+    )
 
 
 def lost_message_id(request_id: str) -> str:

@@ -15,6 +15,9 @@ a direct Chat call gets. The frames go to the broker path's frame subjects throu
   it runs (JetStream gets an in-progress ack then too, so the ack wait never runs out on a live turn).
 - Cancel (``e2a.cancel.<request token>``) and the request's deadline end the turn as Chat's client
   cancel and deadline do: final ``client_cancelled`` / ``deadline_exceeded`` frames on the broker.
+- A task cancel (``e2a.cancel.task.<agent token>.<task token>``) names a task that waits for its
+  client (a turn of this agent that ended ``e2a.input_required``): the backend cancels it if it holds
+  it, and the worker replies; a worker whose backend holds no such task stays silent.
 - ``stop`` drains: leave the registry, stop pulling, let running turns finish within the grace, then
   end the rest with ``server_shutting_down``; every request taken is acked, none is nacked.
 """
@@ -40,10 +43,15 @@ from e2a_grpc.broker.agent_registry import Registration
 from e2a_grpc.broker.agent_requests import (
     BusRequest,
     Notice,
+    TaskCancelOutcome,
+    TaskCancelReply,
     any_worker_subject,
     notice_headers,
     read_request,
+    read_task_cancel,
     shared_consumer,
+    task_cancel_filter,
+    task_cancel_reply_headers,
     worker_consumer,
     worker_subject,
 )
@@ -54,7 +62,7 @@ from e2a_grpc.broker.held_sessions import HeldSessions
 from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import ClaimContendedError, SessionOwners
-from e2a_grpc.chat.events import AgentBackend, Event, Passthrough
+from e2a_grpc.chat.events import AgentBackend, BackendError, Event, Passthrough
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, checked_prompt
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, run_turn
@@ -177,6 +185,9 @@ class AgentWorker:
             if config.backend in SESSION_BACKENDS:
                 subscriptions.append(await self._own_subscription())
             await self._nc.subscribe(f"{config.bus_cancel_subject_prefix}.*", cb=self._on_cancel)
+            await self._nc.subscribe(
+                task_cancel_filter(config.bus_cancel_subject_prefix, config.agent_id), cb=self._on_task_cancel
+            )
             await self.registration.start()
         except BaseException:
             await self.publisher.close(0)
@@ -439,6 +450,36 @@ class AgentWorker:
         if running is not None and running.turn is not None:
             log.debug("request %s cancelled by its gateway", running.request.request_id)
             running.turn.interrupt(_CANCELLED)
+
+    async def _on_task_cancel(self, message: Msg) -> None:
+        """Cancel the waiting task a gateway names, when this worker's backend holds it, and say so.
+        Handled one at a time (nats-py runs a subscription's callbacks in turn): a backend's cancel
+        is bounded (an ACP agent gets ``CANCEL_GRACE_SECONDS``), and cancels are rare."""
+        try:
+            task_id = read_task_cancel(message.subject, message.headers)
+        except E2AFieldError as exc:
+            log.warning("a message on %s is no task cancel (%s): ignored", message.subject, exc)
+            return
+        try:
+            cancelled = await self._backend.cancel_task(task_id)
+        except BackendError as exc:
+            log.warning("waiting task %s could not be cancelled: %s", task_id, exc.message)
+            reply = TaskCancelReply(TaskCancelOutcome.FAILED, self.instance_id, str(exc.code), exc.message)
+        except Exception:
+            log.exception("waiting task %s: the agent worker failed to cancel it", task_id)
+            reply = TaskCancelReply(
+                TaskCancelOutcome.FAILED, self.instance_id, ErrorCode.INTERNAL, "the agent worker failed; see its log"
+            )
+        else:
+            if not cancelled:
+                return  # held by another worker, or by none: their silence says so
+            log.info("waiting task %s cancelled by its gateway", task_id)
+            reply = TaskCancelReply(TaskCancelOutcome.CANCELLED, self.instance_id)
+        if not message.reply:
+            return
+        with contextlib.suppress(nats.errors.Error):
+            assert self._nc is not None
+            await self._nc.publish(message.reply, reply.message.encode(), headers=task_cancel_reply_headers(reply))
 
 
 async def _after(first: Event, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:

@@ -115,8 +115,8 @@ class BackendInfo:
 class TurnsNeverWait:
     """Mixed into a backend whose turns never end waiting for the client (no ``InputRequired``)."""
 
-    async def cancel_task(self, task_id: str) -> None:
-        return None  # no task of its agent waits, so none is left to cancel
+    async def cancel_task(self, task_id: str) -> bool:
+        return False  # no task of its agent waits, so none is left to cancel
 
 
 class AgentBackend(Protocol):
@@ -134,9 +134,11 @@ class AgentBackend(Protocol):
         """
         ...
 
-    async def cancel_task(self, task_id: str) -> None:
+    async def cancel_task(self, task_id: str) -> bool:
         """Cancel a task of the agent that waits for the client (the ``task_id`` of an ``InputRequired``
-        turn's frames); a backend whose turns never wait has nothing to cancel."""
+        turn's frames): true once it is cancelled, false when no task waits under that id (it ended,
+        was answered, timed out, or never was; a backend whose turns never wait has none). Raises
+        ``BackendError`` (only) when the agent could not be asked or refused."""
         ...
 
     async def aclose(self) -> None:

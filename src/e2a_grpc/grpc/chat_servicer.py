@@ -28,6 +28,8 @@ meanwhile waits in the backend's ``EventInbox``, and text deltas that waited the
 
 Frames are written as the bytes ``FrameBuilder`` serialized them (``add_chat_service`` registers the
 RPC without a response serializer).
+
+``CancelTask`` routes by agent id as Chat does and hands the task to its backend's ``cancel_task``.
 """
 
 from __future__ import annotations
@@ -45,11 +47,11 @@ import grpc
 from e2a.v1 import agent_service_pb2, agent_service_pb2_grpc
 from e2a_grpc.backends.routes import AgentRoutes
 from e2a_grpc.chat.call_scope import CURRENT_CALL, TRACE_METADATA_KEYS, CallScope
-from e2a_grpc.chat.events import AgentBackend, Event, publishes_its_frames
+from e2a_grpc.chat.events import AgentBackend, BackendError, Event, publishes_its_frames
 from e2a_grpc.chat.frames import FrameBuilder, UtcClock
 from e2a_grpc.chat.requests import DEFAULT_CHAT_METHODS, validate_chat_request
 from e2a_grpc.chat.turn import Interruption, Turn, TurnLimits, TurnStalled, run_turn
-from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, UnknownAgentError
+from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, E2AValueError, NoWaitingTaskError, UnknownAgentError
 from e2a_grpc.grpc.observability import ServerMetrics
 from e2a_grpc.grpc.status import SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE, status_for
 from e2a_grpc.model import ErrorCode
@@ -206,6 +208,29 @@ class ChatServicer(agent_service_pb2_grpc.AgentServiceServicer):
                 await self._end_published_stream(sink, frames, output, self._call_ending(context, exc))
             raise
 
+    async def CancelTask(
+        self,
+        request: agent_service_pb2.CancelTaskRequest,
+        context: grpc.aio.ServicerContext[agent_service_pb2.CancelTaskRequest, agent_service_pb2.CancelTaskResponse],
+    ) -> agent_service_pb2.CancelTaskResponse:
+        if not request.task_id:
+            await context.abort_with_status(
+                status_for(E2AValueError("task_id", "name the waiting task: the task_id of its frames"))
+            )
+        if self._shutting_down:
+            await context.abort(SHUTTING_DOWN_CODE, SHUTTING_DOWN_MESSAGE)
+        agent_id = request.agent_id or None  # none: the default agent, as a Chat envelope without agent_id
+        try:
+            backend = self.backend if self.routes is None else self.routes.backend_for(agent_id)
+            if not await backend.cancel_task(request.task_id):
+                raise NoWaitingTaskError(agent_id, request.task_id)
+        except (UnknownAgentError, NoWaitingTaskError, BackendError, AgentUnavailableError) as exc:
+            await context.abort_with_status(status_for(exc))
+        except Exception as exc:
+            log.exception("CancelTask of task %s failed", request.task_id)
+            await context.abort_with_status(status_for(exc))
+        return agent_service_pb2.CancelTaskResponse()
+
     def _call_scope(
         self, context: grpc.aio.ServicerContext[agent_service_pb2.ChatRequest, bytes], frames: FrameBuilder
     ) -> CallScope:
@@ -339,7 +364,12 @@ def add_chat_service(servicer: ChatServicer, server: grpc.aio.Server) -> None:
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
         "Chat": grpc.unary_stream_rpc_method_handler(
             servicer.Chat, request_deserializer=agent_service_pb2.ChatRequest.FromString, response_serializer=None
-        )
+        ),
+        "CancelTask": grpc.unary_unary_rpc_method_handler(
+            servicer.CancelTask,
+            request_deserializer=agent_service_pb2.CancelTaskRequest.FromString,
+            response_serializer=agent_service_pb2.CancelTaskResponse.SerializeToString,
+        ),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(AGENT_SERVICE, handlers),))
     server.add_registered_method_handlers(AGENT_SERVICE, handlers)

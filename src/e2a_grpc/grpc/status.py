@@ -13,7 +13,16 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from e2a_grpc.errors import AgentUnavailableError, E2AFieldError, E2AValueError, UnknownAgentError
+from e2a_grpc.chat.events import BackendError
+from e2a_grpc.errors import (
+    NO_WAITING_TASK_REASON,
+    AgentUnavailableError,
+    E2AFieldError,
+    E2AValueError,
+    NoWaitingTaskError,
+    UnknownAgentError,
+)
+from e2a_grpc.model import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +37,14 @@ ERROR_DOMAIN = "e2a-grpc"
 UNKNOWN_AGENT_REASON = "UNKNOWN_AGENT"
 #: ``google.rpc.ErrorInfo.reason`` of a request whose agent cannot take it now.
 AGENT_UNAVAILABLE_REASON = "AGENT_UNAVAILABLE"
-#: ``google.rpc.ResourceInfo.resource_type`` of an agent.
+#: ``google.rpc.ErrorInfo.reason`` of an agent that failed to do what was asked (a ``BackendError``
+#: outside a Chat stream, whose final frame says it there); its metadata's ``code`` is the E2A error code.
+AGENT_ERROR_REASON = "AGENT_ERROR"
+#: ``google.rpc.ResourceInfo.resource_type`` of an agent, and of an agent's task.
 AGENT_RESOURCE_TYPE = "e2a agent"
+TASK_RESOURCE_TYPE = "e2a task"
+#: The E2A error codes of an agent that cannot be reached now: UNAVAILABLE, which a client may retry.
+_UNAVAILABLE_AGENT_CODES = frozenset({ErrorCode.AGENT_UNAVAILABLE, ErrorCode.A2A_UNAVAILABLE, ErrorCode.A2A_TIMEOUT})
 
 
 #: A call that reaches a server whose shutdown no longer takes calls: it was not run, so any client may
@@ -94,6 +109,35 @@ def agent_unavailable(error: AgentUnavailableError) -> grpc.Status:
     return rpc_status.to_status(status)
 
 
+def no_waiting_task(error: NoWaitingTaskError) -> grpc.Status:
+    """NOT_FOUND naming the task (``ResourceInfo``) with an ``ErrorInfo`` that tells it from an unknown agent."""
+    resource = error_details_pb2.ResourceInfo(
+        resource_type=TASK_RESOURCE_TYPE, resource_name=error.task_id, owner=error.agent_id
+    )
+    info = error_details_pb2.ErrorInfo(
+        reason=NO_WAITING_TASK_REASON,
+        domain=ERROR_DOMAIN,
+        metadata={"agent_id": error.agent_id, "task_id": error.task_id},
+    )
+    status = status_pb2.Status(code=code_pb2.NOT_FOUND, message=str(error), details=_packed(resource, info))
+    return rpc_status.to_status(status)
+
+
+def agent_failed(error: BackendError) -> grpc.Status:
+    """An agent's failure outside a Chat stream: UNAVAILABLE when it cannot be reached now, else INTERNAL
+    (the failure is behind this server, the message says whose), with the E2A code in an ``ErrorInfo``."""
+    unavailable = error.code in _UNAVAILABLE_AGENT_CODES
+    info = error_details_pb2.ErrorInfo(
+        reason=AGENT_ERROR_REASON, domain=ERROR_DOMAIN, metadata={"code": str(error.code)}
+    )
+    status = status_pb2.Status(
+        code=code_pb2.UNAVAILABLE if unavailable else code_pb2.INTERNAL,
+        message=f"{error.code}: {error.message}",
+        details=_packed(info),
+    )
+    return rpc_status.to_status(status)
+
+
 def status_for(exc: BaseException) -> grpc.Status:
     """The gRPC status for an exception raised while handling a call."""
     if isinstance(exc, E2AFieldError):
@@ -102,6 +146,10 @@ def status_for(exc: BaseException) -> grpc.Status:
         return unknown_agent(exc)
     if isinstance(exc, AgentUnavailableError):
         return agent_unavailable(exc)
+    if isinstance(exc, NoWaitingTaskError):
+        return no_waiting_task(exc)
+    if isinstance(exc, BackendError):
+        return agent_failed(exc)
     # Anything else is our bug, not the caller's: INTERNAL (never UNKNOWN), details stay in the log.
     return rpc_status.to_status(
         status_pb2.Status(code=code_pb2.INTERNAL, message=f"internal error ({type(exc).__name__}); see server log")

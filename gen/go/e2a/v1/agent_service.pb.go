@@ -113,6 +113,97 @@ func (x *ChatResponse) GetResponse() *E2AResponse {
 	return nil
 }
 
+type CancelTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent, as a Chat request's envelope names it in agent_id; empty: the server's default agent.
+	AgentId string `protobuf:"bytes,1,opt,name=agent_id,proto3" json:"agent_id,omitempty"`
+	// The task_id of the waiting turn's frames.
+	TaskId        string `protobuf:"bytes,2,opt,name=task_id,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTaskRequest) Reset() {
+	*x = CancelTaskRequest{}
+	mi := &file_e2a_v1_agent_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTaskRequest) ProtoMessage() {}
+
+func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_agent_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
+func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_agent_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CancelTaskRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *CancelTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// The task was waiting and is cancelled.
+type CancelTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTaskResponse) Reset() {
+	*x = CancelTaskResponse{}
+	mi := &file_e2a_v1_agent_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTaskResponse) ProtoMessage() {}
+
+func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_e2a_v1_agent_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
+func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
+	return file_e2a_v1_agent_service_proto_rawDescGZIP(), []int{3}
+}
+
 var File_e2a_v1_agent_service_proto protoreflect.FileDescriptor
 
 const file_e2a_v1_agent_service_proto_rawDesc = "" +
@@ -121,9 +212,15 @@ const file_e2a_v1_agent_service_proto_rawDesc = "" +
 	"\vChatRequest\x12/\n" +
 	"\benvelope\x18\x01 \x01(\v2\x13.e2a.v1.E2AEnvelopeR\benvelope\"?\n" +
 	"\fChatResponse\x12/\n" +
-	"\bresponse\x18\x01 \x01(\v2\x13.e2a.v1.E2AResponseR\bresponse2C\n" +
+	"\bresponse\x18\x01 \x01(\v2\x13.e2a.v1.E2AResponseR\bresponse\"I\n" +
+	"\x11CancelTaskRequest\x12\x1a\n" +
+	"\bagent_id\x18\x01 \x01(\tR\bagent_id\x12\x18\n" +
+	"\atask_id\x18\x02 \x01(\tR\atask_id\"\x14\n" +
+	"\x12CancelTaskResponse2\x88\x01\n" +
 	"\fAgentService\x123\n" +
-	"\x04Chat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01Be\n" +
+	"\x04Chat\x12\x13.e2a.v1.ChatRequest\x1a\x14.e2a.v1.ChatResponse0\x01\x12C\n" +
+	"\n" +
+	"CancelTask\x12\x19.e2a.v1.CancelTaskRequest\x1a\x1a.e2a.v1.CancelTaskResponseBe\n" +
 	"\tio.e2a.v1B\x11AgentServiceProtoP\x01Z\x1be2agrpc/gen/go/e2a/v1;e2av1\xa2\x02\x03E2A\xaa\x02\x06E2A.V1\xba\x02\x03E2A\xca\x02\x06E2A\\V1\xea\x02\aE2A::V1b\x06proto3"
 
 var (
@@ -138,20 +235,24 @@ func file_e2a_v1_agent_service_proto_rawDescGZIP() []byte {
 	return file_e2a_v1_agent_service_proto_rawDescData
 }
 
-var file_e2a_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_e2a_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_e2a_v1_agent_service_proto_goTypes = []any{
-	(*ChatRequest)(nil),  // 0: e2a.v1.ChatRequest
-	(*ChatResponse)(nil), // 1: e2a.v1.ChatResponse
-	(*E2AEnvelope)(nil),  // 2: e2a.v1.E2AEnvelope
-	(*E2AResponse)(nil),  // 3: e2a.v1.E2AResponse
+	(*ChatRequest)(nil),        // 0: e2a.v1.ChatRequest
+	(*ChatResponse)(nil),       // 1: e2a.v1.ChatResponse
+	(*CancelTaskRequest)(nil),  // 2: e2a.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil), // 3: e2a.v1.CancelTaskResponse
+	(*E2AEnvelope)(nil),        // 4: e2a.v1.E2AEnvelope
+	(*E2AResponse)(nil),        // 5: e2a.v1.E2AResponse
 }
 var file_e2a_v1_agent_service_proto_depIdxs = []int32{
-	2, // 0: e2a.v1.ChatRequest.envelope:type_name -> e2a.v1.E2AEnvelope
-	3, // 1: e2a.v1.ChatResponse.response:type_name -> e2a.v1.E2AResponse
+	4, // 0: e2a.v1.ChatRequest.envelope:type_name -> e2a.v1.E2AEnvelope
+	5, // 1: e2a.v1.ChatResponse.response:type_name -> e2a.v1.E2AResponse
 	0, // 2: e2a.v1.AgentService.Chat:input_type -> e2a.v1.ChatRequest
-	1, // 3: e2a.v1.AgentService.Chat:output_type -> e2a.v1.ChatResponse
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
+	2, // 3: e2a.v1.AgentService.CancelTask:input_type -> e2a.v1.CancelTaskRequest
+	1, // 4: e2a.v1.AgentService.Chat:output_type -> e2a.v1.ChatResponse
+	3, // 5: e2a.v1.AgentService.CancelTask:output_type -> e2a.v1.CancelTaskResponse
+	4, // [4:6] is the sub-list for method output_type
+	2, // [2:4] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
 	2, // [2:2] is the sub-list for extension extendee
 	0, // [0:2] is the sub-list for field type_name
@@ -169,7 +270,7 @@ func file_e2a_v1_agent_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_e2a_v1_agent_service_proto_rawDesc), len(file_e2a_v1_agent_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,7 +21,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_Chat_FullMethodName = "/e2a.v1.AgentService/Chat"
+	AgentService_Chat_FullMethodName       = "/e2a.v1.AgentService/Chat"
+	AgentService_CancelTask_FullMethodName = "/e2a.v1.AgentService/CancelTask"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -33,6 +34,12 @@ type AgentServiceClient interface {
 	// Streams the answer to one request as E2AResponse frames obeying the protocol's section 12:
 	// request_id echoed, sequence 0, 1, 2, ..., exactly one final frame and it is the last.
 	Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatResponse], error)
+	// Cancels a task of an agent that waits for its client: a Chat turn that ended with a final
+	// e2a.input_required frame (a question), named by that frame's task_id. The agent is told (an ACP
+	// agent gets session/cancel, its question the answer "cancelled"). NOT_FOUND (ErrorInfo reason
+	// NO_WAITING_TASK) when no task of the agent waits under that id: it was answered, timed out,
+	// ended, or never was; NOT_FOUND (reason UNKNOWN_AGENT) for an agent the server does not have.
+	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
 }
 
 type agentServiceClient struct {
@@ -62,6 +69,16 @@ func (c *agentServiceClient) Chat(ctx context.Context, in *ChatRequest, opts ...
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_ChatClient = grpc.ServerStreamingClient[ChatResponse]
 
+func (c *agentServiceClient) CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelTaskResponse)
+	err := c.cc.Invoke(ctx, AgentService_CancelTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -71,6 +88,12 @@ type AgentServiceServer interface {
 	// Streams the answer to one request as E2AResponse frames obeying the protocol's section 12:
 	// request_id echoed, sequence 0, 1, 2, ..., exactly one final frame and it is the last.
 	Chat(*ChatRequest, grpc.ServerStreamingServer[ChatResponse]) error
+	// Cancels a task of an agent that waits for its client: a Chat turn that ended with a final
+	// e2a.input_required frame (a question), named by that frame's task_id. The agent is told (an ACP
+	// agent gets session/cancel, its question the answer "cancelled"). NOT_FOUND (ErrorInfo reason
+	// NO_WAITING_TASK) when no task of the agent waits under that id: it was answered, timed out,
+	// ended, or never was; NOT_FOUND (reason UNKNOWN_AGENT) for an agent the server does not have.
+	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -83,6 +106,9 @@ type UnimplementedAgentServiceServer struct{}
 
 func (UnimplementedAgentServiceServer) Chat(*ChatRequest, grpc.ServerStreamingServer[ChatResponse]) error {
 	return status.Error(codes.Unimplemented, "method Chat not implemented")
+}
+func (UnimplementedAgentServiceServer) CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelTask not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -116,13 +142,36 @@ func _AgentService_Chat_Handler(srv interface{}, stream grpc.ServerStream) error
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_ChatServer = grpc.ServerStreamingServer[ChatResponse]
 
+func _AgentService_CancelTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).CancelTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_CancelTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).CancelTask(ctx, req.(*CancelTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var AgentService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "e2a.v1.AgentService",
 	HandlerType: (*AgentServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CancelTask",
+			Handler:    _AgentService_CancelTask_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Chat",

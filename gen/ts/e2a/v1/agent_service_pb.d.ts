@@ -50,6 +50,45 @@ export declare type ChatResponse = Message<"e2a.v1.ChatResponse"> & {
 export declare const ChatResponseSchema: GenMessage<ChatResponse>;
 
 /**
+ * @generated from message e2a.v1.CancelTaskRequest
+ */
+export declare type CancelTaskRequest = Message<"e2a.v1.CancelTaskRequest"> & {
+  /**
+   * The agent, as a Chat request's envelope names it in agent_id; empty: the server's default agent.
+   *
+   * @generated from field: string agent_id = 1 [json_name = "agent_id"];
+   */
+  agentId: string;
+
+  /**
+   * The task_id of the waiting turn's frames.
+   *
+   * @generated from field: string task_id = 2 [json_name = "task_id"];
+   */
+  taskId: string;
+};
+
+/**
+ * Describes the message e2a.v1.CancelTaskRequest.
+ * Use `create(CancelTaskRequestSchema)` to create a new message.
+ */
+export declare const CancelTaskRequestSchema: GenMessage<CancelTaskRequest>;
+
+/**
+ * The task was waiting and is cancelled.
+ *
+ * @generated from message e2a.v1.CancelTaskResponse
+ */
+export declare type CancelTaskResponse = Message<"e2a.v1.CancelTaskResponse"> & {
+};
+
+/**
+ * Describes the message e2a.v1.CancelTaskResponse.
+ * Use `create(CancelTaskResponseSchema)` to create a new message.
+ */
+export declare const CancelTaskResponseSchema: GenMessage<CancelTaskResponse>;
+
+/**
  * Runs requests against the configured agent backend.
  *
  * @generated from service e2a.v1.AgentService
@@ -65,6 +104,20 @@ export declare const AgentService: GenService<{
     methodKind: "server_streaming";
     input: typeof ChatRequestSchema;
     output: typeof ChatResponseSchema;
+  },
+  /**
+   * Cancels a task of an agent that waits for its client: a Chat turn that ended with a final
+   * e2a.input_required frame (a question), named by that frame's task_id. The agent is told (an ACP
+   * agent gets session/cancel, its question the answer "cancelled"). NOT_FOUND (ErrorInfo reason
+   * NO_WAITING_TASK) when no task of the agent waits under that id: it was answered, timed out,
+   * ended, or never was; NOT_FOUND (reason UNKNOWN_AGENT) for an agent the server does not have.
+   *
+   * @generated from rpc e2a.v1.AgentService.CancelTask
+   */
+  cancelTask: {
+    methodKind: "unary";
+    input: typeof CancelTaskRequestSchema;
+    output: typeof CancelTaskResponseSchema;
   },
 }>;
 

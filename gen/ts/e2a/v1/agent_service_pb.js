@@ -11,7 +11,7 @@ import { file_e2a_v1_e2a } from "./e2a_pb.js";
  * Describes the file e2a/v1/agent_service.proto.
  */
 export const file_e2a_v1_agent_service = /*@__PURE__*/
-  fileDesc("ChplMmEvdjEvYWdlbnRfc2VydmljZS5wcm90bxIGZTJhLnYxIjQKC0NoYXRSZXF1ZXN0EiUKCGVudmVsb3BlGAEgASgLMhMuZTJhLnYxLkUyQUVudmVsb3BlIjUKDENoYXRSZXNwb25zZRIlCghyZXNwb25zZRgBIAEoCzITLmUyYS52MS5FMkFSZXNwb25zZTJDCgxBZ2VudFNlcnZpY2USMwoEQ2hhdBITLmUyYS52MS5DaGF0UmVxdWVzdBoULmUyYS52MS5DaGF0UmVzcG9uc2UwAUJlCglpby5lMmEudjFCEUFnZW50U2VydmljZVByb3RvUAFaG2UyYWdycGMvZ2VuL2dvL2UyYS92MTtlMmF2MaICA0UyQaoCBkUyQS5WMboCA0UyQcoCBkUyQVxWMeoCB0UyQTo6VjFiBnByb3RvMw", [file_e2a_v1_e2a]);
+  fileDesc("ChplMmEvdjEvYWdlbnRfc2VydmljZS5wcm90bxIGZTJhLnYxIjQKC0NoYXRSZXF1ZXN0EiUKCGVudmVsb3BlGAEgASgLMhMuZTJhLnYxLkUyQUVudmVsb3BlIjUKDENoYXRSZXNwb25zZRIlCghyZXNwb25zZRgBIAEoCzITLmUyYS52MS5FMkFSZXNwb25zZSJJChFDYW5jZWxUYXNrUmVxdWVzdBIaCghhZ2VudF9pZBgBIAEoCVIIYWdlbnRfaWQSGAoHdGFza19pZBgCIAEoCVIHdGFza19pZCIUChJDYW5jZWxUYXNrUmVzcG9uc2UyiAEKDEFnZW50U2VydmljZRIzCgRDaGF0EhMuZTJhLnYxLkNoYXRSZXF1ZXN0GhQuZTJhLnYxLkNoYXRSZXNwb25zZTABEkMKCkNhbmNlbFRhc2sSGS5lMmEudjEuQ2FuY2VsVGFza1JlcXVlc3QaGi5lMmEudjEuQ2FuY2VsVGFza1Jlc3BvbnNlQmUKCWlvLmUyYS52MUIRQWdlbnRTZXJ2aWNlUHJvdG9QAVobZTJhZ3JwYy9nZW4vZ28vZTJhL3YxO2UyYXYxogIDRTJBqgIGRTJBLlYxugIDRTJBygIGRTJBXFYx6gIHRTJBOjpWMWIGcHJvdG8z", [file_e2a_v1_e2a]);
 
 /**
  * Describes the message e2a.v1.ChatRequest.
@@ -26,6 +26,20 @@ export const ChatRequestSchema = /*@__PURE__*/
  */
 export const ChatResponseSchema = /*@__PURE__*/
   messageDesc(file_e2a_v1_agent_service, 1);
+
+/**
+ * Describes the message e2a.v1.CancelTaskRequest.
+ * Use `create(CancelTaskRequestSchema)` to create a new message.
+ */
+export const CancelTaskRequestSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_agent_service, 2);
+
+/**
+ * Describes the message e2a.v1.CancelTaskResponse.
+ * Use `create(CancelTaskResponseSchema)` to create a new message.
+ */
+export const CancelTaskResponseSchema = /*@__PURE__*/
+  messageDesc(file_e2a_v1_agent_service, 3);
 
 /**
  * Runs requests against the configured agent backend.
