@@ -1,7 +1,7 @@
 """The agent registry against a real nats-server: entries written on start and by the heartbeat,
 deleted on a clean stop, expired with the bucket's TTL when their process is killed; worker counts;
-``e2a-grpc agents`` (text, --json, exit codes, a timeout not read as no broker); no secret in any entry; a broker outage during the
-heartbeats (one WARNING, one INFO, serving throughout)."""
+``e2a-grpc agents`` (text, --json, exit codes, a timeout not read as no broker); no secret in any
+entry; a broker outage during the heartbeats (one WARNING, one INFO, serving throughout)."""
 
 from __future__ import annotations
 
