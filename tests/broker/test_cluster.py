@@ -3,13 +3,16 @@
 to an R3 stream, and a node killed mid-stream (the one the publisher is connected to, the stream's
 leader, a follower) costs no frame: the stream read back has every frame once, in order, ending with
 its final frame. The agent registry on an R3 bucket keeps its entries and heartbeats through a node
-kill. A stream or bucket that exists with other replicas is kept, with one WARNING."""
+kill. A stream or bucket that exists with other replicas is kept, with one WARNING; replicas the
+broker cannot have are one clear error."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import subprocess
+import sys
 import time
 import uuid
 
@@ -24,6 +27,7 @@ from e2a_grpc.broker.agent_records import AgentRecord
 from e2a_grpc.broker.agent_registry import AgentRegistry, Registration
 from e2a_grpc.broker.frame_publisher import FramePublisher
 from e2a_grpc.broker.jetstream_setup import JetStreamSetupError
+from e2a_grpc.cli.exits import EXIT_FAILED
 from e2a_grpc.settings import ServerSettings
 from tests.broker.test_jetstream import PhasedBackend, _chat, _request
 from tests.conftest import in_process_server
@@ -35,6 +39,7 @@ from tests.support.nats_server import (
     stored_messages,
     wait_stream_current,
 )
+from tests.support.processes import REPO_ROOT
 from tests.support.registry_entries import worker_record
 from tests.support.waiting import within
 
@@ -269,3 +274,20 @@ async def test_replicas_a_single_server_cannot_have_are_a_clear_error_naming_the
         "the NATS server refused to create the agent registry's bucket AGENTS_R3 with 3 replicas (--nats-replicas): "
         "replicas > 1 not supported in non-clustered mode"
     )
+
+
+async def test_serve_asking_a_single_server_for_replicas_says_only_the_clear_error(broker: NatsServer) -> None:
+    """``serve --publish-nats`` refused its stream: the refusal is all it says (its connection, closed
+    on the way out, is no outage to warn of)."""
+    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1"]
+    command += ["--publish-nats", broker.url, "--nats-replicas", "3", "--nats-stream", "FRAMES_SERVE_R3"]
+    command += ["--nats-subject-prefix", "frames.serve-r3"]
+    result = await asyncio.to_thread(
+        subprocess.run, command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == EXIT_FAILED
+    assert result.stderr.splitlines() == [
+        f"error: cannot publish to NATS at {broker.url}: JetStreamSetupError: the NATS server refused to create "
+        "the frames' stream FRAMES_SERVE_R3 with 3 replicas (--nats-replicas): "
+        "replicas > 1 not supported in non-clustered mode"
+    ]
