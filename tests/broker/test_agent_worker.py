@@ -62,7 +62,7 @@ from tests.support.log_records import log_records
 from tests.support.nats_server import NatsServer
 from tests.support.processes import free_port, logged_process
 from tests.support.readiness import health_check, health_statuses, until_status
-from tests.support.waiting import within
+from tests.support.waiting import EVENT_TIMEOUT_SECONDS, within
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
 PROGRESS = 0.3
@@ -605,23 +605,90 @@ async def test_a_worker_holds_no_more_sessions_than_its_backend_keeps(broker: Na
         await nc.close()
 
 
-async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is_never_run(broker: NatsServer) -> None:
-    """A worker is in the registry but takes nothing (hung, or its consumer gone): UNAVAILABLE once
-    Start-By has passed; a worker that takes the request afterwards drops it unrun."""
-    config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
+@contextlib.asynccontextmanager
+async def _silent_worker(broker: NatsServer, config: AgentWorkerSettings) -> AsyncIterator[None]:
+    """A worker in the registry that takes nothing (hung, or its consumer gone)."""
     started = now()
     record = server_record(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
     silent = Registration.for_record(broker.url, record, config)
     await silent.start()
     try:
-        async with _gateway(config) as channel:
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
-                await within(_frames(achat(channel, _request(3))))
+        yield
     finally:
         await silent.close()
+
+
+async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is_deleted(broker: NatsServer) -> None:
+    """UNAVAILABLE once Start-By has passed, and the request is gone from the stream at once (not left
+    there until its max age)."""
+    config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
+    async with _silent_worker(broker, config), _gateway(config) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await within(_frames(achat(channel, _request(3))))
+        assert await requests_left(broker.url, config) == 0
     assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
     assert "no live worker took the request within 0.5 s" in (raised.value.details() or "")
-    backend = CountingEcho()
-    async with running_worker(config, backend):
-        await within(until_no_requests_left(broker.url, config))
-    assert backend.turns == 0
+
+
+async def test_a_request_taken_by_its_start_by_without_a_notice_is_gone_and_the_gateway_says_nothing_more(
+    broker: NatsServer,
+) -> None:
+    """A worker took the request and acked it (dropped it: its notice never came, or it came after the
+    gateway gave up): the gateway's delete finds it gone, which is no trouble to log."""
+    config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
+    nc = await nats.connect(broker.url)
+    try:
+        await ensure_requests_stream(nc.jetstream(), config)
+        taker = await nc.jetstream().pull_subscribe(
+            any_worker_subject(config.bus_requests_subject_prefix, config.agent_id),
+            durable=shared_consumer(config.agent_id),
+            stream=config.bus_requests_stream,
+            config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=config.bus_ack_wait_seconds, max_deliver=-1),
+        )
+        with log_records() as logs:
+            async with _silent_worker(broker, config), _gateway(config) as channel:
+                calling = asyncio.create_task(_frames(achat(channel, _request(3))))
+                (taken,) = await taker.fetch(1, timeout=EVENT_TIMEOUT_SECONDS)
+                await taken.ack_sync()
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await within(calling)
+    finally:
+        await nc.close()
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert logs.at_least(logging.WARNING) == []
+
+
+async def test_a_request_to_a_killed_workers_own_subject_gets_unavailable_and_is_deleted(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    """The worker that holds a session is SIGKILLed: its registry entry and its claim of the session
+    live on until the registry's TTL, so the gateway sends the session's next request to the worker's
+    own subject, which nobody pulls any more (its durable consumer goes once inactive for that TTL).
+    UNAVAILABLE at Start-By, and the request is deleted from the stream, not left until its max age."""
+    config = _acp_settings(broker, _agent()).model_copy(update={"registry_ttl_seconds": 60.0})
+    acp = f"{sys.executable} {ACP_AGENT} --events {tmp_path / 'events.jsonl'}"
+    first, second = (
+        E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), session_id="kept", params={"text": "hi"})
+        for _ in range(2)
+    )
+    with logged_process(_worker_command(config, "--backend", "acp", "--acp-command", acp)) as (process, _):
+        await live_worker(config)
+        async with _gateway(config) as channel:
+            answered = await _frames(achat(channel, first))
+            process.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(process.wait)
+            nc = await nats.connect(broker.url)
+            try:
+                owners = await SessionOwners.open(
+                    nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=1
+                )
+                owner = await owners.owner(config.agent_id, "kept")
+            finally:
+                await nc.close()
+            assert owner is not None  # the gateway sends the session's requests to the dead worker's subject
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await within(_frames(achat(channel, second)))
+            assert await requests_left(broker.url, config) == 0
+    assert answered[-1].response_kind == "e2a.complete"
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "no live worker took the request within" in (raised.value.details() or "")

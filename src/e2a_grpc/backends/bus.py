@@ -10,6 +10,9 @@ gateway's frame sink does not publish them again (``publishes_frames``).
   any other to the subject every worker of X shares.
 - No live worker of X in the agent registry (the gateway's ``LiveAgents`` view), or none takes the
   request (its ``taken`` notice) by Start-By: ``AgentUnavailableError`` (UNAVAILABLE) before any frame.
+  A request nobody took is deleted from the requests' stream then (by the stream sequence its publish
+  was stored at): one sent to a worker that died just before would otherwise wait there, taken by no
+  one, until the stream's max age. A worker that takes it meanwhile drops it (past its Start-By).
 - After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
   (``lost_requests``) and the turn ends with it.
@@ -80,6 +83,8 @@ TAKEN_GRACE_SECONDS = 1.0
 REQUEST_TIMEOUT_SECONDS = 5.0
 #: ``BackendInfo.name`` of a bus route (its frames' provenance converter: ``e2a_grpc.chat:nats``).
 BUS_BACKEND_NAME = "nats"
+#: JetStream's error code for a message delete that failed, e.g. because the message is gone (acked).
+_MSG_DELETE_FAILED = 10057
 
 
 class AgentBus:
@@ -233,6 +238,8 @@ class _BusTurn:
         self._next_sequence = 0
         self._notices: Subscription | None = None
         self._published = False
+        #: Where the requests' stream stored the request (its publish's ack).
+        self._request_sequence = 0
         self._ended = False
 
     async def open(self) -> None:
@@ -258,12 +265,13 @@ class _BusTurn:
         # the request is published: the first frame waits for one JetStream round trip, not two.
         subscribing = asyncio.create_task(self._subscribe_frames(), name="e2a-bus-frames-consumer")
         try:
-            await _until_start_by(
+            stored = await _until_start_by(
                 config.bus_start_by_seconds,
                 lambda: self._js.publish(
                     message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
                 ),
             )
+            self._request_sequence = stored.seq
             self._published = True
         finally:
             # Awaited even when the publish failed, so that ``close`` drops the subscription it makes.
@@ -341,6 +349,7 @@ class _BusTurn:
                     missing_since = await self._missing(self._next_sequence)
                     continue
                 if not taken:
+                    await self._withdraw()
                     raise AgentUnavailableError(
                         self._agent_id,
                         f"no live worker took the request within {config.bus_start_by_seconds:g} s",
@@ -373,6 +382,21 @@ class _BusTurn:
                 missing_since = None
             elif missing_since is None:
                 missing_since = loop.time()
+
+    async def _withdraw(self) -> None:
+        """Nobody took the request by its Start-By: delete it from the requests' stream (see the module
+        docstring). It is gone already when a worker took it just then and dropped it."""
+        stream = self._config.bus_requests_stream
+        try:
+            await self._js.delete_msg(stream, self._request_sequence)
+        except (nats.errors.Error, TimeoutError) as exc:
+            if not (isinstance(exc, nats.js.errors.APIError) and exc.err_code == _MSG_DELETE_FAILED):
+                log.warning(
+                    "request %s, which nobody took, was not deleted from %s (%r): it stays until the stream's max age",
+                    self.request_id,
+                    stream,
+                    exc,
+                )
 
     async def _next_arrival(self, timeout: float) -> tuple[int | None, Msg]:
         """The next notice or frame; TimeoutError when none comes within ``timeout`` seconds."""
