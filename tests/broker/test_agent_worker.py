@@ -22,7 +22,7 @@ import grpc
 import nats
 import pytest
 from grpc_health.v1.health_pb2 import HealthCheckResponse
-from nats.js.api import AckPolicy, ConsumerConfig
+from nats.js.api import AckPolicy, ConsumerConfig, RawStreamMsg
 
 from e2a.v1.agent_service_pb2 import ChatRequest, ChatResponse
 from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
@@ -38,15 +38,19 @@ from e2a_grpc.broker.agent_requests import (
     shared_consumer,
 )
 from e2a_grpc.broker.agent_worker import AgentWorker
+from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message, frame_subject
+from e2a_grpc.broker.frame_publisher import ensure_stream
 from e2a_grpc.broker.held_sessions import HeldSessions
+from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
-from e2a_grpc.chat.events import Event
+from e2a_grpc.chat.events import Delta, Event
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.cli import main
 from e2a_grpc.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from e2a_grpc.client import achat
-from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT as ACP_AGENT
@@ -59,7 +63,7 @@ from tests.support.agent_bus import (
     until_no_requests_left,
 )
 from tests.support.log_records import log_records
-from tests.support.nats_server import NatsServer
+from tests.support.nats_server import NatsServer, stored_messages
 from tests.support.processes import free_port, logged_process
 from tests.support.readiness import health_check, health_statuses, until_status
 from tests.support.waiting import EVENT_TIMEOUT_SECONDS, within
@@ -451,6 +455,94 @@ async def test_a_worker_killed_mid_turn_gets_one_agent_unavailable_final_and_its
     finals = [frame for frame in stored if frame.is_final]
     assert len(finals) == 1 and finals[0].body["code"] == ErrorCode.AGENT_UNAVAILABLE
     assert finals[0].response_id == f"{envelope.request_id}:lost"
+
+
+async def _until_logged(log: Path, text: str) -> None:
+    """Return once another process's log has ``text`` (nothing to await but the line itself): bound it
+    with ``within``."""
+    while text not in log.read_text(errors="replace"):
+        await asyncio.sleep(0.05)
+
+
+async def test_a_worker_stopped_long_enough_to_be_taken_for_lost_writes_nothing_after_the_lost_frame(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    """SIGSTOP a worker mid-turn until its gateway has ended the request as lost, then SIGCONT it: the
+    worker's turn stops at its next frame, unpublished, so the broker's copy of the request keeps
+    section 12 (sequences from 0 without a gap or a repeat, one final frame, the last)."""
+    config = _settings(broker, _agent(), bus_ack_wait_seconds=30.0)  # no redelivery while it is stopped
+    envelope = _request(200)
+    command = _worker_command(config, "--backend", "echo", "--echo-delay-seconds", "0.05")
+    worker_log = tmp_path / "worker.log"
+    with logged_process(command, log=worker_log) as (process, _):
+        await live_worker(config)
+        async with _gateway(config) as channel:
+            call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
+            assert isinstance(await call.read(), ChatResponse)  # the turn runs
+            process.send_signal(signal.SIGSTOP)
+            try:
+                rest = await within(_read_all(call))  # the gateway notices the silence
+            finally:
+                process.send_signal(signal.SIGCONT)
+        await within(_until_logged(worker_log, f"request {envelope.request_id} ended while this worker was silent"))
+        await within(until_no_requests_left(broker.url, config))  # the worker acked it, its turn over
+        stored = await stored_frames(broker.url, config, envelope.request_id or "", idle_timeout=READ_TIMEOUT)
+        subject = frame_subject(config.nats_subject_prefix, None, envelope.request_id or "")
+        messages = await stored_messages(broker.url, config.nats_stream, subject)
+    final = E2AResponse.from_proto(rest[-1].response)
+    assert final.is_final and final.body["code"] == ErrorCode.AGENT_UNAVAILABLE
+    assert len(stored) < 201  # the turn did not run to its end
+    assert messages == len(stored)  # nothing after the final frame
+    assert [frame.sequence for frame in stored] == list(range(len(stored)))
+    assert [frame.is_final for frame in stored] == [False] * (len(stored) - 1) + [True]
+    assert stored[-1].response_id == f"{envelope.request_id}:lost"
+
+
+async def test_a_lost_request_frame_is_not_stored_over_a_frame_its_worker_stored_meanwhile(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway looks at the request's last frame, then its silent worker stores the next one, then
+    the gateway writes the lost-request frame: JetStream refuses it (it expected another last frame),
+    so the request keeps one frame per sequence number, and the gateway waits on."""
+    config = _settings(broker, _agent())
+    envelope = _request(3)
+    builder = FrameBuilder(envelope, EchoBackend().info, UtcClock())
+    first, meanwhile = (frame_record(builder.delta(Delta(DeltaKind.TEXT, word))) for word in ("one ", "two "))
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+
+        async def publish(frame: E2AResponse) -> None:
+            message = frame_message(
+                frame,
+                subject_prefix=config.nats_subject_prefix,
+                type_prefix=config.cloudevents_type_prefix,
+                source=None,
+            )
+            await js.publish(message.subject, message.payload, stream=config.nats_stream, headers=message.headers)
+
+        await ensure_stream(js, config.nats_stream, config.nats_subject_prefix, replicas=1)
+        await publish(first)
+        look = js.get_last_msg
+
+        async def look_then_the_worker_writes(stream: str, subject: str) -> RawStreamMsg:
+            last = await look(stream, subject)
+            await publish(meanwhile)
+            return last
+
+        monkeypatch.setattr(js, "get_last_msg", look_then_the_worker_writes)
+        assert await end_lost_request(js, envelope, config, noticed_by="gateway") is None
+        # Read as they are stored: the request has no final frame that a reader would stop at.
+        subject = frame_subject(config.nats_subject_prefix, None, envelope.request_id or "")
+        reader = await js.subscribe(subject, stream=config.nats_stream, ordered_consumer=True)
+        stored = [await reader.next_msg(EVENT_TIMEOUT_SECONDS) for _ in range(2)]
+        assert await stored_messages(broker.url, config.nats_stream, subject) == 2
+    finally:
+        await nc.close()
+    assert [(message.headers or {}).get(MSG_ID_HEADER) for message in stored] == [
+        first.response_id,
+        meanwhile.response_id,
+    ]
 
 
 async def _serving(port: int) -> None:

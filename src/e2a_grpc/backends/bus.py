@@ -15,7 +15,8 @@ gateway's frame sink does not publish them again (``publishes_frames``).
   one, until the stream's max age. A worker that takes it meanwhile drops it (past its Start-By).
 - After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
-  (``lost_requests``) and the turn ends with it.
+  (``lost_requests``) and the turn ends with it, unless the worker stored a frame meanwhile (it was
+  only silent: the turn goes on with that frame).
 - The frames are read with an ordered consumer, made while the request is published, from the
   request's first frame on: none is missed, and a NATS node lost meanwhile costs none. nats-py's
   ordered consumer does not make that so on its own: it checks its sequence only on idle heartbeats
@@ -360,7 +361,7 @@ class _BusTurn:
                     yield lost
                     return
                 heard_at = loop.time()
-                continue  # the final frame is stored: it is on its way here
+                continue  # a final frame, or the silent worker's next frame, is stored: it is on its way here
             taken = True
             heard_at = loop.time()
             if missing_since is not None and loop.time() - missing_since >= config.bus_progress_seconds:
