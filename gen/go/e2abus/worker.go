@@ -349,25 +349,29 @@ func (w *Worker) frameBuilder(request *Request) *FrameBuilder {
 
 // publish stores a frame in the frame stream, waiting for JetStream's ack; its Nats-Msg-Id is its
 // response id.
-func (w *Worker) publish(frame *e2av1.E2AResponse) error {
+func (w *Worker) publish(frame *e2av1.E2AResponse, options ...jetstream.PublishOpt) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
 	defer cancel()
 	message, err := FrameMessage(ctx, frame, w.cfg.FramePrefix, w.cfg.TypePrefix)
 	if err != nil {
 		return err
 	}
-	_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: message.Subject, Header: message.Header, Data: message.Data})
+	_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: message.Subject, Header: message.Header, Data: message.Data}, options...)
 	return err
 }
 
 // answerLost writes the one agent_unavailable final frame of a request whose first taker was lost
 // (docs/agent-bus.md, "Semantics: at most once"), unless its frame subject already ends with a final
 // frame: one after the last frame stored, keeping that frame's fields, or the request's first frame.
+// It is stored only while that frame is still the subject's last (Nats-Expected-Last-Subject-Sequence):
+// a frame stored meanwhile (the first taker was only silent, or the gateway wrote the lost frame
+// first) leaves nothing to write.
 func (w *Worker) answerLost(request *Request) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
 	defer cancel()
 	builder := w.frameBuilder(request)
 	subject := FrameSubject(w.cfg.FramePrefix, request.Envelope.SessionId, request.RequestID)
+	var lastSequence uint64 // none stored
 	last, err := w.frames.GetLastMsgForSubject(ctx, subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -382,6 +386,7 @@ func (w *Worker) answerLost(request *Request) error {
 			return nil
 		}
 		builder = FrameBuilderAfter(frame)
+		lastSequence = last.Sequence
 	}
 	lostID := LostFrameMsgID(request.RequestID)
 	builder.NewID = func() string { return lostID }
@@ -389,7 +394,13 @@ func (w *Worker) answerLost(request *Request) error {
 	if err != nil {
 		return err
 	}
-	return w.publish(frame)
+	err = w.publish(frame, jetstream.WithExpectLastSequencePerSubject(lastSequence))
+	var refused *jetstream.APIError
+	if errors.As(err, &refused) && (refused.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		refused.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return nil
+	}
+	return err
 }
 
 // lostMessage is the message of the agent_unavailable frame of a lost request (agent_requests.lost_final_frame's).

@@ -30,9 +30,10 @@ from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
-#: JetStream's error code for a publish whose ``Nats-Expected-Last-Subject-Sequence`` is not the
-#: subject's last message any more ("wrong last sequence").
-WRONG_LAST_SEQUENCE = 10071
+#: JetStream's error codes for a publish whose ``Nats-Expected-Last-Subject-Sequence`` is not the
+#: subject's last message any more ("wrong last sequence"): 10071, or 10164 from a replicated stream
+#: of a newer server (the two mean the same, as nats.go's ``JSErrCodeStreamWrongLastSequence*`` say).
+WRONG_LAST_SEQUENCE = frozenset({10071, 10164})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +96,7 @@ async def end_lost_request(
     try:
         await js.publish(message.subject, message.payload, stream=config.nats_stream, headers=headers)
     except nats.js.errors.APIError as exc:
-        if exc.err_code != WRONG_LAST_SEQUENCE:
+        if exc.err_code not in WRONG_LAST_SEQUENCE:
             raise
         # Stored since the look above: a frame of a worker that was only silent, or this frame, written
         # by the other side that noticed. Either is on its way to the request's readers.
