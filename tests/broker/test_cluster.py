@@ -39,7 +39,7 @@ from tests.support.nats_server import (
     stored_messages,
     wait_stream_current,
 )
-from tests.support.processes import REPO_ROOT
+from tests.support.processes import REPO_ROOT, running_server
 from tests.support.registry_entries import worker_record
 from tests.support.waiting import within
 
@@ -276,10 +276,14 @@ async def test_replicas_a_single_server_cannot_have_are_a_clear_error_naming_the
     )
 
 
-async def test_serve_asking_a_single_server_for_replicas_says_only_the_clear_error(broker: NatsServer) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_serve_asking_a_single_server_for_replicas_says_only_the_clear_error(
+    broker: NatsServer, workers: int
+) -> None:
     """``serve --publish-nats`` refused its stream: the refusal is all it says (its connection, closed
-    on the way out, is no outage to warn of)."""
-    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1"]
+    on the way out, is no outage to warn of), once however many workers it would start."""
+    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", "0"]
+    command += ["--workers", str(workers)]
     command += ["--publish-nats", broker.url, "--nats-replicas", "3", "--nats-stream", "FRAMES_SERVE_R3"]
     command += ["--nats-subject-prefix", "frames.serve-r3"]
     result = await asyncio.to_thread(
@@ -291,3 +295,17 @@ async def test_serve_asking_a_single_server_for_replicas_says_only_the_clear_err
         "the frames' stream FRAMES_SERVE_R3 with 3 replicas (--nats-replicas): "
         "replicas > 1 not supported in non-clustered mode"
     ]
+
+
+async def test_serve_with_workers_publishes_once_its_broker_takes_the_frames(broker: NatsServer) -> None:
+    """The check made before the workers start leaves them to publish as ever."""
+    stream, prefix = "FRAMES_SERVE_WORKERS", "frames.serve-workers"
+    request = _request(str(uuid.uuid4()), 3)
+    args = ("--workers", "2", "--publish-nats", broker.url, "--nats-stream", stream, "--nats-subject-prefix", prefix)
+    with running_server(*args) as address:
+        async with grpc.aio.insecure_channel(address) as channel:
+            answered = await within(_chat(channel, request))
+    frames = stream_reader.read_streams(
+        broker.url, stream=stream, subject_prefix=prefix, request_id=request.request_id or "", idle_timeout=20.0
+    )
+    assert [frame.to_json() async for frame in frames] == answered
