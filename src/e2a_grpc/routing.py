@@ -22,9 +22,11 @@ The file's form (README, "Routing by agent")::
     [agents.search]
     target = "grpcs://search.internal:443"
     token_env = "SEARCH_TOKEN"        # the upstream's bearer token is read from this variable
+    tls_ca = "search-ca.pem"          # optional: the CAs of its certificate (else the system's)
 
 A token never goes in the file, which is not a secret store: ``token_env`` names the environment
-variable that holds it (read when the route is built).
+variable that holds it (read when the route is built). ``tls_ca``, a PEM file (a relative path is
+relative to the file's directory), is read and checked with the table.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import ssl
 import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
@@ -116,6 +119,28 @@ def parse_target(text: str) -> RouteTarget:
     raise ValueError(f"unknown target {text!r}; a target is one of {_TARGET_FORMS}")
 
 
+@dataclass(frozen=True)
+class CaFile:
+    """A PEM file of CA certificates, as read (``tls_ca`` of a grpcs route)."""
+
+    path: Path
+    pem: bytes
+
+    @classmethod
+    def read(cls, path: Path) -> CaFile:
+        """``ValueError`` when it cannot be read or holds no certificate (which gRPC would report only
+        on the first call, as a failed handshake)."""
+        try:
+            pem = path.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        try:
+            ssl.create_default_context(cadata=pem.decode("ascii"))
+        except (UnicodeDecodeError, ValueError, ssl.SSLError):
+            raise ValueError(f"{path}: no PEM CA certificate in it") from None
+        return cls(path, pem)
+
+
 class AgentRoute(BaseModel):
     """One entry of the routing table."""
 
@@ -130,6 +155,9 @@ class AgentRoute(BaseModel):
     skills: tuple[str, ...] = ()
     #: grpc targets: the environment variable holding the upstream's bearer token.
     token_env: str | None = None
+    #: grpcs targets: a PEM file of the CA certificates the upstream's certificate is checked with,
+    #: instead of the system's (read with the table).
+    tls_ca: CaFile | None = None
 
     @field_validator("target", mode="before")
     @classmethod
@@ -147,6 +175,11 @@ class AgentRoute(BaseModel):
         if not isinstance(entries, list):
             return entries
         return [entry.strip() if isinstance(entry, str) else entry for entry in entries if entry != ""]
+
+    @field_validator("tls_ca", mode="before")
+    @classmethod
+    def _ca_file(cls, tls_ca: Any) -> Any:
+        return CaFile.read(Path(tls_ca)) if isinstance(tls_ca, str | Path) else tls_ca
 
     @field_validator("token_env")
     @classmethod
@@ -203,6 +236,8 @@ def routing_table(
             problems.append(f"agent {route.agent_id!r}: token_env {route.token_env}: the variable is not set")
         if route.token_env is not None and route.target.kind is not RouteKind.GRPC:
             problems.append(f"agent {route.agent_id!r}: token_env is for grpc:// targets (the upstream's token)")
+        if route.tls_ca is not None and not (route.target.upstream is not None and route.target.upstream.tls):
+            problems.append(f"agent {route.agent_id!r}: tls_ca is for grpcs:// targets (the upstream's TLS)")
         if route.target.kind is RouteKind.NATS and not bus_nats:
             problems.append(
                 f"agent {route.agent_id!r}: target nats needs --bus-nats, the NATS server of the agent bus its "
@@ -251,6 +286,8 @@ def _read_file(path: Path, routes: dict[str, AgentRoute], problems: list[str]) -
         if "token" in entry:
             problems.append(f"{where}: a token never goes in the file; name its environment variable with token_env")
             continue
+        if isinstance(tls_ca := entry.get("tls_ca"), str):  # relative to the file, wherever serve runs
+            entry = {**entry, "tls_ca": path.parent / tls_ca}
         route = _route(where, {**entry, "agent_id": agent_id}, problems)
         if route is not None:
             routes[route.agent_id] = route

@@ -1,7 +1,7 @@
 """The agent registry against a real nats-server: entries written on start and by the heartbeat,
 deleted on a clean stop, expired with the bucket's TTL when their process is killed; worker counts;
-``e2a-grpc agents`` (text, --json, exit codes); no secret in any entry; a broker outage during the
-heartbeats (one WARNING, one INFO, serving throughout)."""
+``e2a-grpc agents`` (text, --json, exit codes, a timeout not read as no broker); no secret in any
+entry; a broker outage during the heartbeats (one WARNING, one INFO, serving throughout)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ from pathlib import Path
 
 import nats
 import pytest
+from nats.aio.msg import Msg
 from pydantic import SecretStr
 
 from e2a_grpc.broker.agent_records import AgentRecord, entry_key, new_instance_id
 from e2a_grpc.broker.agent_registry import AgentRegistry, Registration
+from e2a_grpc.cli.exits import EXIT_FAILED, EXIT_NO_SERVER
 from e2a_grpc.settings import BackendName, ServerSettings
 from tests.support.log_records import log_records
 from tests.support.nats_server import NatsServer, running_nats_server
@@ -294,7 +296,7 @@ async def test_the_agents_command_lists_agents_and_worker_counts(broker: NatsSer
 
 async def test_the_agents_command_without_a_broker_exits_4_and_without_agents_says_so(broker: NatsServer) -> None:
     unreachable = await asyncio.to_thread(_agents_command, "--nats", f"nats://127.0.0.1:{free_port()}")
-    assert unreachable.returncode == 4
+    assert unreachable.returncode == EXIT_NO_SERVER
     assert "cannot reach NATS" in unreachable.stderr
     empty = await asyncio.to_thread(_agents_command, "--nats", broker.url, "--registry-bucket", _bucket())
     assert (empty.returncode, empty.stdout) == (0, "no live agents\n")
@@ -303,6 +305,32 @@ async def test_the_agents_command_without_a_broker_exits_4_and_without_agents_sa
             await asyncio.to_thread(_agents_command, "--nats", broker.url, "--registry-bucket", _bucket(), "--json")
         ).stdout
     ) == {"agents": []}
+
+
+async def test_the_agents_command_exits_1_when_the_broker_is_reached_but_its_jetstream_does_not_answer(
+    tmp_path: Path,
+) -> None:
+    """A timeout is an OSError in Python: it must not read as "no broker" (exit 4)."""
+    # NatsServer passes extra options last: "-js=false" turns off the JetStream its command enables, and
+    # a subscriber of the JetStream API that never answers makes each request of the registry time out.
+    server = NatsServer(tmp_path, cluster_options=["-js=false"])
+    server.start()
+    try:
+        nc = await nats.connect(server.url)
+        try:
+            await nc.subscribe("$JS.API.>", cb=_never_answer)
+            await nc.flush()
+            silent = await asyncio.to_thread(_agents_command, "--nats", server.url, "--registry-bucket", _bucket())
+        finally:
+            await nc.close()
+    finally:
+        server.stop()
+    assert silent.returncode == EXIT_FAILED, silent.stderr
+    assert "cannot read the agent registry" in silent.stderr and "Timeout" in silent.stderr
+
+
+async def _never_answer(message: Msg) -> None:
+    """A JetStream API that takes requests and answers none."""
 
 
 def _serve_args(url: str, bucket: str, agent_id: str) -> tuple[str, ...]:

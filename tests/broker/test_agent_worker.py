@@ -25,7 +25,7 @@ import pytest
 from a2a.types.a2a_pb2 import CancelTaskRequest, TaskState
 from a2a.utils.constants import TransportProtocol
 from grpc_health.v1.health_pb2 import HealthCheckResponse
-from nats.js.api import AckPolicy, ConsumerConfig
+from nats.js.api import AckPolicy, ConsumerConfig, RawStreamMsg
 
 from e2a.v1.agent_service_pb2 import ChatRequest, ChatResponse
 from e2a.v1.agent_service_pb2_grpc import AgentServiceStub
@@ -41,15 +41,19 @@ from e2a_grpc.broker.agent_requests import (
     shared_consumer,
 )
 from e2a_grpc.broker.agent_worker import AgentWorker
+from e2a_grpc.broker.frame_messages import MSG_ID_HEADER, frame_message, frame_subject
+from e2a_grpc.broker.frame_publisher import ensure_stream
 from e2a_grpc.broker.held_sessions import HeldSessions
+from e2a_grpc.broker.lost_requests import end_lost_request
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import SessionOwners
-from e2a_grpc.chat.events import BackendError, Event
+from e2a_grpc.chat.events import BackendError, Delta, Event
+from e2a_grpc.chat.frames import FrameBuilder, UtcClock, frame_record
 from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.cli import main
 from e2a_grpc.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from e2a_grpc.client import achat
-from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode
+from e2a_grpc.model import DeltaKind, E2AEnvelope, E2AResponse, ErrorCode
 from e2a_grpc.settings import AgentWorkerSettings
 from tests.a2a_server.conftest import a2a_client, a2a_server, send_request, stream_events, task_of, user_message
 from tests.conftest import in_process_server
@@ -63,10 +67,10 @@ from tests.support.agent_bus import (
     until_no_requests_left,
 )
 from tests.support.log_records import log_records
-from tests.support.nats_server import NatsServer
+from tests.support.nats_server import NatsServer, stored_messages
 from tests.support.processes import free_port, logged_process
 from tests.support.readiness import health_check, health_statuses, until_status
-from tests.support.waiting import within
+from tests.support.waiting import EVENT_TIMEOUT_SECONDS, within
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio]
 PROGRESS = 0.3
@@ -457,6 +461,97 @@ async def test_a_worker_killed_mid_turn_gets_one_agent_unavailable_final_and_its
     assert finals[0].response_id == f"{envelope.request_id}:lost"
 
 
+async def _until_logged(log: Path, text: str) -> None:
+    """Return once another process's log has ``text`` (nothing to await but the line itself): bound it
+    with ``within``."""
+    while text not in log.read_text(errors="replace"):
+        await asyncio.sleep(0.05)
+
+
+async def test_a_worker_stopped_long_enough_to_be_taken_for_lost_writes_nothing_after_the_lost_frame(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    """SIGSTOP a worker mid-turn until its gateway has ended the request as lost, then SIGCONT it: the
+    worker's turn stops at its next frame, unpublished, so the broker's copy of the request keeps
+    section 12 (sequences from 0 without a gap or a repeat, one final frame, the last)."""
+    config = _settings(broker, _agent(), bus_ack_wait_seconds=30.0)  # no redelivery while it is stopped
+    words = 20
+    envelope = _request(words)
+    # A word every 0.5 s: stopped as soon as the gateway has a frame, the worker is between two frames,
+    # not handing one to its NATS client (which would send it on resuming: docs/agent-bus.md, "Known edges").
+    command = _worker_command(config, "--backend", "echo", "--echo-delay-seconds", "0.5")
+    worker_log = tmp_path / "worker.log"
+    with logged_process(command, log=worker_log) as (process, _):
+        await live_worker(config)
+        async with _gateway(config) as channel:
+            call = AgentServiceStub(channel).Chat(ChatRequest(envelope=envelope.to_proto()))
+            assert isinstance(await call.read(), ChatResponse)  # the turn runs
+            process.send_signal(signal.SIGSTOP)
+            try:
+                rest = await within(_read_all(call))  # the gateway notices the silence
+            finally:
+                process.send_signal(signal.SIGCONT)
+        await within(_until_logged(worker_log, f"request {envelope.request_id} ended while this worker was silent"))
+        await within(until_no_requests_left(broker.url, config))  # the worker acked it, its turn over
+        stored = await stored_frames(broker.url, config, envelope.request_id or "", idle_timeout=READ_TIMEOUT)
+        subject = frame_subject(config.nats_subject_prefix, None, envelope.request_id or "")
+        messages = await stored_messages(broker.url, config.nats_stream, subject)
+    final = E2AResponse.from_proto(rest[-1].response)
+    assert final.is_final and final.body["code"] == ErrorCode.AGENT_UNAVAILABLE
+    assert len(stored) < words + 1  # the turn did not run to its end
+    assert messages == len(stored)  # nothing after the final frame
+    assert [frame.sequence for frame in stored] == list(range(len(stored)))
+    assert [frame.is_final for frame in stored] == [False] * (len(stored) - 1) + [True]
+    assert stored[-1].response_id == f"{envelope.request_id}:lost"
+
+
+async def test_a_lost_request_frame_is_not_stored_over_a_frame_its_worker_stored_meanwhile(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway looks at the request's last frame, then its silent worker stores the next one, then
+    the gateway writes the lost-request frame: JetStream refuses it (it expected another last frame),
+    so the request keeps one frame per sequence number, and the gateway waits on."""
+    config = _settings(broker, _agent())
+    envelope = _request(3)
+    builder = FrameBuilder(envelope, EchoBackend().info, UtcClock())
+    first, meanwhile = (frame_record(builder.delta(Delta(DeltaKind.TEXT, word))) for word in ("one ", "two "))
+    nc = await nats.connect(broker.url)
+    try:
+        js = nc.jetstream()
+
+        async def publish(frame: E2AResponse) -> None:
+            message = frame_message(
+                frame,
+                subject_prefix=config.nats_subject_prefix,
+                type_prefix=config.cloudevents_type_prefix,
+                source=None,
+            )
+            await js.publish(message.subject, message.payload, stream=config.nats_stream, headers=message.headers)
+
+        await ensure_stream(js, config.nats_stream, config.nats_subject_prefix, replicas=1)
+        await publish(first)
+        look = js.get_last_msg
+
+        async def look_then_the_worker_writes(stream: str, subject: str) -> RawStreamMsg:
+            last = await look(stream, subject)
+            await publish(meanwhile)
+            return last
+
+        monkeypatch.setattr(js, "get_last_msg", look_then_the_worker_writes)
+        assert await end_lost_request(js, envelope, config, noticed_by="gateway") is None
+        # Read as they are stored: the request has no final frame that a reader would stop at.
+        subject = frame_subject(config.nats_subject_prefix, None, envelope.request_id or "")
+        reader = await js.subscribe(subject, stream=config.nats_stream, ordered_consumer=True)
+        stored = [await reader.next_msg(EVENT_TIMEOUT_SECONDS) for _ in range(2)]
+        assert await stored_messages(broker.url, config.nats_stream, subject) == 2
+    finally:
+        await nc.close()
+    assert [(message.headers or {}).get(MSG_ID_HEADER) for message in stored] == [
+        first.response_id,
+        meanwhile.response_id,
+    ]
+
+
 async def _serving(port: int) -> None:
     """Return once the worker process's health says SERVING (its port may not listen yet)."""
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -609,26 +704,93 @@ async def test_a_worker_holds_no_more_sessions_than_its_backend_keeps(broker: Na
         await nc.close()
 
 
-async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is_never_run(broker: NatsServer) -> None:
-    """A worker is in the registry but takes nothing (hung, or its consumer gone): UNAVAILABLE once
-    Start-By has passed; a worker that takes the request afterwards drops it unrun."""
-    config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
+@contextlib.asynccontextmanager
+async def _silent_worker(broker: NatsServer, config: AgentWorkerSettings) -> AsyncIterator[None]:
+    """A worker in the registry that takes nothing (hung, or its consumer gone)."""
     started = now()
     record = server_record(config, instance_id=new_instance_id(), started_at=started, heartbeat_at=started)
     silent = Registration.for_record(broker.url, record, config)
     await silent.start()
     try:
-        async with _gateway(config) as channel:
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
-                await within(_frames(achat(channel, _request(3))))
+        yield
     finally:
         await silent.close()
+
+
+async def test_a_request_no_worker_takes_by_its_start_by_gets_unavailable_and_is_deleted(broker: NatsServer) -> None:
+    """UNAVAILABLE once Start-By has passed, and the request is gone from the stream at once (not left
+    there until its max age)."""
+    config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
+    async with _silent_worker(broker, config), _gateway(config) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await within(_frames(achat(channel, _request(3))))
+        assert await requests_left(broker.url, config) == 0
     assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
     assert "no live worker took the request within 0.5 s" in (raised.value.details() or "")
-    backend = CountingEcho()
-    async with running_worker(config, backend):
-        await within(until_no_requests_left(broker.url, config))
-    assert backend.turns == 0
+
+
+async def test_a_request_taken_by_its_start_by_without_a_notice_is_gone_and_the_gateway_says_nothing_more(
+    broker: NatsServer,
+) -> None:
+    """A worker took the request and acked it (dropped it: its notice never came, or it came after the
+    gateway gave up): the gateway's delete finds it gone, which is no trouble to log."""
+    config = _settings(broker, _agent(), bus_start_by_seconds=0.5)
+    nc = await nats.connect(broker.url)
+    try:
+        await ensure_requests_stream(nc.jetstream(), config)
+        taker = await nc.jetstream().pull_subscribe(
+            any_worker_subject(config.bus_requests_subject_prefix, config.agent_id),
+            durable=shared_consumer(config.agent_id),
+            stream=config.bus_requests_stream,
+            config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=config.bus_ack_wait_seconds, max_deliver=-1),
+        )
+        with log_records() as logs:
+            async with _silent_worker(broker, config), _gateway(config) as channel:
+                calling = asyncio.create_task(_frames(achat(channel, _request(3))))
+                (taken,) = await taker.fetch(1, timeout=EVENT_TIMEOUT_SECONDS)
+                await taken.ack_sync()
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await within(calling)
+    finally:
+        await nc.close()
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert logs.at_least(logging.WARNING) == []
+
+
+async def test_a_request_to_a_killed_workers_own_subject_gets_unavailable_and_is_deleted(
+    broker: NatsServer, tmp_path: Path
+) -> None:
+    """The worker that holds a session is SIGKILLed: its registry entry and its claim of the session
+    live on until the registry's TTL, so the gateway sends the session's next request to the worker's
+    own subject, which nobody pulls any more (its durable consumer goes once inactive for that TTL).
+    UNAVAILABLE at Start-By, and the request is deleted from the stream, not left until its max age."""
+    config = _acp_settings(broker, _agent()).model_copy(update={"registry_ttl_seconds": 60.0})
+    acp = f"{sys.executable} {ACP_AGENT} --events {tmp_path / 'events.jsonl'}"
+    first, second = (
+        E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), session_id="kept", params={"text": "hi"})
+        for _ in range(2)
+    )
+    with logged_process(_worker_command(config, "--backend", "acp", "--acp-command", acp)) as (process, _):
+        await live_worker(config)
+        async with _gateway(config) as channel:
+            answered = await _frames(achat(channel, first))
+            process.send_signal(signal.SIGKILL)
+            await asyncio.to_thread(process.wait)
+            nc = await nats.connect(broker.url)
+            try:
+                owners = await SessionOwners.open(
+                    nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=1
+                )
+                owner = await owners.owner(config.agent_id, "kept")
+            finally:
+                await nc.close()
+            assert owner is not None  # the gateway sends the session's requests to the dead worker's subject
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await within(_frames(achat(channel, second)))
+            assert await requests_left(broker.url, config) == 0
+    assert answered[-1].response_kind == "e2a.complete"
+    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "no live worker took the request within" in (raised.value.details() or "")
 
 
 # --- cancelling a task that waits in a worker ----------------------------------------------------------

@@ -3,13 +3,16 @@
 to an R3 stream, and a node killed mid-stream (the one the publisher is connected to, the stream's
 leader, a follower) costs no frame: the stream read back has every frame once, in order, ending with
 its final frame. The agent registry on an R3 bucket keeps its entries and heartbeats through a node
-kill. A stream or bucket that exists with other replicas is kept, with one WARNING."""
+kill. A stream or bucket that exists with other replicas is kept, with one WARNING; replicas the
+broker cannot have are one clear error."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import subprocess
+import sys
 import time
 import uuid
 
@@ -24,6 +27,7 @@ from e2a_grpc.broker.agent_records import AgentRecord
 from e2a_grpc.broker.agent_registry import AgentRegistry, Registration
 from e2a_grpc.broker.frame_publisher import FramePublisher
 from e2a_grpc.broker.jetstream_setup import JetStreamSetupError
+from e2a_grpc.cli.exits import EXIT_FAILED
 from e2a_grpc.settings import ServerSettings
 from tests.broker.test_jetstream import PhasedBackend, _chat, _request
 from tests.conftest import in_process_server
@@ -35,6 +39,7 @@ from tests.support.nats_server import (
     stored_messages,
     wait_stream_current,
 )
+from tests.support.processes import REPO_ROOT, running_server
 from tests.support.registry_entries import worker_record
 from tests.support.waiting import within
 
@@ -269,3 +274,38 @@ async def test_replicas_a_single_server_cannot_have_are_a_clear_error_naming_the
         "the NATS server refused to create the agent registry's bucket AGENTS_R3 with 3 replicas (--nats-replicas): "
         "replicas > 1 not supported in non-clustered mode"
     )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_serve_asking_a_single_server_for_replicas_says_only_the_clear_error(
+    broker: NatsServer, workers: int
+) -> None:
+    """``serve --publish-nats`` refused its stream: the refusal is all it says (its connection, closed
+    on the way out, is no outage to warn of), once however many workers it would start."""
+    command = [sys.executable, "-m", "e2a_grpc", "serve", "--host", "127.0.0.1", "--port", "0"]
+    command += ["--workers", str(workers)]
+    command += ["--publish-nats", broker.url, "--nats-replicas", "3", "--nats-stream", "FRAMES_SERVE_R3"]
+    command += ["--nats-subject-prefix", "frames.serve-r3"]
+    result = await asyncio.to_thread(
+        subprocess.run, command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == EXIT_FAILED
+    assert result.stderr.splitlines() == [
+        f"error: cannot publish to NATS at {broker.url}: JetStreamSetupError: the NATS server refused to create "
+        "the frames' stream FRAMES_SERVE_R3 with 3 replicas (--nats-replicas): "
+        "replicas > 1 not supported in non-clustered mode"
+    ]
+
+
+async def test_serve_with_workers_publishes_once_its_broker_takes_the_frames(broker: NatsServer) -> None:
+    """The check made before the workers start leaves them to publish as ever."""
+    stream, prefix = "FRAMES_SERVE_WORKERS", "frames.serve-workers"
+    request = _request(str(uuid.uuid4()), 3)
+    args = ("--workers", "2", "--publish-nats", broker.url, "--nats-stream", stream, "--nats-subject-prefix", prefix)
+    with running_server(*args) as address:
+        async with grpc.aio.insecure_channel(address) as channel:
+            answered = await within(_chat(channel, request))
+    frames = stream_reader.read_streams(
+        broker.url, stream=stream, subject_prefix=prefix, request_id=request.request_id or "", idle_timeout=20.0
+    )
+    assert [frame.to_json() async for frame in frames] == answered

@@ -32,6 +32,7 @@ from nats.js import JetStreamContext
 from e2a_grpc.a2a_server.server import A2AServer
 from e2a_grpc.backends.bus import make_bus_backends
 from e2a_grpc.backends.echo import EchoBackend
+from e2a_grpc.broker import stream_reader
 from e2a_grpc.broker.agent_records import AgentRecord, entry_key, key_token
 from e2a_grpc.broker.agent_requests import Notice, shared_consumer
 from e2a_grpc.broker.agent_worker import AgentWorker
@@ -415,6 +416,60 @@ async def test_chat_and_a2a_calls_through_the_python_gateway(broker: NatsServer,
             await backend.aclose()
         assert streamed_text(events) == text
         assert states(events)[-1] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_worker_stopped_long_enough_to_be_taken_for_lost_stores_nothing_after_the_lost_frame(
+    broker: NatsServer, worker_binary: Path
+) -> None:
+    """SIGSTOP the Go worker mid-turn until the Python gateway has ended the request as lost, then
+    SIGCONT it: its next frame is refused (it expected its own last frame to be the subject's last),
+    its turn stops, and the broker's copy of the request keeps section 12."""
+    agent_id = new_agent_id()
+    words = 20
+    request = E2AEnvelope(
+        method="chat.send",
+        request_id=str(uuid.uuid4()),
+        is_stream=True,
+        params={"text": " ".join(f"w{n}" for n in range(words))},
+    )
+    settings = server_config(bus_nats=broker.url, bus_progress_seconds=0.3)
+    backend = make_bus_backends([agent_id], settings)[agent_id]
+    flags = ("--progress", "300ms", "--ack-wait", "30s", "--delay", "500ms")  # no redelivery while stopped
+    async with go_worker(worker_binary, broker.url, agent_id, *flags) as worker:
+        async with (
+            in_process_server(backend=backend, bus_nats=broker.url, bus_progress_seconds=0.3) as gateway,
+            grpc.aio.insecure_channel(gateway.address) as channel,
+        ):
+            call = achat(channel, request)
+            first = await within(anext(call))  # the turn runs; stopped between two words
+            worker.process.send_signal(signal.SIGSTOP)
+            try:
+                rest = await within(_frames_of(call))  # the gateway notices the silence
+            finally:
+                worker.process.send_signal(signal.SIGCONT)
+        await eventually(lambda: _is_zero(requests_left(broker.url, agent_id)), "the request acked")
+        assert "the request ended while this worker was silent" in worker.output()
+        stored = [
+            frame
+            async for frame in stream_reader.read_streams(
+                broker.url,
+                stream=FRAME_STREAM,
+                subject_prefix=FRAME_PREFIX,
+                request_id=request.request_id,
+                idle_timeout=BROKER_STATE_SECONDS,
+            )
+        ]
+        messages = await stored_messages(broker.url, FRAME_STREAM, frames_filter(request))
+    assert first.sequence == 0 and rest[-1].body["code"] == ErrorCode.AGENT_UNAVAILABLE
+    assert len(stored) < words + 1  # the turn did not run to its end
+    assert messages == len(stored)  # nothing after the final frame
+    assert [frame.sequence for frame in stored] == list(range(len(stored)))
+    assert [frame.is_final for frame in stored] == [False] * (len(stored) - 1) + [True]
+    assert stored[-1].response_id == f"{request.request_id}:lost"
+
+
+async def _frames_of(call: AsyncIterator[E2AResponse]) -> list[E2AResponse]:
+    return [frame async for frame in call]
 
 
 async def test_pulls_only_with_a_free_turn_slot(broker: NatsServer, worker_binary: Path) -> None:

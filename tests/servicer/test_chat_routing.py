@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import grpc
@@ -36,6 +37,7 @@ from e2a_grpc.grpc.server import E2AServer
 from e2a_grpc.grpc.status import AGENT_UNAVAILABLE_REASON, UNKNOWN_AGENT_REASON, no_waiting_task, unknown_agent
 from e2a_grpc.model import DeltaKind, ErrorCode, WaitReason
 from tests.conftest import InProcessServer, in_process_server, server_config
+from tests.support.certificates import loopback_server_certificate, make_ca
 from tests.support.fakes import ControlledBackend
 from tests.support.processes import free_port
 from tests.support.waiting import within
@@ -392,6 +394,30 @@ async def test_the_projects_own_server_as_upstream_takes_the_routes_token(
     (final,) = refused
     assert final.body["code"] == ErrorCode.UPSTREAM_ERROR and final.body["details"]["grpc_status"] == "UNAUTHENTICATED"
     assert target in final.body["message"]
+
+
+@pytest.mark.asyncio
+async def test_a_grpcs_upstream_is_trusted_by_the_routes_own_ca_and_refused_by_another(tmp_path: Path) -> None:
+    ca, other_ca = make_ca(tmp_path, "upstream-ca"), make_ca(tmp_path, "other-ca")
+    cert, key = loopback_server_certificate(ca, tmp_path)
+    table = tmp_path / "agents.toml"
+    request = _envelope("over tls", agent_id="up")
+    async with in_process_server(tls_cert=cert, tls_key=key) as upstream:
+        target = f"grpcs://{upstream.address}"
+        # A relative tls_ca is the table's directory's, wherever the server runs.
+        table.write_text(f'[agents.up]\ntarget = "{target}"\ntls_ca = "{ca.cert.name}"\n')
+        async with in_process_server(agents=table) as gateway:
+            trusted = await _frames(gateway.address, request, timeout=30)
+        table.write_text(f'[agents.up]\ntarget = "{target}"\ntls_ca = "{other_ca.cert}"\n')
+        async with in_process_server(agents=table) as gateway:
+            refused = await _status_of(gateway.address, request)
+    assert trusted[-1].response_kind == "e2a.complete", trusted[-1]
+    assert refused.code() == grpc.StatusCode.UNAVAILABLE
+    said = refused.details() or ""
+    assert "agent 'up' is unavailable" in said and target in said
+    assert f"(TLS, CA certificates: tls_ca {other_ca.cert})" in said and "CERTIFICATE_VERIFY_FAILED" in said
+    info = _detail(refused, error_details_pb2.ErrorInfo)
+    assert info.reason == AGENT_UNAVAILABLE_REASON
 
 
 @pytest.mark.asyncio

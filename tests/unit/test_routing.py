@@ -16,8 +16,9 @@ from e2a_grpc.backends import make_routes
 from e2a_grpc.backends.bus import BusBackend
 from e2a_grpc.cli import serve
 from e2a_grpc.cli.options import settings_from
-from e2a_grpc.routing import RouteKind, RouteTarget, parse_target
+from e2a_grpc.routing import CaFile, RouteKind, RouteTarget, parse_target
 from e2a_grpc.settings import BackendName, ServerSettings
+from tests.support.certificates import make_ca
 
 
 @pytest.mark.parametrize(
@@ -175,6 +176,32 @@ def test_a_bad_file_says_what_and_where(
     (line,) = _problems(agents=path)
     assert problem in line
     assert str(path) in line or line.startswith("agent 'a': ")  # checks of the whole table name the agent
+
+
+def test_a_grpcs_routes_tls_ca_is_read_with_the_table_relative_to_it(tmp_path: Path) -> None:
+    ca = make_ca(tmp_path, "ca")
+    path = _file(tmp_path, f'[agents.a]\ntarget = "grpcs://h:1"\ntls_ca = "{ca.cert.name}"\n')
+    routing = ServerSettings(agents=path).routing
+    assert routing is not None
+    route = routing.route("a")
+    assert route is not None and route.tls_ca == CaFile(ca.cert, ca.cert.read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("target", "tls_ca", "problem"),
+    [
+        ("grpc://h:1", "ca.pem", "agent 'a': tls_ca is for grpcs:// targets (the upstream's TLS)"),
+        ("local:echo", "ca.pem", "agent 'a': tls_ca is for grpcs:// targets (the upstream's TLS)"),
+        ("grpcs://h:1", "missing.pem", "tls_ca: {dir}/missing.pem: cannot read it: No such file or directory"),
+        ("grpcs://h:1", "agents.toml", "tls_ca: {dir}/agents.toml: no PEM CA certificate in it"),
+        ("grpcs://h:1", "", "tls_ca: {dir}: cannot read it: Is a directory"),
+    ],
+)
+def test_a_bad_tls_ca_says_what_and_where(tmp_path: Path, target: str, tls_ca: str, problem: str) -> None:
+    (tmp_path / "ca.pem").write_bytes(make_ca(tmp_path, "some-ca").cert.read_bytes())
+    path = _file(tmp_path, f'[agents.a]\ntarget = "{target}"\ntls_ca = "{tls_ca}"\n')
+    (line,) = _problems(agents=path)
+    assert line.endswith(problem.format(dir=tmp_path)), line
 
 
 def test_a_default_agent_not_in_the_table_is_refused(tmp_path: Path) -> None:

@@ -82,6 +82,9 @@ var (
 	errCancelled    = errors.New("the client cancelled the request")
 	errDeadline     = errors.New("the request's deadline passed")
 	errShuttingDown = errors.New("the worker stopped before the turn finished (its drain grace ran out)")
+	// errEndedElsewhere: the request got its final frame from whoever took this worker for lost while
+	// it was silent (stopped, or cut off); the turn writes nothing more.
+	errEndedElsewhere = errors.New("the request was ended as lost while this worker was silent")
 )
 
 // Worker takes requests of one agent from the shared work-queue consumer and runs each as a turn
@@ -349,25 +352,58 @@ func (w *Worker) frameBuilder(request *Request) *FrameBuilder {
 
 // publish stores a frame in the frame stream, waiting for JetStream's ack; its Nats-Msg-Id is its
 // response id.
-func (w *Worker) publish(frame *e2av1.E2AResponse) error {
+func (w *Worker) publish(frame *e2av1.E2AResponse, options ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
 	defer cancel()
 	message, err := FrameMessage(ctx, frame, w.cfg.FramePrefix, w.cfg.TypePrefix)
 	if err != nil {
+		return nil, err
+	}
+	return w.js.PublishMsg(ctx, &nats.Msg{Subject: message.Subject, Header: message.Header, Data: message.Data}, options...)
+}
+
+// isWrongLastSequence says whether JetStream refused a publish because its expected last subject
+// sequence is not the subject's last message (10071; 10164 from a replicated stream).
+func isWrongLastSequence(err error) bool {
+	var refused *jetstream.APIError
+	return errors.As(err, &refused) && (refused.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		refused.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// turnFrames stores a turn's frames in order, each only while the turn's previous frame is still the
+// last on the request's frame subject (Nats-Expected-Last-Subject-Sequence; 0 for the first: none):
+// a worker that was stopped or cut off long enough for its gateway to end the request as lost gets
+// errEndedElsewhere instead of storing a frame after the lost one (docs/agent-bus.md). Each publish
+// waits for its ack anyway, so the check costs no round trip.
+type turnFrames struct {
+	w    *Worker
+	last uint64
+}
+
+func (t *turnFrames) publish(frame *e2av1.E2AResponse) error {
+	ack, err := t.w.publish(frame, jetstream.WithExpectLastSequencePerSubject(t.last))
+	if isWrongLastSequence(err) {
+		return errEndedElsewhere
+	}
+	if err != nil {
 		return err
 	}
-	_, err = w.js.PublishMsg(ctx, &nats.Msg{Subject: message.Subject, Header: message.Header, Data: message.Data})
-	return err
+	t.last = ack.Sequence
+	return nil
 }
 
 // answerLost writes the one agent_unavailable final frame of a request whose first taker was lost
 // (docs/agent-bus.md, "Semantics: at most once"), unless its frame subject already ends with a final
 // frame: one after the last frame stored, keeping that frame's fields, or the request's first frame.
+// It is stored only while that frame is still the subject's last (Nats-Expected-Last-Subject-Sequence):
+// a frame stored meanwhile (the first taker was only silent, or the gateway wrote the lost frame
+// first) leaves nothing to write.
 func (w *Worker) answerLost(request *Request) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
 	defer cancel()
 	builder := w.frameBuilder(request)
 	subject := FrameSubject(w.cfg.FramePrefix, request.Envelope.SessionId, request.RequestID)
+	var lastSequence uint64 // none stored
 	last, err := w.frames.GetLastMsgForSubject(ctx, subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -382,6 +418,7 @@ func (w *Worker) answerLost(request *Request) error {
 			return nil
 		}
 		builder = FrameBuilderAfter(frame)
+		lastSequence = last.Sequence
 	}
 	lostID := LostFrameMsgID(request.RequestID)
 	builder.NewID = func() string { return lostID }
@@ -389,7 +426,11 @@ func (w *Worker) answerLost(request *Request) error {
 	if err != nil {
 		return err
 	}
-	return w.publish(frame)
+	_, err = w.publish(frame, jetstream.WithExpectLastSequencePerSubject(lastSequence))
+	if isWrongLastSequence(err) {
+		return nil
+	}
+	return err
 }
 
 // lostMessage is the message of the agent_unavailable frame of a lost request (agent_requests.lost_final_frame's).
@@ -420,16 +461,22 @@ func (w *Worker) run(msg jetstream.Msg, request *Request, limits requestLimits, 
 	go w.progress(msg, limits.replyTo, progressDone, log)
 
 	builder := w.frameBuilder(request)
+	frames := &turnFrames{w: w}
 	var final *e2av1.E2AResponse
 	var err error
 	var refusal *RequestError
 	if request.Prompt, err = w.checkRequest(request.Envelope); errors.As(err, &refusal) {
 		final, err = builder.Error(CodeInvalidRequest, refusal.Error(), map[string]any{"field": refusal.Field})
 	} else if err == nil {
-		final, err = w.turn(ctx, request, builder, limits, log)
+		final, err = w.turn(ctx, request, builder, frames, limits, log)
 	}
 	if err == nil {
-		err = w.publish(final)
+		err = frames.publish(final)
+	}
+	if errors.Is(err, errEndedElsewhere) {
+		// Its final frame is the lost one: the request is done.
+		log.Warn("the request ended while this worker was silent (taken for lost): its turn stopped, writing nothing more")
+		return true
 	}
 	if err != nil {
 		log.Error("could not store the request's final frame", "error", err)
@@ -439,16 +486,20 @@ func (w *Worker) run(msg jetstream.Msg, request *Request, limits requestLimits, 
 }
 
 // turn runs the agent's turn and returns its final frame: e2a.complete, or the e2a.error of what
-// ended it early (cancel, deadline, the drain's end, the agent's failure).
-func (w *Worker) turn(ctx context.Context, request *Request, builder *FrameBuilder, limits requestLimits, log *slog.Logger) (*e2av1.E2AResponse, error) {
+// ended it early (cancel, deadline, the drain's end, the agent's failure); errEndedElsewhere when a
+// frame of it was refused because the request had ended as lost meanwhile (no final frame then).
+func (w *Worker) turn(ctx context.Context, request *Request, builder *FrameBuilder, frames *turnFrames, limits requestLimits, log *slog.Logger) (*e2av1.E2AResponse, error) {
 	emit := func(text string) error {
 		frame, err := builder.TextChunk(text)
 		if err == nil {
-			err = w.publish(frame)
+			err = frames.publish(frame)
 		}
 		return err
 	}
 	result, err := w.agent.Turn(ctx, request, emit)
+	if errors.Is(err, errEndedElsewhere) {
+		return nil, err
+	}
 	switch cause := context.Cause(ctx); {
 	case cause == errCancelled:
 		return builder.Error(CodeClientCancelled, "the client cancelled the request", nil)

@@ -94,6 +94,10 @@ def _route_backend(route: AgentRoute, config: ServerSettings) -> AgentBackend:
         from e2a_grpc.backends.upstream import UpstreamBackend
 
         return UpstreamBackend(
-            route.agent_id, target.upstream, token=route.upstream_token(), max_message_bytes=config.max_message_bytes
+            route.agent_id,
+            target.upstream,
+            token=route.upstream_token(),
+            tls_ca=route.tls_ca,
+            max_message_bytes=config.max_message_bytes,
         )
     raise AssertionError(f"no backend for target {target}")

@@ -10,9 +10,13 @@ gateway's frame sink does not publish them again (``publishes_frames``).
   any other to the subject every worker of X shares.
 - No live worker of X in the agent registry (the gateway's ``LiveAgents`` view), or none takes the
   request (its ``taken`` notice) by Start-By: ``AgentUnavailableError`` (UNAVAILABLE) before any frame.
+  A request nobody took is deleted from the requests' stream then (by the stream sequence its publish
+  was stored at): one sent to a worker that died just before would otherwise wait there, taken by no
+  one, until the stream's max age. A worker that takes it meanwhile drops it (past its Start-By).
 - After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
-  (``lost_requests``) and the turn ends with it.
+  (``lost_requests``) and the turn ends with it, unless the worker stored a frame meanwhile (it was
+  only silent: the turn goes on with that frame).
 - The frames are read as the worker publishes them, on a plain NATS subscription to the request's
   frame subject made before the request is published: no consumer to create, and no JetStream
   delivery hop, on the way to the first frame. The turn hands frames on by ``sequence``, each once:
@@ -96,6 +100,8 @@ TAKEN_GRACE_SECONDS = 1.0
 REQUEST_TIMEOUT_SECONDS = 5.0
 #: ``BackendInfo.name`` of a bus route (its frames' provenance converter: ``e2a_grpc.chat:nats``).
 BUS_BACKEND_NAME = "nats"
+#: JetStream's error code for a message delete that failed, e.g. because the message is gone (acked).
+_MSG_DELETE_FAILED = 10057
 
 
 class AgentBus:
@@ -314,6 +320,8 @@ class _BusTurn:
         self._next_sequence = 0
         self._notices: Subscription | None = None
         self._published = False
+        #: Where the requests' stream stored the request (its publish's ack).
+        self._request_sequence = 0
         self._ended = False
 
     def reads(self, subscription: Subscription) -> bool:
@@ -348,12 +356,13 @@ class _BusTurn:
         message = request_message(
             request, self._subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source
         )
-        await _until_start_by(
+        stored = await _until_start_by(
             config.bus_start_by_seconds,
             lambda: self._js.publish(
                 message.subject, message.payload, stream=config.bus_requests_stream, headers=message.headers
             ),
         )
+        self._request_sequence = stored.seq
         self._published = True
 
     async def _arrived(self, message: Msg) -> None:
@@ -428,6 +437,7 @@ class _BusTurn:
                     missing_since = self._look_again(ahead)
                     continue
                 if not taken:
+                    await self._withdraw()
                     raise AgentUnavailableError(
                         self._agent_id,
                         f"no live worker took the request within {config.bus_start_by_seconds:g} s",
@@ -437,7 +447,8 @@ class _BusTurn:
                     self._ended = True
                     yield lost
                     return
-                # The final frame is stored: on its way here, or missed by the plain subscription.
+                # A final frame, or the silent worker's next frame, is stored: on its way here, or
+                # missed by the plain subscription.
                 heard_at = loop.time()
                 if self._stored_frames is None:
                     missing_since = self._suspect_loss()
@@ -469,6 +480,21 @@ class _BusTurn:
                 # On the plain subscription the next frame was lost (or is late, sent again after a late
                 # ack): the stream's copy is read at once. An ordered consumer's is waited for first.
                 missing_since = self._suspect_loss() if self._stored_frames is None else loop.time()
+
+    async def _withdraw(self) -> None:
+        """Nobody took the request by its Start-By: delete it from the requests' stream (see the module
+        docstring). It is gone already when a worker took it just then and dropped it."""
+        stream = self._config.bus_requests_stream
+        try:
+            await self._js.delete_msg(stream, self._request_sequence)
+        except (nats.errors.Error, TimeoutError) as exc:
+            if not (isinstance(exc, nats.js.errors.APIError) and exc.err_code == _MSG_DELETE_FAILED):
+                log.warning(
+                    "request %s, which nobody took, was not deleted from %s (%r): it stays until the stream's max age",
+                    self.request_id,
+                    stream,
+                    exc,
+                )
 
     async def _next_arrival(self, timeout: float) -> Msg | _Signal:
         """The next notice or frame; TimeoutError when none comes within ``timeout`` seconds."""

@@ -47,6 +47,7 @@ from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import UPSTREAM_DETAIL, relay_frames
 from e2a_grpc.errors import NO_WAITING_TASK_REASON, AgentUnavailableError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
+from e2a_grpc.routing import CaFile
 
 #: Keepalive pings on a channel with calls in flight: 5 min is the least interval gRPC servers accept
 #: by default (grpc-core's and grpc-go's ``min_ping_interval``); a peer that sends more often is told
@@ -62,13 +63,21 @@ class UpstreamBackend:
     """Chat turns of one agent, run by an upstream E2A service."""
 
     def __init__(
-        self, agent_id: str, upstream: ServerAddress, *, token: str | None = None, max_message_bytes: int
+        self,
+        agent_id: str,
+        upstream: ServerAddress,
+        *,
+        token: str | None = None,
+        tls_ca: CaFile | None = None,
+        max_message_bytes: int,
     ) -> None:
         self.agent_id = agent_id
         self.origin = f"{'grpcs' if upstream.tls else 'grpc'}://{upstream.target}"
         self.info = BackendInfo("upstream", SourceProtocol.E2A, {"upstream": self.origin})
         self._upstream = upstream
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        #: TLS upstreams: the route's CA certificates (``tls_ca``); None: the system's.
+        self._tls_ca = tls_ca
         self._max_message_bytes = max_message_bytes
         self._channel: grpc.aio.Channel | None = None
 
@@ -81,8 +90,9 @@ class UpstreamBackend:
                 ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_SECONDS * 1000),
             ]
             target = self._upstream.target
-            if self._upstream.tls:  # the system's (gRPC's bundled) root certificates
-                self._channel = grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options)
+            if self._upstream.tls:  # without the route's CAs, the system's (gRPC's bundled) root certificates
+                credentials = grpc.ssl_channel_credentials(None if self._tls_ca is None else self._tls_ca.pem)
+                self._channel = grpc.aio.secure_channel(target, credentials, options=options)
             else:
                 self._channel = grpc.aio.insecure_channel(target, options=options)
         return pb_grpc.AgentServiceStub(self._channel)
@@ -122,7 +132,12 @@ class UpstreamBackend:
         code = error.code()
         said = error.details() or code.name
         if code is grpc.StatusCode.UNAVAILABLE and frames_received == 0:
-            return AgentUnavailableError(self.agent_id, f"the upstream {self.origin} is unavailable: {said}")
+            # Which CAs a TLS upstream was checked with: what a failed handshake's operator asks first.
+            tls = ""
+            if self._upstream.tls:
+                trusted = "the system's" if self._tls_ca is None else f"tls_ca {self._tls_ca.path}"
+                tls = f" (TLS, CA certificates: {trusted})"
+            return AgentUnavailableError(self.agent_id, f"the upstream {self.origin}{tls} is unavailable: {said}")
         details = {UPSTREAM_DETAIL: self.origin, "grpc_status": code.name, "grpc_message": said}
         after = f" after {frames_received} frames" if frames_received else ""
         message = f"the upstream {self.origin} ended the call{after} with {code.name}: {said}"

@@ -13,6 +13,9 @@ a direct Chat call gets. The frames go to the broker path's frame subjects throu
   (``lost_requests``), and it is terminated. A request taken after its Start-By is acked, unrun.
 - The gateway hears ``taken`` when a turn starts and ``working`` every ``bus_progress_seconds`` while
   it runs (JetStream gets an in-progress ack then too, so the ack wait never runs out on a live turn).
+- A frame that comes more than a progress interval after the turn's previous one is published only if
+  the request has no final frame yet: a worker stopped long enough for its gateway to take it for lost
+  (which wrote the request's final frame) stops the turn there, writing nothing more (``_BrokerOutput``).
 - Cancel (``e2a.cancel.<request token>``) and the request's deadline end the turn as Chat's client
   cancel and deadline do: final ``client_cancelled`` / ``deadline_exceeded`` frames on the broker.
 - A task cancel (``e2a.cancel.task.<agent token>.<task token>``) names a task that waits for its
@@ -28,7 +31,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import nats.errors
@@ -56,10 +59,10 @@ from e2a_grpc.broker.agent_requests import (
     worker_subject,
 )
 from e2a_grpc.broker.connection import connect
-from e2a_grpc.broker.frame_messages import subject_token
+from e2a_grpc.broker.frame_messages import frame_subject, subject_token
 from e2a_grpc.broker.frame_publisher import FramePublisher
 from e2a_grpc.broker.held_sessions import HeldSessions
-from e2a_grpc.broker.lost_requests import end_lost_request
+from e2a_grpc.broker.lost_requests import end_lost_request, last_stored
 from e2a_grpc.broker.request_stream import ensure_requests_stream
 from e2a_grpc.broker.session_owners import ClaimContendedError, SessionOwners
 from e2a_grpc.chat.events import AgentBackend, BackendError, Event, Passthrough
@@ -99,16 +102,56 @@ class _Running:
 
 
 class _BrokerOutput:
-    """Where a worker's turn writes its frames: the publisher; the final frame is watched until stored."""
+    """Where a worker's turn writes its frames: the publisher; the final frame is watched until stored.
 
-    __slots__ = ("_frames", "_publisher", "final_stored")
+    A frame that comes more than ``silence`` seconds after the turn's previous one (or its start) is
+    written only if the request has not ended meanwhile (``ended_elsewhere``, one look at the broker): a
+    worker stopped that long (SIGSTOP, a frozen VM) was taken for lost by its gateway, which wrote the
+    request's final frame; a frame written after it would share its sequence number. The turn then
+    stops without another frame: ``write`` raises ``CancelledError``, as when a reader is gone. Frames
+    that come back to back are handed over without a look, so that they go out pipelined."""
 
-    def __init__(self, publisher: FramePublisher, frames: FrameBuilder) -> None:
+    __slots__ = (
+        "_ended_elsewhere",
+        "_frames",
+        "_last_write",
+        "_loop",
+        "_publisher",
+        "_silence",
+        "ended",
+        "final_stored",
+    )
+
+    def __init__(
+        self,
+        publisher: FramePublisher,
+        frames: FrameBuilder,
+        *,
+        silence: float,
+        ended_elsewhere: Callable[[], Awaitable[bool]],
+    ) -> None:
         self._publisher = publisher
         self._frames = frames
+        self._silence = silence
+        self._ended_elsewhere = ended_elsewhere
+        self._loop = asyncio.get_running_loop()
+        self._last_write = self._loop.time()
         self.final_stored: asyncio.Future[bool] | None = None
+        #: The request had ended when the turn came to write a frame after a silence.
+        self.ended = False
 
     async def write(self, frame: bytes, kind: str, event: Event | None) -> None:
+        silent_for = self._loop.time() - self._last_write
+        if silent_for > self._silence and await self._ended_elsewhere():
+            log.warning(
+                "request %s ended while this worker was silent for %.1f s (stopped, or its loop blocked): taken "
+                "for lost, it has its final frame; its turn stops here, writing nothing more",
+                self._frames.request_id,
+                silent_for,
+            )
+            self.ended = True
+            raise asyncio.CancelledError
+        self._last_write = self._loop.time()
         # The builder marks the final frame finished as it builds it, so only that one is watched.
         if self._frames.finished:
             self.final_stored = self._publisher.when_stored(frame)
@@ -332,7 +375,12 @@ class AgentWorker:
         request = running.request
         envelope = request.envelope
         frames = FrameBuilder(envelope, self._backend.info, self._clock, log_frames=self._config.log_frames)
-        output = _BrokerOutput(self.publisher, frames)
+        output = _BrokerOutput(
+            self.publisher,
+            frames,
+            silence=self._config.bus_progress_seconds,
+            ended_elsewhere=lambda: self._ended_elsewhere(request),
+        )
         try:
             prompt = checked_prompt(envelope, DEFAULT_CHAT_METHODS)
         except E2AFieldError as exc:
@@ -354,6 +402,10 @@ class AgentWorker:
         # loop torn down) leaves its request unacked: delivered again, it is answered agent_unavailable.
         try:
             await run_turn(turn, prompt, events, frames, output, self._limits)
+        except asyncio.CancelledError:
+            if not output.ended or task.cancelling():
+                raise
+            return True  # its final frame is the one that ended it: the request is done
         finally:
             turn.cancel_timers()
             await events.aclose()
@@ -416,6 +468,19 @@ class AgentWorker:
             )
         except (nats.errors.Error, TimeoutError) as exc:
             log.debug("own consumer not deleted (%r): it goes once inactive", exc)
+
+    async def _ended_elsewhere(self, request: BusRequest) -> bool:
+        """Whether the request's frame subject has a final frame (see ``_BrokerOutput``); False when
+        the broker cannot say now (the frame is written then: the broker is failing it as well)."""
+        assert self._js is not None
+        config = self._config
+        subject = frame_subject(config.nats_subject_prefix, request.envelope.session_id, request.request_id)
+        try:
+            last = await last_stored(self._js, config.nats_stream, subject)
+        except (nats.errors.Error, TimeoutError) as exc:
+            log.debug("request %s: its last stored frame cannot be read (%r)", request.request_id, exc)
+            return False
+        return last is not None and last.is_final
 
     async def _answer_lost(self, request: BusRequest, message: Msg) -> None:
         """A request delivered again: its worker was lost. Never run; answered agent_unavailable."""

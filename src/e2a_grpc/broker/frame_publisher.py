@@ -239,6 +239,7 @@ class FramePublisher:
         try:
             await ensure_stream(self._js, self._stream, self._subject_prefix, replicas=self._replicas)
         except BaseException:
+            self._closing = True  # the disconnection below is no outage: the caller reports why it failed
             await self._nc.close()  # it would otherwise go on reconnecting for ever
             raise
         self._inbox = self._nc.new_inbox()

@@ -56,14 +56,22 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         agents = asyncio.run(read())
-    except (nats.errors.NoServersError, OSError) as exc:
-        print(f"error: cannot reach NATS at {settings.registry_nats}: {error_text(exc)}", file=sys.stderr)
-        return EXIT_NO_SERVER
+    except nats.errors.NoServersError as exc:
+        return _unreachable(settings, exc)
+    # Before OSError, of which TimeoutError (nats-py's too) is one: a broker reached that did not answer
+    # in time is no broker missing.
     except (nats.errors.Error, TimeoutError) as exc:
         print(f"error: cannot read the agent registry {settings.registry_bucket}: {error_text(exc)}", file=sys.stderr)
         return EXIT_FAILED
+    except OSError as exc:
+        return _unreachable(settings, exc)
     sys.stdout.write(agents_json(agents) if args.json else agents_table(agents))
     return EXIT_OK
+
+
+def _unreachable(settings: AgentsSettings, exc: Exception) -> int:
+    print(f"error: cannot reach NATS at {settings.registry_nats}: {error_text(exc)}", file=sys.stderr)
+    return EXIT_NO_SERVER
 
 
 def agents_json(agents: list[LiveAgent]) -> str:

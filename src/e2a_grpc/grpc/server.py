@@ -96,6 +96,25 @@ def check_can_listen(host: str, port: int) -> None:
         raise ListenError(f"cannot listen on {host}:{port}: {reason}")
 
 
+async def start_publisher(publisher: FramePublisher, config: ServerSettings) -> None:
+    """Start the frame publisher of ``--publish-nats``; ``ListenError`` (one line) when the broker
+    cannot be reached or refuses the frames' stream."""
+    try:
+        await publisher.start()
+    except Exception as exc:
+        raise ListenError(f"cannot publish to NATS at {config.publish_nats}: {error_text(exc)}") from None
+
+
+async def check_publishing(config: ServerSettings) -> None:
+    """What each worker of ``serve --workers N`` does first with ``--publish-nats`` (``start_publisher``),
+    done once before they start: a broker that refuses is one error line, not one per worker."""
+    from e2a_grpc.broker.frame_publisher import FramePublisher
+
+    publisher = FramePublisher.from_settings(config)
+    await start_publisher(publisher, config)
+    await publisher.close(0)
+
+
 def server_options(config: ServerSettings, *, reuse_port: bool = False) -> list[tuple[str, int]]:
     """The options of a grpc server of this process: message size limits, port sharing."""
     return [
@@ -214,11 +233,8 @@ class E2AServer:
                 ) from None
             self.metrics_port = self._metrics_http.port
             log.info("metrics on http://%s:%d/metrics", self.config.host, self.metrics_port)
-        if self.publisher is not None:
-            try:  # before the port opens: no Chat frame is served that could not be published
-                await self.publisher.start()
-            except Exception as exc:
-                raise ListenError(f"cannot publish to NATS at {self.config.publish_nats}: {error_text(exc)}") from None
+        if self.publisher is not None:  # before the port opens: no Chat frame is served that could not be published
+            await start_publisher(self.publisher, self.config)
         await self.readiness.update_health()  # before the port answers health checks
         await self.server.start()
         for started, registration in enumerate(self.registrations):

@@ -36,7 +36,7 @@ from types import FrameType
 from typing import Any
 
 from e2a_grpc.address import unbracketed_host
-from e2a_grpc.grpc.server import ListenError, check_can_listen, serve
+from e2a_grpc.grpc.server import ListenError, check_can_listen, check_publishing, serve
 from e2a_grpc.settings import ServerSettings
 
 log = logging.getLogger("e2a_grpc.server")
@@ -70,6 +70,8 @@ def run_server(config: ServerSettings, *, setup_worker: Callable[[], None]) -> i
         run_on_event_loop(serve(config), config)
         return 0
     with reserved_port(config.host, config.port) as port:
+        if config.publish_nats:
+            asyncio.run(check_publishing(config))
         worker_config = config.model_copy(update={"port": port})
         return _supervise(worker_config, count, setup_worker)
 
