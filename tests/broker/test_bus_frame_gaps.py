@@ -9,19 +9,25 @@ the same way."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import grpc
+import nats.errors
 import pytest
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
-from e2a_grpc.broker.agent_requests import read_notice
+from e2a_grpc.backends.bus import BusBackend
+from e2a_grpc.broker.agent_requests import MISSED_NOTICES, read_notice
 from e2a_grpc.client import achat
 from e2a_grpc.settings import AgentWorkerSettings
 from tests.broker.test_agent_worker import PROGRESS, CountingEcho, _agent, _gateway, _request, _settings
+from tests.conftest import in_process_server
 from tests.support.agent_bus import running_worker
 from tests.support.nats_server import NatsServer
 
@@ -132,4 +138,52 @@ async def test_frames_an_ordered_consumer_skipped_are_read_again_and_each_reache
     assert got[-1].response_kind == "e2a.complete"
     assert plain_losses.plain == stored_losses.plain == 1
     assert plain_losses.stored == stored_losses.stored == 2  # read again once, on a second consumer
+    assert backend.turns == 1
+
+
+@pytest.mark.parametrize("sign", ["reconnected", "slow consumer"])
+async def test_a_sign_of_loss_reads_a_lost_final_frame_from_jetstream_without_waiting_for_the_silence(
+    broker: NatsServer, monkeypatch: pytest.MonkeyPatch, sign: str
+) -> None:
+    config = _settings(broker, _agent(), bus_progress_seconds=2.0, bus_ack_wait_seconds=6.0)
+    route = BusBackend(config.agent_id, config)
+    plain = NatsClient.subscribe
+    told: list[asyncio.Task[None]] = []
+
+    async def subscribe(self: NatsClient, subject: str, *args: Any, **options: Any) -> Any:
+        callback: Callback | None = options.get("cb")
+        if not subject.startswith(f"{config.nats_subject_prefix}.") or callback is None:
+            return await plain(self, subject, *args, **options)
+        subscription: Subscription | None = None
+
+        async def losing(message: Msg) -> None:
+            if (message.headers or {}).get("ce-seq") != str(WORDS):
+                await callback(message)
+                return
+            # The final frame is lost, as to a connection that was away; nats-py then tells the bus.
+            assert subscription is not None
+            if sign == "reconnected":
+                told.append(asyncio.create_task(route.bus._reconnected()))
+            else:
+                error = nats.errors.SlowConsumerError(message.subject, message.reply, subscription._id, subscription)
+                told.append(asyncio.create_task(route.bus._connection_error(error)))
+
+        options["cb"] = losing
+        subscription = await plain(self, subject, *args, **options)
+        return subscription
+
+    monkeypatch.setattr(NatsClient, "subscribe", subscribe)
+    backend = CountingEcho()
+    async with (
+        running_worker(config, backend),
+        in_process_server(backend=route) as server,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
+        started = time.monotonic()
+        got = [frame async for frame in achat(channel, _request(WORDS))]
+        took = time.monotonic() - started
+    assert [frame.sequence for frame in got] == list(range(WORDS + 1))
+    assert got[-1].response_kind == "e2a.complete"
+    assert len(told) == 1
+    assert took < MISSED_NOTICES * config.bus_progress_seconds  # read at the sign, not after the silence
     assert backend.turns == 1
