@@ -253,8 +253,8 @@ Issue 28's targets: the bus adds at most {TARGET_ADDED_P50_MS:g} ms to the first
 least {TARGET_RATIO}x of direct frames/s at {STREAMS} streams. Echo backend on both paths. Direct: one
 `e2a-grpc serve`. Bus: a gateway `e2a-grpc serve --agent {AGENT_ID}=nats --bus-nats URL` and one worker
 `e2a-grpc agent --backend echo` on a nats-server (JetStream, file storage, single node) started by the
-section on loopback; the worker publishes the frames to JetStream and the gateway reads them back (an
-ordered consumer) and writes them to the client. Every e2a-grpc process serves in one process
+section on loopback; the worker publishes the frames to JetStream and the gateway reads them as they are
+published (a plain subscription) and writes them to the client. Every e2a-grpc process serves in one process
 (`--workers 1`). After one warm-up round of each kind per path, {PAIRS} pairs of rounds per kind, the two
 paths alternating first.
 
