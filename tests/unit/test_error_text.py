@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from e2a_grpc.cli import main
-from e2a_grpc.cli.exits import EXIT_NO_SERVER
+from e2a_grpc.cli.exits import EXIT_FAILED
 from e2a_grpc.errors import error_text
 from e2a_grpc.settings import ENV_PREFIX
 
@@ -37,5 +37,6 @@ def test_the_agents_command_names_an_empty_timeout_rather_than_ending_on_a_colon
         raise TimeoutError  # what a JetStream request that gets no answer in time raises: no message
 
     monkeypatch.setattr(AgentRegistry, "open", broker_never_answers)
-    assert main(["agents", "--nats", "nats://127.0.0.1:4222"]) == EXIT_NO_SERVER
-    assert capsys.readouterr().err == "error: cannot reach NATS at nats://127.0.0.1:4222: TimeoutError\n"
+    # A broker that does not answer in time was reached: the registry could not be read.
+    assert main(["agents", "--nats", "nats://127.0.0.1:4222"]) == EXIT_FAILED
+    assert capsys.readouterr().err == "error: cannot read the agent registry E2A_AGENTS: TimeoutError\n"
