@@ -5,9 +5,11 @@ of direct Chat's frames/s at 8 concurrent streams, echo backend, measured in the
 
 Processes, all started here on loopback: a nats-server (JetStream, file storage in a temporary directory);
 the direct server, ``e2a-grpc serve`` on the echo backend; the gateway, ``e2a-grpc serve --agent
-echo=nats --bus-nats URL``; its worker, ``e2a-grpc agent --nats URL --agent-id echo --backend echo``.
-Each e2a-grpc process runs one worker process (``--workers 1``: the process measured is the one that
-serves). Two sets of rounds, each alternating direct and bus per pair (``bench.paired``): throughput
+echo=nats --bus-nats URL``; its worker, ``e2a-grpc agent --nats URL --agent-id echo --backend echo``;
+and the floor of a Python gateway, ``bench.bus_relay_floor`` (the bus's transport work and no E2A work)
+on the same worker. Each e2a-grpc process runs one worker process (``--workers 1``: the process
+measured is the one that serves). Two sets of rounds, each running the three paths back to back in
+an order that turns per round (``bench.paired`` pairs each path's rounds with direct's): throughput
 (``STREAMS`` Chat streams at once, ``WORDS`` words each) and first-frame latency (``LATENCY_CALLS``
 one-word Chat calls one after the other, the time from sending the call to its first frame).
 """
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -45,9 +48,12 @@ TARGET_ADDED_P50_MS = 2.0
 CHAT_METHOD = "/e2a.v1.AgentService/Chat"
 DIRECT = "Chat direct (echo backend)"
 BUS = "Chat through the bus (gateway + worker)"
-#: The bus path's two processes.
+FLOOR = "Bare relay on the bus (no E2A work) + worker"
+PATHS = (DIRECT, BUS, FLOOR)
+#: The bus path's two processes, and the bare relay's.
 GATEWAY = "gateway"
 WORKER = "worker"
+RELAY = "relay"
 #: A round slower than this means something is stuck: fail the section rather than hang ``make bench``.
 _CALL_TIMEOUT_SECONDS = 120.0
 
@@ -127,7 +133,24 @@ class _Bench:
 class _Measured:
     throughput: paired.Paired
     latency: paired.Paired
+    #: The bare relay's throughput rounds, paired with direct's.
+    floor_throughput: paired.Paired
     paths: dict[str, _Path]
+
+
+async def _alternate(
+    name: str, run_round: Callable[[str], Awaitable[paired.Round]]
+) -> tuple[paired.Paired, paired.Paired]:
+    """``PAIRS`` rounds of each path, the three back to back in an order that turns each time; the bus's
+    and the bare relay's paired with direct's run next to them."""
+    rounds: dict[str, list[paired.Round]] = {path: [] for path in PATHS}
+    for index in range(PAIRS):
+        for path in PATHS[index % 3 :] + PATHS[: index % 3]:
+            rounds[path].append(await run_round(path))
+    return (
+        paired.Paired(name, BUS, DIRECT, ("bus", "direct"), {BUS: rounds[BUS], DIRECT: rounds[DIRECT]}),
+        paired.Paired(name, FLOOR, DIRECT, ("relay", "direct"), {FLOOR: rounds[FLOOR], DIRECT: rounds[DIRECT]}),
+    )
 
 
 @dataclass(frozen=True)
@@ -149,30 +172,24 @@ async def _measure(addresses: dict[str, str], processes: dict[str, _Process]) ->
             DIRECT: _Path(channels[DIRECT], {"server": processes[DIRECT].process.pid}),
             BUS: _Path(
                 channels[BUS],
-                {"gateway": processes[GATEWAY].process.pid, "worker": processes[WORKER].process.pid},
+                {GATEWAY: processes[GATEWAY].process.pid, WORKER: processes[WORKER].process.pid},
+            ),
+            FLOOR: _Path(
+                channels[FLOOR],
+                {RELAY: processes[RELAY].process.pid, WORKER: processes[WORKER].process.pid},
             ),
         }
         bench = _Bench(paths)
-        for name in (DIRECT, BUS):  # warm-up (the gateway's first bus turn connects and reads the registry)
+        for name in PATHS:  # warm-up (the gateway's first bus turn connects and reads the registry)
             await bench.throughput_round(name)
             await bench.latency_round(name)
             paths[name].cpu_us_per_frame.clear()
             paths[name].first_frame_ms.clear()
-        throughput = await paired.alternate(
-            f"{STREAMS} streams at once, {WORDS + 1} frames each",
-            (BUS, DIRECT),
-            ("bus", "direct"),
-            PAIRS,
-            bench.throughput_round,
+        throughput, floor_throughput = await _alternate(
+            f"{STREAMS} streams at once, {WORDS + 1} frames each", bench.throughput_round
         )
-        latency = await paired.alternate(
-            f"{LATENCY_CALLS} one-word calls one after the other",
-            (BUS, DIRECT),
-            ("bus", "direct"),
-            PAIRS,
-            bench.latency_round,
-        )
-        return _Measured(throughput, latency, paths)
+        latency, _ = await _alternate(f"{LATENCY_CALLS} one-word calls one after the other", bench.latency_round)
+        return _Measured(throughput, latency, floor_throughput, paths)
     finally:
         for channel in channels.values():
             await channel.close()
@@ -183,7 +200,7 @@ def run() -> SectionResult:
         tempfile.TemporaryDirectory(prefix="e2a-bench-bus-") as store,
         running_nats_server(Path(store)) as broker,
     ):
-        ports = {DIRECT: free_port(), GATEWAY: free_port(), WORKER: free_port()}
+        ports = {DIRECT: free_port(), GATEWAY: free_port(), WORKER: free_port(), RELAY: free_port()}
         python = [sys.executable, "-m", "e2a_grpc"]
         serve = [*python, "serve", "--workers", "1", "--host", "127.0.0.1", "--port"]
         commands = {
@@ -193,13 +210,21 @@ def run() -> SectionResult:
                 *(*python, "agent", "--nats", broker.url, "--agent-id", AGENT_ID, "--backend", "echo"),
                 *("--host", "127.0.0.1", "--health-port", str(ports[WORKER])),
             ],
+            RELAY: [
+                *(sys.executable, "-m", "bench.bus_relay_floor", "--port", str(ports[RELAY])),
+                *("--nats", broker.url, "--agent-id", AGENT_ID),
+            ],
         }
         with contextlib.ExitStack() as stack:
             processes = {
                 name: _Process(f"127.0.0.1:{ports[name]}", *stack.enter_context(logged_process(command)))
                 for name, command in commands.items()
             }
-            addresses = {DIRECT: processes[DIRECT].health_address, BUS: processes[GATEWAY].health_address}
+            addresses = {
+                DIRECT: processes[DIRECT].health_address,
+                BUS: processes[GATEWAY].health_address,
+                FLOOR: processes[RELAY].health_address,
+            }
             measured = asyncio.run(_measure(addresses, processes))
     return _report(measured)
 
@@ -213,14 +238,13 @@ def _report(measured: _Measured) -> SectionResult:
     p50 = {name: statistics.median(path.first_frame_ms) for name, path in paths.items()}
     p99 = {name: _percentile(path.first_frame_ms, 0.99) for name, path in paths.items()}
     added_p50 = p50[BUS] - p50[DIRECT]
-    rate_rows = [
-        [
-            name,
-            _min_median_max(throughput.rates(name), ",.0f"),
-            "1.00" if name == DIRECT else f"{throughput.median_ratio:.2f}",
-        ]
-        for name in (DIRECT, BUS)
-    ]
+    ratios = {DIRECT: 1.0, BUS: throughput.median_ratio, FLOOR: measured.floor_throughput.median_ratio}
+    rates = {
+        DIRECT: throughput.rates(DIRECT),
+        BUS: throughput.rates(BUS),
+        FLOOR: measured.floor_throughput.rates(FLOOR),
+    }
+    rate_rows = [[name, _min_median_max(rates[name], ",.0f"), f"{ratios[name]:.2f}"] for name in PATHS]
     latency_rows = [
         [
             name,
@@ -229,11 +253,15 @@ def _report(measured: _Measured) -> SectionResult:
             f"{min(paths[name].first_frame_ms):.2f}",
             f"{len(paths[name].first_frame_ms)}",
         ]
-        for name in (DIRECT, BUS)
+        for name in PATHS
     ]
+    cpu = {
+        name: {process: statistics.median(rounds) for process, rounds in paths[name].cpu_us_per_frame.items()}
+        for name in PATHS
+    }
     cpu_rows = [
         [name, process, _min_median_max(per_round, ".1f")]
-        for name in (DIRECT, BUS)
+        for name in PATHS
         for process, per_round in paths[name].cpu_us_per_frame.items()
     ]
     targets = (
@@ -255,8 +283,13 @@ least {TARGET_RATIO}x of direct frames/s at {STREAMS} streams. Echo backend on b
 `e2a-grpc agent --backend echo` on a nats-server (JetStream, file storage, single node) started by the
 section on loopback; the worker publishes the frames to JetStream and the gateway reads them as they are
 published (a plain subscription) and writes them to the client. Every e2a-grpc process serves in one process
-(`--workers 1`). After one warm-up round of each kind per path, {PAIRS} pairs of rounds per kind, the two
-paths alternating first.
+(`--workers 1`). After one warm-up round of each kind per path, {PAIRS} rounds of each kind per path, the
+three run back to back in an order that turns each time.
+
+The third path is the floor of any Python gateway on the bus: `bench/bus_relay_floor.py`, on the same
+worker, does the bus's transport work (the request published as the gateway does, the frames read on a
+plain subscription with nats-py, each written to the call with grpc.aio) and no E2A work (no frame
+decoded, checked or rebuilt; their wire JSON is written as it came).
 
 Throughput: a round runs {STREAMS} Chat streams of {WORDS} words ({WORDS + 1} frames each) at once on one
 channel; frames are counted, not parsed.
@@ -273,7 +306,18 @@ min / median / max over rounds:
 
 {table(["Path", "Process", "CPU µs/frame"], cpu_rows, right=(2,))}
 
-Per round kind:
+Where the time goes (medians of this run). Throughput: the bare relay alone keeps
+{ratios[FLOOR]:.2f}x of direct at {cpu[FLOOR][RELAY]:.0f} µs/frame, against the direct server's
+{cpu[DIRECT]["server"]:.0f} µs for the whole turn: nats-py's reading of each frame's message (its
+binary-mode CloudEvent headers are parsed in Python) and grpc.aio's write of each frame as it comes
+are the floor, before any E2A work. The gateway's E2A work (the frame read and checked with the section
+12 invariants, its own frame built, the turn's limits) adds {cpu[BUS][GATEWAY] - cpu[FLOOR][RELAY]:.0f} µs/frame to
+it. Latency: the bus adds two NATS hops (the request through JetStream to the worker, the first frame
+back) and two processes' wake-ups to the direct path; the bare relay adds
+{p50[FLOOR] - p50[DIRECT]:.2f} ms to direct's p50 with no E2A work on the gateway side, the gateway
+{added_p50:.2f} ms.
+
+Per round kind (bus and direct):
 
 {paired.rpcs_table([throughput, latency], "Workload", "items", ".1f")}
 
