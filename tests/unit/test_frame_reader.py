@@ -85,7 +85,7 @@ corruptions = st.one_of(
     frames=st.lists(st.tuples(st.integers(0, 1), own_fields(), corruptions), min_size=1, max_size=8),
 )
 def test_the_reader_reads_what_the_general_mapping_reads(
-    streams: list[dict[str, Any]], frames: list[tuple[int, dict[str, Any], tuple[str, str]]]
+    streams: list[dict[str, Any]], frames: list[tuple[int, dict[str, Any], tuple[str, str, int]]]
 ) -> None:
     reader = FrameReader()  # one reader for frames of two streams, corrupted: the worst it can be given
     for stream, own, (how, value, index) in frames:
