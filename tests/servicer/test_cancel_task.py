@@ -10,12 +10,10 @@ import json
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, cast
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
@@ -29,6 +27,7 @@ from e2a_grpc.model import ErrorCode, WaitReason
 from tests.conftest import in_process_server
 from tests.support.acp_servers import AGENT
 from tests.support.fakes import AskingBackend
+from tests.support.status import status_detail
 from tests.support.waiting import within
 
 QUESTION = InputRequired(WaitReason.PERMISSION, "May I?", {"content": ""}, options=({"option_id": "yes"},))
@@ -49,17 +48,6 @@ async def _refused(channel: grpc.aio.Channel, task_id: str, agent_id: str = "") 
     return raised.value
 
 
-def _detail(error: grpc.aio.AioRpcError, kind: type[Any]) -> Any:
-    status = rpc_status.from_call(cast(grpc.Call, error))  # an aio error has what from_call reads
-    assert status is not None
-    for packed in status.details:
-        if packed.Is(kind.DESCRIPTOR):
-            detail = kind()
-            packed.Unpack(detail)
-            return detail
-    raise AssertionError(f"no {kind.__name__} in the status details")
-
-
 def _question(frames: list[E2AResponse]) -> str:
     """The task id of a turn that ended waiting (checked)."""
     final = frames[-1]
@@ -78,7 +66,7 @@ async def test_a_waiting_task_is_cancelled_once_and_its_answer_is_refused_after(
         refused = await _frames(channel, answer)
     assert backend.cancelled_tasks == [task_id, task_id]
     assert again.code() == grpc.StatusCode.NOT_FOUND
-    assert _detail(again, error_details_pb2.ErrorInfo).reason == NO_WAITING_TASK_REASON
+    assert status_detail(again, error_details_pb2.ErrorInfo).reason == NO_WAITING_TASK_REASON
     assert refused[-1].body["code"] == ErrorCode.NO_QUESTION_PENDING
 
 
@@ -88,9 +76,9 @@ async def test_nothing_waiting_is_not_found_naming_the_task() -> None:
         error = await _refused(channel, "task-9")
     assert error.code() == grpc.StatusCode.NOT_FOUND
     assert "'task-9'" in (error.details() or "") and "default agent" in (error.details() or "")
-    resource = _detail(error, error_details_pb2.ResourceInfo)
+    resource = status_detail(error, error_details_pb2.ResourceInfo)
     assert (resource.resource_type, resource.resource_name) == ("e2a task", "task-9")
-    info = _detail(error, error_details_pb2.ErrorInfo)
+    info = status_detail(error, error_details_pb2.ErrorInfo)
     assert (info.reason, dict(info.metadata)) == (NO_WAITING_TASK_REASON, {"agent_id": "", "task_id": "task-9"})
 
 
@@ -102,7 +90,7 @@ async def test_an_unknown_agent_is_not_found_as_for_chat() -> None:
     ):
         error = await _refused(channel, "task-1", "critic")
     assert error.code() == grpc.StatusCode.NOT_FOUND
-    assert _detail(error, error_details_pb2.ErrorInfo).reason == UNKNOWN_AGENT_REASON
+    assert status_detail(error, error_details_pb2.ErrorInfo).reason == UNKNOWN_AGENT_REASON
 
 
 @pytest.mark.asyncio
@@ -110,7 +98,7 @@ async def test_a_cancel_without_task_id_is_invalid_naming_the_field() -> None:
     async with in_process_server() as server, grpc.aio.insecure_channel(server.address) as channel:
         error = await _refused(channel, "")
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
-    violations = _detail(error, error_details_pb2.BadRequest).field_violations
+    violations = status_detail(error, error_details_pb2.BadRequest).field_violations
     assert [violation.field for violation in violations] == ["task_id"]
 
 
@@ -137,7 +125,7 @@ async def test_an_agent_that_fails_to_cancel_gets_a_status_naming_its_code(
     ):
         error = await _refused(channel, "task-1")
     assert error.code() == status and "the agent said no" in (error.details() or "")
-    info = _detail(error, error_details_pb2.ErrorInfo)
+    info = status_detail(error, error_details_pb2.ErrorInfo)
     assert (info.reason, dict(info.metadata)) == (AGENT_ERROR_REASON, {"code": code.value})
 
 
@@ -163,4 +151,4 @@ async def test_a_cancel_through_a_grpc_route_reaches_the_upstreams_acp_agent(tmp
     assert not (tmp_path / "notes.txt").exists()
     # Nothing waits any more: the upstream's NOT_FOUND came back as the gateway's own.
     assert again.code() == grpc.StatusCode.NOT_FOUND
-    assert _detail(again, error_details_pb2.ErrorInfo).reason == NO_WAITING_TASK_REASON
+    assert status_detail(again, error_details_pb2.ErrorInfo).reason == NO_WAITING_TASK_REASON

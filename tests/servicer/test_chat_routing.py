@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import grpc
 import pytest
@@ -40,6 +40,7 @@ from tests.conftest import InProcessServer, in_process_server, server_config
 from tests.support.certificates import loopback_server_certificate, make_ca
 from tests.support.fakes import ControlledBackend
 from tests.support.processes import free_port
+from tests.support.status import status_detail
 from tests.support.waiting import within
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -62,17 +63,6 @@ async def _status_of(address: str, envelope: E2AEnvelope) -> grpc.aio.AioRpcErro
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await _frames(address, envelope, timeout=30)
     return raised.value
-
-
-def _detail(error: grpc.aio.AioRpcError, kind: type[Any]) -> Any:
-    status = rpc_status.from_call(cast(grpc.Call, error))  # an aio error has what from_call reads
-    assert status is not None
-    for packed in status.details:
-        if packed.Is(kind.DESCRIPTOR):
-            detail = kind()
-            packed.Unpack(detail)
-            return detail
-    raise AssertionError(f"no {kind.__name__} in the status details")
 
 
 def _content(frame: E2AResponse) -> E2AResponse:
@@ -128,9 +118,9 @@ async def test_an_unknown_agent_gets_not_found_naming_the_known_ones() -> None:
         error = await _status_of(gateway.address, _envelope(agent_id="critic"))
     assert error.code() == grpc.StatusCode.NOT_FOUND
     assert "'critic'" in (error.details() or "") and "writer, reviewer" in (error.details() or "")
-    resource = _detail(error, error_details_pb2.ResourceInfo)
+    resource = status_detail(error, error_details_pb2.ResourceInfo)
     assert (resource.resource_type, resource.resource_name) == ("e2a agent", "critic")
-    info = _detail(error, error_details_pb2.ErrorInfo)
+    info = status_detail(error, error_details_pb2.ErrorInfo)
     assert info.reason == UNKNOWN_AGENT_REASON
     assert dict(info.metadata) == {"agent_id": "critic", "known_agent_ids": "writer,reviewer"}
     assert not reviewer.turns
@@ -344,7 +334,7 @@ async def test_an_unreachable_upstream_gets_unavailable_naming_agent_and_upstrea
         error = await _status_of(gateway.address, _envelope(agent_id="up"))
     assert error.code() == grpc.StatusCode.UNAVAILABLE
     assert "agent 'up' is unavailable" in (error.details() or "") and target in (error.details() or "")
-    info = _detail(error, error_details_pb2.ErrorInfo)
+    info = status_detail(error, error_details_pb2.ErrorInfo)
     assert (info.reason, dict(info.metadata)) == (AGENT_UNAVAILABLE_REASON, {"agent_id": "up"})
 
 
@@ -417,7 +407,7 @@ async def test_a_grpcs_upstream_is_trusted_by_the_routes_own_ca_and_refused_by_a
     said = refused.details() or ""
     assert "agent 'up' is unavailable" in said and target in said
     assert f"(TLS, CA certificates: tls_ca {other_ca.cert})" in said and "CERTIFICATE_VERIFY_FAILED" in said
-    info = _detail(refused, error_details_pb2.ErrorInfo)
+    info = status_detail(refused, error_details_pb2.ErrorInfo)
     assert info.reason == AGENT_UNAVAILABLE_REASON
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TypeVar, cast
+
 import grpc
+from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+
+Detail = TypeVar("Detail", bound=Message)
 
 
 def field_violations(error: grpc.aio.AioRpcError | grpc.RpcError) -> list[tuple[str, str]]:
@@ -17,3 +22,15 @@ def field_violations(error: grpc.aio.AioRpcError | grpc.RpcError) -> list[tuple[
         assert detail.Unpack(bad_request), detail.type_url
         violations.extend((violation.field, violation.description) for violation in bad_request.field_violations)
     return violations
+
+
+def status_detail(error: grpc.aio.AioRpcError, kind: type[Detail]) -> Detail:
+    """The error's first status detail of type ``kind`` (an ErrorInfo, a ResourceInfo, ...)."""
+    status = rpc_status.from_call(cast(grpc.Call, error))  # an aio error has what from_call reads
+    assert status is not None
+    for packed in status.details:
+        if packed.Is(kind.DESCRIPTOR):
+            detail = kind()
+            packed.Unpack(detail)
+            return detail
+    raise AssertionError(f"no {kind.__name__} in the status details")
