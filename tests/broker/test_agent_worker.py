@@ -14,6 +14,7 @@ import logging
 import re
 import signal
 import sys
+import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
@@ -757,13 +758,14 @@ async def test_a_request_taken_by_its_start_by_without_a_notice_is_gone_and_the_
     assert logs.at_least(logging.WARNING) == []
 
 
-async def test_a_request_to_a_killed_workers_own_subject_gets_unavailable_and_is_deleted(
+async def test_a_request_to_a_killed_workers_own_subject_goes_to_another_worker_which_restarts_the_session(
     broker: NatsServer, tmp_path: Path
 ) -> None:
     """The worker that holds a session is SIGKILLed: its registry entry and its claim of the session
     live on until the registry's TTL, so the gateway sends the session's next request to the worker's
     own subject, which nobody pulls any more (its durable consumer goes once inactive for that TTL).
-    UNAVAILABLE at Start-By, and the request is deleted from the stream, not left until its max age."""
+    At Start-By the request is deleted there and sent again to any worker: the live one takes it and
+    starts the session anew, saying so first; no request is left in the stream."""
     config = _acp_settings(broker, _agent()).model_copy(update={"registry_ttl_seconds": 60.0})
     acp = f"{sys.executable} {ACP_AGENT} --events {tmp_path / 'events.jsonl'}"
     first, second = (
@@ -781,16 +783,26 @@ async def test_a_request_to_a_killed_workers_own_subject_gets_unavailable_and_is
                 owners = await SessionOwners.open(
                     nc, bucket=config.sessions_bucket, ttl=config.registry_ttl_seconds, replicas=1
                 )
-                owner = await owners.owner(config.agent_id, "kept")
+                killed = await owners.owner(config.agent_id, "kept")
             finally:
                 await nc.close()
-            assert owner is not None  # the gateway sends the session's requests to the dead worker's subject
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
-                await within(_frames(achat(channel, second)))
-            assert await requests_left(broker.url, config) == 0
+            assert killed is not None  # the gateway sends the session's requests to the dead worker's subject
+            async with running_worker(config, make_backend(config)) as survivor:
+                started = time.monotonic()
+                again = await within(_frames(achat(channel, second)))
+                took = time.monotonic() - started
+                assert await requests_left(broker.url, config) == 0
     assert answered[-1].response_kind == "e2a.complete"
-    assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
-    assert "no live worker took the request within" in (raised.value.details() or "")
+    assert again[0].response_kind == "ext"
+    assert again[0].body == {
+        "event": "session_restarted",
+        "session_id": "kept",
+        "previous_instance": killed.instance_id,
+        "instance": survivor.instance_id,
+    }
+    assert again[-1].response_kind == "e2a.complete"
+    assert took >= config.bus_start_by_seconds  # it waited for the dead worker first
+    assert survivor.turns_run == 1
 
 
 # --- cancelling a task that waits in a worker ----------------------------------------------------------

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from e2a_grpc.broker.agent_requests import (
+    AGAIN_SUFFIX,
     DEADLINE_HEADER,
     REPLY_TO_HEADER,
     START_BY_HEADER,
@@ -67,16 +68,21 @@ def _envelope(document: dict[str, Any]) -> E2AEnvelope:
     _MOMENTS,
     st.none() | _MOMENTS,
     st.none() | st.just("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+    st.booleans(),
 )
 def test_a_request_message_reads_back_as_written(
     document: dict[str, Any],
     start_by: datetime.datetime,
     deadline: datetime.datetime | None,
     traceparent: str | None,
+    sent_again: bool,
 ) -> None:
     request = BusRequest(_envelope(document), "_INBOX.abc", start_by, deadline, traceparent)
-    message = request_message(request, any_worker_subject(PREFIX, "agent"), type_prefix="io.e2a", source=None)
-    assert message.headers[MSG_ID_HEADER] == request.request_id
+    message = request_message(
+        request, any_worker_subject(PREFIX, "agent"), type_prefix="io.e2a", source=None, sent_again=sent_again
+    )
+    # Sent again, it has a message id of its own: JetStream would drop it as the first one's duplicate.
+    assert message.headers[MSG_ID_HEADER] == request.request_id + (AGAIN_SUFFIX if sent_again else "")
     assert message.headers["ce-mcptype"] == "request"
     read = read_request(message.headers, message.payload)
     assert read.envelope.to_dict() == request.envelope.to_dict()

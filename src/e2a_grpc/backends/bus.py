@@ -13,6 +13,9 @@ gateway's frame sink does not publish them again (``publishes_frames``).
   A request nobody took is deleted from the requests' stream then (by the stream sequence its publish
   was stored at): one sent to a worker that died just before would otherwise wait there, taken by no
   one, until the stream's max age. A worker that takes it meanwhile drops it (past its Start-By).
+  A request sent to the worker that holds its session and not taken by it is sent again, once, to
+  any worker (``AGAIN_SUFFIX``): that worker may be gone while its registry entry and its claim of
+  the session live on (until their TTL); the worker that takes it starts the session anew.
 - After ``taken``, no notice and no frame for ``MISSED_NOTICES`` progress intervals: the worker is
   lost; the gateway writes the request's ``agent_unavailable`` final frame on the broker
   (``lost_requests``) and the turn ends with it, unless the worker stored a frame meanwhile (it was
@@ -198,7 +201,38 @@ class BusBackend:
         if not workers:
             raise AgentUnavailableError(self.agent_id, "no live worker in the agent registry")
         subject = await self._subject(envelope, owners, workers)
-        turn = _BusTurn(self.agent_id, self._config, self.bus, nc, js, envelope, subject, scope)
+        any_worker = any_worker_subject(self._config.bus_requests_subject_prefix, self.agent_id)
+        try:
+            async with contextlib.aclosing(self._turn(nc, js, envelope, subject, scope)) as events:
+                async for event in events:
+                    yield event
+        except _NotTaken:
+            if subject == any_worker:
+                raise
+            # The worker that holds the session did not take it: gone (its registry entry and claim
+            # outlive it until their TTL), or stuck. Any worker takes it now, and starts the session anew.
+            log.info(
+                "request %s: the worker holding session %r did not take it; sending it to any worker of %r",
+                envelope.request_id,
+                envelope.session_id,
+                self.agent_id,
+            )
+            async with contextlib.aclosing(self._turn(nc, js, envelope, any_worker, scope, sent_again=True)) as events:
+                async for event in events:
+                    yield event
+
+    async def _turn(
+        self,
+        nc: NatsClient,
+        js: JetStreamContext,
+        envelope: E2AEnvelope,
+        subject: str,
+        scope: CallScope | None,
+        *,
+        sent_again: bool = False,
+    ) -> AsyncGenerator[Event, None]:
+        """The events of the request sent to ``subject``; ``_NotTaken`` before any when no worker takes it."""
+        turn = _BusTurn(self.agent_id, self._config, self.bus, nc, js, envelope, subject, scope, sent_again)
         try:
             try:
                 await turn.open()
@@ -295,9 +329,11 @@ class _BusTurn:
         envelope: E2AEnvelope,
         subject: str,
         scope: CallScope | None,
+        sent_again: bool,
     ) -> None:
         self._agent_id = agent_id
         self._subject = subject
+        self._sent_again = sent_again
         self._scope = scope
         self._config = config
         self._bus = bus
@@ -354,7 +390,11 @@ class _BusTurn:
             traceparent=None if scope is None else dict(scope.trace_metadata).get(TRACEPARENT_HEADER),
         )
         message = request_message(
-            request, self._subject, type_prefix=config.cloudevents_type_prefix, source=config.cloudevents_source
+            request,
+            self._subject,
+            type_prefix=config.cloudevents_type_prefix,
+            source=config.cloudevents_source,
+            sent_again=self._sent_again,
         )
         stored = await _until_start_by(
             config.bus_start_by_seconds,
@@ -438,7 +478,7 @@ class _BusTurn:
                     continue
                 if not taken:
                     await self._withdraw()
-                    raise AgentUnavailableError(
+                    raise _NotTaken(
                         self._agent_id,
                         f"no live worker took the request within {config.bus_start_by_seconds:g} s",
                     ) from None
@@ -517,6 +557,10 @@ class _BusTurn:
             if subscription is not None:
                 with contextlib.suppress(nats.errors.Error):
                     await subscription.unsubscribe()
+
+
+class _NotTaken(AgentUnavailableError):
+    """No worker took the request by its Start-By (it is withdrawn from the stream)."""
 
 
 class _Signal(enum.Enum):

@@ -47,6 +47,10 @@ ONE_WORKER: Final = "worker"
 CONSUMER_PREFIX: Final = "e2a-agent-"
 #: The suffix of the message id of a lost request's final frame (``<request_id>:lost``).
 LOST_SUFFIX: Final = ":lost"
+#: The suffix of the message id of a request sent again to any worker (``<request_id>:again``): the
+#: worker that holds its session took it by Start-By (the JetStream de-duplication of the first
+#: publish's id would drop it otherwise).
+AGAIN_SUFFIX: Final = ":again"
 #: How often a gateway may miss a worker's progress notice before it takes the worker for lost.
 MISSED_NOTICES: Final = 3
 #: The subject token after the cancel prefix of a waiting task's cancel: ``<prefix>.task.<agent>.<task>``
@@ -208,15 +212,17 @@ def with_request_id(envelope: E2AEnvelope, assigned: str | None = None) -> E2AEn
     return dataclasses.replace(envelope, request_id=assigned or str(uuid.uuid4()))
 
 
-def request_message(request: BusRequest, subject: str, *, type_prefix: str, source: str | None) -> BrokerMessage:
+def request_message(
+    request: BusRequest, subject: str, *, type_prefix: str, source: str | None, sent_again: bool = False
+) -> BrokerMessage:
     """The NATS message of a request: the envelope's CloudEvent in binary mode (``ce-*`` headers,
     ``ce-targetagent``, ``ce-mcptype: request``, the envelope's wire JSON as payload), de-duplicated by
-    the request id, with the bus headers."""
+    the request id (``sent_again``: by ``<request_id>:again``), with the bus headers."""
     event = cloudevents.record_to_event(request.envelope, type_prefix=type_prefix, source=source)
     binary = to_http_binary(event)
     headers = {
         **binary.headers,
-        MSG_ID_HEADER: request.request_id,
+        MSG_ID_HEADER: request.request_id + AGAIN_SUFFIX if sent_again else request.request_id,
         REPLY_TO_HEADER: request.reply_to,
         START_BY_HEADER: rfc3339(request.start_by),
     }
