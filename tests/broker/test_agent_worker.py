@@ -411,6 +411,7 @@ def _worker_command(config: AgentWorkerSettings, *backend: str) -> list[str]:
         str(config.registry_ttl_seconds),
         "--registry-heartbeat-seconds",
         str(config.registry_heartbeat_seconds),
+        *("--registry-bucket", config.registry_bucket, "--sessions-bucket", config.sessions_bucket),
         *backend,
     ]
 
@@ -766,7 +767,15 @@ async def test_a_request_to_a_killed_workers_own_subject_goes_to_another_worker_
     own subject, which nobody pulls any more (its durable consumer goes once inactive for that TTL).
     At Start-By the request is deleted there and sent again to any worker: the live one takes it and
     starts the session anew, saying so first; no request is left in the stream."""
-    config = _acp_settings(broker, _agent()).model_copy(update={"registry_ttl_seconds": 60.0})
+    # Buckets of its own: a bucket's TTL is the one it was made with (the other tests' is 2 s).
+    buckets = f"{uuid.uuid4().hex[:8].upper()}"
+    config = _acp_settings(broker, _agent()).model_copy(
+        update={
+            "registry_ttl_seconds": 60.0,
+            "registry_bucket": f"E2A_AGENTS_{buckets}",
+            "sessions_bucket": f"E2A_SESSIONS_{buckets}",
+        }
+    )
     acp = f"{sys.executable} {ACP_AGENT} --events {tmp_path / 'events.jsonl'}"
     first, second = (
         E2AEnvelope(method="chat.send", request_id=str(uuid.uuid4()), session_id="kept", params={"text": "hi"})
