@@ -12,7 +12,7 @@ SOURCE = REPO_ROOT / "src" / "e2a_grpc"
 
 #: Top-level parts of ``e2a_grpc``, lowest first: each may import its own layer and those before it.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"_canonical", "errors", "jsontext", "address", "routing", "settings", "a2a_sdk_tracing"}),
+    frozenset({"_canonical", "errors", "jsontext", "address", "routing", "settings", "a2a_sdk_tracing", "rich_status"}),
     frozenset({"model"}),
     frozenset({"protocols"}),
     frozenset({"conversion"}),

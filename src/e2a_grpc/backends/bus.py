@@ -342,6 +342,7 @@ class _BusTurn:
         self.envelope = envelope
         assert envelope.request_id is not None
         self.request_id = envelope.request_id
+        self._frame_subject = frame_subject(config.nats_subject_prefix, envelope.session_id, self.request_id)
         #: Notices and frames as they come; ``_MAY_BE_LOST`` when the plain subscription may have missed some.
         self._arrivals: asyncio.Queue[Msg | _Signal] = asyncio.Queue()
         #: The plain subscription to the request's frames, until the turn reads them from JetStream.
@@ -375,9 +376,7 @@ class _BusTurn:
         # Both sent on the connection ahead of the request, so the server has them before any worker
         # can notify or publish a frame.
         self._notices = await self._nc.subscribe(inbox, cb=self._arrived)
-        self._live_frames = await self._nc.subscribe(
-            frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id), cb=self._arrived
-        )
+        self._live_frames = await self._nc.subscribe(self._frame_subject, cb=self._arrived)
         self._bus.turns.add(self)
         now = datetime.datetime.now(datetime.UTC)
         scope = self._scope
@@ -425,7 +424,7 @@ class _BusTurn:
         config = self._config
         try:
             stored = await self._js.subscribe(
-                frame_subject(config.nats_subject_prefix, self.envelope.session_id, self.request_id),
+                self._frame_subject,
                 stream=config.nats_stream,
                 ordered_consumer=True,
                 deliver_policy=DeliverPolicy.ALL,

@@ -35,8 +35,6 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from e2a.v1 import agent_service_pb2 as pb
 from e2a.v1 import agent_service_pb2_grpc as pb_grpc
@@ -47,6 +45,7 @@ from e2a_grpc.chat.prompt import Prompt
 from e2a_grpc.chat.relay import UPSTREAM_DETAIL, relay_frames
 from e2a_grpc.errors import NO_WAITING_TASK_REASON, AgentUnavailableError
 from e2a_grpc.model import E2AEnvelope, E2AResponse, ErrorCode, SourceProtocol
+from e2a_grpc.rich_status import error_info_reason
 from e2a_grpc.routing import CaFile
 
 #: Keepalive pings on a channel with calls in flight: 5 min is the least interval gRPC servers accept
@@ -138,11 +137,20 @@ class UpstreamBackend:
                 trusted = "the system's" if self._tls_ca is None else f"tls_ca {self._tls_ca.path}"
                 tls = f" (TLS, CA certificates: {trusted})"
             return AgentUnavailableError(self.agent_id, f"the upstream {self.origin}{tls} is unavailable: {said}")
-        details = {UPSTREAM_DETAIL: self.origin, "grpc_status": code.name, "grpc_message": said}
         after = f" after {frames_received} frames" if frames_received else ""
-        message = f"the upstream {self.origin} ended the call{after} with {code.name}: {said}"
+        return self._failure(error, f"ended the call{after} with")
+
+    def _failure(self, error: grpc.aio.AioRpcError, what: str) -> BackendError:
+        """The upstream's failed call as the agent's error: ``agent_unavailable`` for UNAVAILABLE (the
+        same call may work later), else ``upstream_error``; ``what`` says what the upstream did."""
+        code = error.code()
+        said = error.details() or code.name
         failure = ErrorCode.AGENT_UNAVAILABLE if code is grpc.StatusCode.UNAVAILABLE else ErrorCode.UPSTREAM_ERROR
-        return BackendError(failure, message, details)
+        return BackendError(
+            failure,
+            f"the upstream {self.origin} {what} {code.name}: {said}",
+            {UPSTREAM_DETAIL: self.origin, "grpc_status": code.name, "grpc_message": said},
+        )
 
     async def cancel_task(self, task_id: str) -> bool:
         scope = current_call()
@@ -151,32 +159,12 @@ class UpstreamBackend:
         try:
             await self._stub().CancelTask(request, timeout=CANCEL_TASK_TIMEOUT_SECONDS, metadata=metadata)
         except grpc.aio.AioRpcError as error:
-            if error.code() is grpc.StatusCode.NOT_FOUND and _reason(error) == NO_WAITING_TASK_REASON:
+            if error.code() is grpc.StatusCode.NOT_FOUND and error_info_reason(error) == NO_WAITING_TASK_REASON:
                 return False
-            code = error.code()
-            said = error.details() or code.name
-            failure = ErrorCode.AGENT_UNAVAILABLE if code is grpc.StatusCode.UNAVAILABLE else ErrorCode.UPSTREAM_ERROR
-            raise BackendError(
-                failure,
-                f"the upstream {self.origin} did not cancel task {task_id}: {code.name}: {said}",
-                {UPSTREAM_DETAIL: self.origin, "grpc_status": code.name, "grpc_message": said},
-            ) from None
+            raise self._failure(error, f"did not cancel task {task_id}:") from None
         return True
 
     async def aclose(self) -> None:
         if self._channel is not None:
             channel, self._channel = self._channel, None
             await channel.close()
-
-
-def _reason(error: grpc.aio.AioRpcError) -> str | None:
-    """The ``google.rpc.ErrorInfo`` reason of a failed call's rich status, if it has one."""
-    try:
-        status = rpc_status.from_call(error)  # type: ignore[arg-type]  # an AioRpcError has what it reads
-    except ValueError:  # a rich status that contradicts the call's code or message: none to trust
-        return None
-    for detail in () if status is None else status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return str(info.reason)
-    return None

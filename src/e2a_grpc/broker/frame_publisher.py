@@ -51,6 +51,7 @@ import nats.errors
 import nats.js.errors
 import orjson
 from google.protobuf.message import DecodeError
+from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -77,8 +78,6 @@ REFUSED_RETRY_SECONDS = 1.0
 RETRY_PAUSE_SECONDS = 0.2
 #: What nats-py's publish raises for the message itself (not for the connection's state).
 _UNSENDABLE = (nats.errors.BadSubjectError, nats.errors.BadHeaderError, nats.errors.MaxPayloadError)
-#: The status header of the reply a publish gets when no stream takes its subject.
-_NO_RESPONDERS = "503"
 #: What is logged of a frame given up on after a bug met it and its stand-in.
 _NOT_PUBLISHED = (
     "neither this Chat frame nor its stand-in could be published: the broker's copy of its stream has a gap "
@@ -465,7 +464,7 @@ class FramePublisher:
             self._drop(publish)
 
     def _answered(self, publish: _Publish, reply: Msg) -> None:
-        if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
+        if reply.headers and reply.headers.get(Header.STATUS) == NO_RESPONDERS_STATUS:  # no stream takes its subject
             # No stream takes the subject any more (deleted by an operator): make it again.
             self._retry_soon(publish)
             if self._making_stream is None or self._making_stream.done():

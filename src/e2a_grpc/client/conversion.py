@@ -9,13 +9,13 @@ from typing import TypeVar
 
 import grpc
 from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc.conversion import NotApplicable
 from e2a_grpc.model import E2AEnvelope, E2AResponse
 from e2a_grpc.protocols import cloudevent_formats, cloudevents
+from e2a_grpc.rich_status import error_info_reason, status_details
 
 Request = TypeVar("Request")
 Reply = TypeVar("Reply")
@@ -36,18 +36,11 @@ class ServiceError(Exception):
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> ServiceError:
         violations: list[tuple[str, str]] = []
-        reason: str | None = None
-        # types-grpcio types RpcError without grpc.Call, but what a sync call raises is both (and
-        # from_call only reads code(), details() and trailing_metadata()).
-        status = rpc_status.from_call(error)  # type: ignore[arg-type]
-        for detail in status.details if status else ():
+        for detail in status_details(error):
             bad_request = error_details_pb2.BadRequest()
-            info = error_details_pb2.ErrorInfo()
             if detail.Unpack(bad_request):
                 violations.extend((v.field, v.description) for v in bad_request.field_violations)
-            elif detail.Unpack(info):
-                reason = info.reason
-        return cls(error.code(), error.details() or "", violations, reason)
+        return cls(error.code(), error.details() or "", violations, error_info_reason(error))
 
 
 def _channel(address: str, tls: bool, tls_ca: Path | None, max_message_bytes: int) -> grpc.Channel:
