@@ -27,6 +27,7 @@ from e2a.v1 import conversion_service_pb2 as pb
 from e2a.v1 import conversion_service_pb2_grpc as pb_grpc
 from e2a_grpc import E2AAuth, E2AEnvelope, E2AResponse
 from e2a_grpc.client.chat import achat
+from tests.support.certificates import loopback_server_certificate, make_ca
 from tests.support.processes import REPO_ROOT, open_fds, running_server, running_server_process, wait_until
 
 INITIALIZE = pb.FromACPRequest(json='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
@@ -202,14 +203,10 @@ def test_token_file_requires_the_bearer_token_except_for_health(tmp_path: Path) 
 
 
 def test_tls(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    with running_server("--tls-cert", str(cert), "--tls-key", str(key), health_tls_ca=cert) as address:
-        credentials = grpc.ssl_channel_credentials(cert.read_bytes())
+    ca = make_ca(tmp_path, "e2a-test-ca")
+    cert, key = loopback_server_certificate(ca, tmp_path)
+    with running_server("--tls-cert", str(cert), "--tls-key", str(key), health_tls_ca=ca.cert) as address:
+        credentials = grpc.ssl_channel_credentials(ca.cert.read_bytes())
         with grpc.secure_channel(address, credentials) as channel:
             reply = pb_grpc.ConversionServiceStub(channel).FromACP(INITIALIZE, timeout=10)
             assert len(reply.records) == 1
